@@ -1,0 +1,13 @@
+"""skfedkt: one-shot and few-round federated learning by knowledge transfer.
+
+Meta-estimators that train any scikit-learn classifier across parties who keep their
+data, exchanging models or labels on public unlabelled data instead.
+"""
+
+from . import datasets
+from ._base import PublicSet
+from ._fedkt import FedKTClassifier
+
+__version__ = "0.1.0"
+
+__all__ = ["FedKTClassifier", "PublicSet", "datasets", "__version__"]

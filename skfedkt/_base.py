@@ -1,0 +1,144 @@
+"""The base class shared by the federated meta-estimators: input validation and tags."""
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.utils import get_tags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
+
+
+class PublicSet(tuple):
+    """The unlabelled public data, wrapped so that cross-validation keeps it whole.
+
+    scikit-learn slices every fit parameter whose length equals the number of training
+    samples when it splits data for cross-validation (``GridSearchCV``,
+    ``cross_validate``): a public set that happens to have exactly ``len(X)`` rows would
+    arrive as ``X_unlabeled[train]``. ``PublicSet(X_public)`` is a 1-tuple, so its length
+    is 1 and it always arrives whole; a plain tuple ``(X_public,)`` is accepted likewise.
+    ``Pipeline(..., transform_input=["X_unlabeled"])`` transforms its element.
+
+    Parameters
+    ----------
+    X_public : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+        The public, unlabelled examples.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedkt import PublicSet
+    >>> public = PublicSet(np.zeros((3, 2)))
+    >>> len(public), public.data.shape
+    (1, (3, 2))
+    """
+
+    def __new__(cls, X_public):
+        return super().__new__(cls, (X_public,))
+
+    def __getnewargs__(self):
+        return (self[0],)
+
+    @property
+    def data(self):
+        """The wrapped public data."""
+        return self[0]
+
+    def __repr__(self):
+        return f"PublicSet(<{type(self[0]).__name__} with {len(self[0])} rows>)"
+
+
+@dataclass
+class FederatedData:
+    """Validated training data, split by party.
+
+    Attributes
+    ----------
+    X : array-like, sparse matrix or DataFrame
+        Training rows; a DataFrame stays a DataFrame so column names survive slicing.
+    y : ndarray of int64
+        Class codes, indices into ``classes_``.
+    party_rows : list of ndarray of int
+        Row indices of each party, aligned with ``parties_``.
+    X_public : array-like, sparse matrix or DataFrame
+        The public unlabelled data (the rows of `X` when none was given).
+    """
+
+    X: object
+    y: np.ndarray
+    party_rows: list
+    X_public: object
+
+
+def _keep_frame(original, validated):
+    # slicing the original DataFrame keeps column names for a ColumnTransformer
+    return original if hasattr(original, "iloc") else validated
+
+
+class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """Base class of the federated meta-estimators.
+
+    Subclasses list their base estimators in `_base_estimators`; this class validates
+    ``X``, ``y``, ``groups`` and ``X_unlabeled`` against what all of them accept, encodes
+    the labels and splits the rows by party.
+    """
+
+    # requested by default so that metadata routing sends them to fit
+    __metadata_request__fit = {"groups": True, "X_unlabeled": True}
+
+    def _base_estimators(self):
+        """The (unfitted) estimators whose input requirements this estimator inherits."""
+        raise NotImplementedError
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        base_tags = [get_tags(estimator) for estimator in self._base_estimators()]
+        tags.input_tags.sparse = all(t.input_tags.sparse for t in base_tags)
+        tags.input_tags.allow_nan = all(t.input_tags.allow_nan for t in base_tags)
+        return tags
+
+    def _check_params(self):
+        input_tags = get_tags(self).input_tags
+        return dict(
+            accept_sparse=["csr", "csc"] if input_tags.sparse else False,
+            ensure_all_finite="allow-nan" if input_tags.allow_nan else True,
+            # mixed-type DataFrames go through to a base Pipeline untouched
+            dtype=None,
+        )
+
+    def _validate_federated_data(self, X, y, groups, X_unlabeled):
+        """Validate the inputs of ``fit``; set ``classes_``, ``parties_``, ``n_features_in_``."""
+        check_params = self._check_params()
+        X_valid, y = validate_data(self, X, y, **check_params)
+        check_classification_targets(y)
+        self.classes_, y_codes = np.unique(y, return_inverse=True)
+
+        if groups is None:
+            groups = np.zeros(len(y_codes), dtype=np.int64)
+        else:
+            groups = column_or_1d(groups)
+            check_consistent_length(y_codes, groups)
+        self.parties_, party_codes = np.unique(groups, return_inverse=True)
+        party_rows = [np.flatnonzero(party_codes == p) for p in range(len(self.parties_))]
+
+        X = _keep_frame(X, X_valid)
+        if X_unlabeled is None:
+            X_public = X
+        else:
+            if isinstance(X_unlabeled, tuple):
+                if len(X_unlabeled) != 1:
+                    raise ValueError(
+                        "X_unlabeled given as a tuple must hold exactly one element, the "
+                        f"public data (see PublicSet); got {len(X_unlabeled)} elements."
+                    )
+                X_unlabeled = X_unlabeled[0]
+            try:
+                public_valid = validate_data(self, X_unlabeled, reset=False, **check_params)
+            except ValueError as exc:
+                raise ValueError(f"Invalid X_unlabeled: {exc}") from exc
+            X_public = _keep_frame(X_unlabeled, public_valid)
+        return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
+
+    def _validate_predict_data(self, X):
+        X_valid = validate_data(self, X, reset=False, **self._check_params())
+        return _keep_frame(X, X_valid)

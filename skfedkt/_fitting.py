@@ -1,0 +1,178 @@
+"""Fitting many clones of base estimators in parallel, each on labels it can digest."""
+
+import sys
+from contextlib import nullcontext
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import clone
+from sklearn.dummy import DummyClassifier
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import _num_samples
+from threadpoolctl import threadpool_limits
+
+_MAX_SEED = np.iinfo(np.int32).max
+
+
+def draw_seeds(rng, n_seeds):
+    """Independent integer seeds, one per clone, from a `RandomState`."""
+    return rng.randint(_MAX_SEED, size=n_seeds)
+
+
+def _final_step(estimator):
+    return estimator[-1] if isinstance(estimator, Pipeline) else estimator
+
+
+def _predicts_output_positions(estimator):
+    """Whether `estimator` predicts the argmax position of a fixed output layer.
+
+    skorch nets have one output unit per class (K in all) and ``predict`` returns the
+    position of the largest output, not a label seen in ``fit``: they are trained on the
+    global codes ``0..K-1`` even when their rows miss some classes.
+    """
+    skorch = sys.modules.get("skorch")
+    return skorch is not None and isinstance(_final_step(estimator), skorch.NeuralNet)
+
+
+class ClassCodeModel:
+    """A fitted clone and the global class codes its outputs stand for.
+
+    Clones are fit on int64 labels they can digest: the contiguous codes ``0..k-1`` of
+    the ``k`` classes present in their rows (XGBoost refuses gaps such as ``[0, 2]``), or
+    the global codes for skorch nets (see `_predicts_output_positions`). Rows of a single
+    class give a constant `DummyClassifier` instead of an error. ``codes[j]`` is the
+    global class code of the clone's label ``j``.
+    """
+
+    def __init__(self, estimator, codes):
+        self.estimator = estimator
+        self.codes = codes
+
+    @classmethod
+    def fit(cls, estimator, X, y, n_classes):
+        present = np.unique(y)
+        if present.size == 1:
+            estimator = DummyClassifier(strategy="most_frequent")
+            codes = present
+        elif _predicts_output_positions(estimator):
+            codes = np.arange(n_classes)
+        else:
+            codes = present
+        estimator.fit(X, np.searchsorted(codes, y).astype(np.int64))
+        return cls(estimator, codes)
+
+    @property
+    def is_constant(self):
+        return self.codes.size == 1
+
+    def predict(self, X):
+        """Global class codes."""
+        return self.codes[np.asarray(self.estimator.predict(X), dtype=np.intp)]
+
+    def predict_proba(self, X, n_classes):
+        """Probabilities with one column per global class, zero for unseen classes."""
+        proba = self.estimator.predict_proba(X)
+        aligned = np.zeros((proba.shape[0], n_classes))
+        aligned[:, self.codes] = proba
+        return aligned
+
+    def decision_function(self, X, n_classes):
+        """Scores in scikit-learn's layout for `n_classes` classes.
+
+        Classes the clone never saw score ``-inf``; a constant clone scores 0 for its
+        class. For two classes the result is 1-D (positive favours ``classes_[1]``).
+        """
+        if self.is_constant:
+            scores = np.zeros((_num_samples(X), 1))
+        else:
+            scores = np.asarray(self.estimator.decision_function(X), dtype=float)
+            if scores.ndim == 1:
+                if n_classes == 2:
+                    return scores
+                scores = np.column_stack([-scores, scores])
+        aligned = np.full((scores.shape[0], n_classes), -np.inf)
+        aligned[:, self.codes] = scores
+        if n_classes == 2:
+            return aligned[:, 1] - aligned[:, 0]
+        return aligned
+
+
+def _matching_params(estimator, name):
+    """Names of `name` and of every nested ``*__name`` parameter of `estimator`."""
+    return sorted(
+        key
+        for key in estimator.get_params(deep=True)
+        if key == name or key.endswith("__" + name)
+    )
+
+
+def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
+               keep_model):
+    estimator = clone(estimator)
+    rng = np.random.RandomState(seed)
+    params = {key: rng.randint(_MAX_SEED) for key in _matching_params(estimator, "random_state")}
+    if single_threaded:
+        # the clones already run in parallel: their own workers would oversubscribe
+        all_params = estimator.get_params(deep=True)
+        params.update(
+            (key, 1)
+            for key in _matching_params(estimator, "n_jobs")
+            if all_params[key] not in (None, 1)
+        )
+    estimator.set_params(**params)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        # skorch nets have no random_state: their initialisation follows torch's RNG
+        torch.manual_seed(int(seed))
+    if rows is not None:
+        X, y = _safe_indexing(X, rows), y[rows]
+    model = ClassCodeModel.fit(estimator, X, y, n_classes)
+    predictions = None if X_predict is None else model.predict(X_predict)
+    return (model if keep_model else None), predictions
+
+
+def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
+               keep_models=True):
+    """Fit one clone per task in a single flat parallel batch.
+
+    Parameters
+    ----------
+    tasks : list of (estimator, y, rows)
+        The estimator to clone, the class codes of all rows of `X`, and the row indices
+        the clone learns from (``None`` for all rows). Tasks carry indices, never copies.
+    X : array-like, sparse matrix or DataFrame
+        The rows the tasks index.
+    n_classes : int
+        Number of global classes.
+    seeds : array-like of int of shape (n_tasks,)
+        One seed per clone: it sets every ``random_state`` parameter of the clone (nested
+        ones too) and torch's RNG, so results do not depend on `n_jobs` or the backend.
+    n_jobs, verbose : int or None
+        Passed to `sklearn.utils.parallel.Parallel`.
+    X_predict : array-like, default=None
+        Data each fitted clone labels with global class codes.
+    keep_models : bool, default=True
+        Whether to return the fitted clones (teachers' are not kept).
+
+    Returns
+    -------
+    models : list of ClassCodeModel or None
+    predictions : ndarray of shape (n_tasks, n_predict) or None
+    """
+    single_threaded = min(effective_n_jobs(n_jobs), len(tasks)) > 1
+    # threads of BLAS/OpenMP in this process (threading backend); loky workers are
+    # limited by loky itself
+    limits = threadpool_limits(limits=1) if single_threaded else nullcontext()
+    with limits:
+        results = Parallel(n_jobs=n_jobs, verbose=verbose)(
+            delayed(_fit_clone)(
+                estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
+                keep_models,
+            )
+            for (estimator, y, rows), seed in zip(tasks, seeds)
+        )
+    models = [model for model, _ in results]
+    predictions = None if X_predict is None else np.stack([pred for _, pred in results])
+    return models, predictions

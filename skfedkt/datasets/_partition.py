@@ -1,0 +1,143 @@
+"""Party partitioners: which party holds which row."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils.validation import column_or_1d
+
+_MAX_ATTEMPTS = 1000
+
+
+@validate_params(
+    {
+        "y": ["array-like"],
+        "n_parties": [Interval(Integral, 1, None, closed="left")],
+        "beta": [Interval(Real, 0, None, closed="neither")],
+        "min_party_size": [Interval(Integral, 0, None, closed="left")],
+        "self_balancing": ["boolean"],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def dirichlet_partition(
+    y, n_parties, *, beta=0.5, min_party_size=10, self_balancing=True, random_state=None
+):
+    """Label-skewed party assignment drawn from a Dirichlet distribution.
+
+    For each class ``k``, proportions ``p_k ~ Dir_n(beta)`` over the ``n`` parties are
+    drawn and a ``p_{k,j}`` share of the rows of class ``k`` goes to party ``j``. The
+    whole draw is repeated until every party holds at least `min_party_size` rows. This
+    is the heterogeneous partition of FedKT's experiments (and of NIID-Bench).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        The labels of the rows to distribute.
+    n_parties : int
+        Number of parties (Flower's ``num_partitions``).
+    beta : float, default=0.5
+        Concentration of the Dirichlet distribution (Flower's ``alpha``). Small values
+        give each party few classes; large values approach an IID split.
+    min_party_size : int, default=10
+        Smallest number of rows a party may get; the draw is repeated until every party
+        has it (Flower's ``min_partition_size``).
+    self_balancing : bool, default=True
+        When drawing class ``k``, parties that already hold more than
+        ``n_samples / n_parties`` rows get none of it, which keeps party sizes
+        comparable, as in the FedKT authors' code (Flower's ``self_balancing``, which
+        defaults to False there).
+    random_state : int, RandomState instance or None, default=None
+        Controls the draws.
+
+    Returns
+    -------
+    parties : ndarray of int of shape (n_samples,)
+        The party (``0..n_parties-1``) of every row.
+
+    Raises
+    ------
+    ValueError
+        If ``n_parties * min_party_size`` exceeds the number of rows, or if no draw met
+        `min_party_size` after 1000 attempts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedkt.datasets import dirichlet_partition
+    >>> y = np.repeat([0, 1, 2], 100)
+    >>> parties = dirichlet_partition(y, n_parties=5, beta=0.5, random_state=0)
+    >>> parties.shape, np.bincount(parties).min() >= 10
+    ((300,), np.True_)
+    """
+    y = column_or_1d(y)
+    n_samples = y.shape[0]
+    if n_parties * min_party_size > n_samples:
+        raise ValueError(
+            f"Cannot give {n_parties} parties at least min_party_size={min_party_size} "
+            f"rows each from {n_samples} rows."
+        )
+    rng = check_random_state(random_state)
+    class_rows = [np.flatnonzero(y == label) for label in np.unique(y)]
+    for _ in range(_MAX_ATTEMPTS):
+        parties = np.empty(n_samples, dtype=np.int64)
+        sizes = np.zeros(n_parties, dtype=np.int64)
+        for rows in class_rows:
+            rows = rng.permutation(rows)
+            proportions = rng.dirichlet(np.full(n_parties, beta))
+            if self_balancing:
+                proportions = proportions * (sizes < n_samples / n_parties)
+            proportions = proportions / proportions.sum()
+            cuts = (np.cumsum(proportions) * len(rows)).astype(int)[:-1]
+            for party, share in enumerate(np.split(rows, cuts)):
+                parties[share] = party
+                sizes[party] += len(share)
+        if sizes.min() >= min_party_size:
+            return parties
+    raise ValueError(
+        f"No Dirichlet(beta={beta}) draw gave all {n_parties} parties at least "
+        f"min_party_size={min_party_size} rows in {_MAX_ATTEMPTS} attempts; lower "
+        "min_party_size or n_parties, or raise beta."
+    )
+
+
+@validate_params(
+    {
+        "n_samples": [Interval(Integral, 1, None, closed="left")],
+        "n_parties": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
+def iid_partition(n_samples, n_parties, *, random_state=None):
+    """Homogeneous party assignment: shuffled rows in parties of equal size (+-1).
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of rows to distribute.
+    n_parties : int
+        Number of parties; at most `n_samples`.
+    random_state : int, RandomState instance or None, default=None
+        Controls the shuffle.
+
+    Returns
+    -------
+    parties : ndarray of int of shape (n_samples,)
+        The party (``0..n_parties-1``) of every row.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedkt.datasets import iid_partition
+    >>> np.bincount(iid_partition(10, 3, random_state=0))
+    array([4, 3, 3])
+    """
+    if n_parties > n_samples:
+        raise ValueError(f"Cannot split {n_samples} rows into {n_parties} non-empty parties.")
+    rng = check_random_state(random_state)
+    parties = np.empty(n_samples, dtype=np.int64)
+    for party, rows in enumerate(np.array_split(rng.permutation(n_samples), n_parties)):
+        parties[rows] = party
+    return parties

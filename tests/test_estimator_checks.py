@@ -1,0 +1,27 @@
+"""scikit-learn's estimator checks, for FedKTClassifier with several base estimators."""
+
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from xgboost import XGBClassifier
+
+from skfedkt import FedKTClassifier
+
+BASE_ESTIMATORS = [
+    None,
+    DecisionTreeClassifier(),
+    LogisticRegression(),
+    HistGradientBoostingClassifier(max_iter=20),
+    XGBClassifier(n_estimators=10, max_depth=3),
+    make_pipeline(StandardScaler(), LogisticRegression()),
+]
+
+
+@parametrize_with_checks(
+    [FedKTClassifier(base, random_state=0) for base in BASE_ESTIMATORS]
+)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
