@@ -1,0 +1,101 @@
+"""FedKT's vote arithmetic (Algorithm 1, Vote-1 and Vote-2) on hand-made cases."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+
+from skfedkt import FedKTClassifier
+
+
+def test_server_votes_with_and_without_consistent_voting():
+    # 3 parties, 2 students each, 4 public examples
+    student_predictions = np.array(
+        [
+            [[0, 1, 2, 0], [0, 1, 1, 0]],
+            [[1, 1, 2, 2], [1, 1, 2, 0]],
+            [[0, 2, 2, 1], [0, 2, 0, 1]],
+        ]
+    )
+    consistent = FedKTClassifier(n_partitions=2)._server_votes(student_predictions, 3)
+    # a unanimous party gives its class n_partitions=2 votes, a split party none
+    assert_array_equal(consistent, [[4, 2, 0], [0, 4, 2], [0, 0, 2], [2, 2, 0]])
+    every_student = FedKTClassifier(n_partitions=2, consistent_voting=False)._server_votes(
+        student_predictions, 3
+    )
+    assert_array_equal(every_student, [[4, 2, 0], [0, 4, 2], [1, 1, 4], [3, 2, 1]])
+
+
+def test_no_consistent_vote_anywhere_falls_back_to_every_student():
+    disagreeing = np.array([[[0, 1], [1, 0]], [[1, 0], [0, 1]]])
+    with pytest.warns(UserWarning, match="consistent voting leaves nothing"):
+        votes = FedKTClassifier(n_partitions=2)._server_votes(disagreeing, 2)
+    assert_array_equal(votes, [[2, 2], [2, 2]])
+
+
+def test_pure_parties_give_exact_histogram_and_constant_students():
+    # every party holds one class: its teachers and students are constant predictors
+    X = np.random.RandomState(0).normal(size=(60, 3))
+    y = np.repeat(["x", "x", "y"], 20)
+    party = np.repeat(["a", "b", "c"], 20)
+    X_public = X[:7] + 0.5
+    clf = FedKTClassifier(n_partitions=3, n_subsets=4, random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    assert_array_equal(clf.parties_, ["a", "b", "c"])
+    assert_array_equal(clf.vote_counts_, np.tile([6, 3], (7, 1)))
+    assert_array_equal(clf.public_labels_, ["x"] * 7)
+    assert all(len(students) == 3 for students in clf.students_)
+    assert_array_equal(clf.predict(X[:5]), ["x"] * 5)
+    # 'y' was never learned by the final model: its probability column is all zero
+    assert_array_equal(clf.predict_proba(X[:5]), np.tile([1.0, 0.0], (5, 1)))
+
+
+@pytest.mark.parametrize("consistent_voting", [True, False])
+def test_vote_counts_match_students_predictions(consistent_voting):
+    X, y = make_classification(
+        n_samples=300, n_features=6, n_informative=4, n_classes=3, random_state=0
+    )
+    party = np.arange(300) % 3
+    X_public = X[:80] * 1.1
+    clf = FedKTClassifier(
+        LogisticRegression(), n_partitions=2, n_subsets=3, random_state=0,
+        consistent_voting=consistent_voting,
+    ).fit(X, y, groups=party, X_unlabeled=X_public)
+
+    expected = np.zeros((80, 3), dtype=int)
+    for students in clf.students_:
+        # students that saw all three classes predict global class codes
+        assert all(len(student.classes_) == 3 for student in students)
+        predictions = [student.predict(X_public) for student in students]
+        for i in range(80):
+            votes = [p[i] for p in predictions]
+            if not consistent_voting:
+                for v in votes:
+                    expected[i, v] += 1
+            elif len(set(votes)) == 1:
+                expected[i, votes[0]] += len(votes)
+    assert_array_equal(clf.vote_counts_, expected)
+    learned = expected.any(axis=1)
+    assert_array_equal(clf.public_mask_, learned)
+    # ties go to the class with the most votes over the whole public set
+    overall_rank = np.argsort(np.argsort(-expected.sum(axis=0), kind="stable"))
+    winners = [
+        min(np.flatnonzero(row == row.max()), key=lambda m: overall_rank[m])
+        for row in expected[learned]
+    ]
+    assert_array_equal(clf.public_labels_, winners)
+
+
+def test_examples_without_votes_are_left_out_of_final_training():
+    X, y = make_classification(n_samples=200, n_features=5, flip_y=0.3, random_state=1)
+    party = np.arange(200) % 4
+    X_public = np.random.RandomState(1).normal(scale=3, size=(150, 5))
+    clf = FedKTClassifier(n_partitions=3, random_state=0).fit(
+        X, y, groups=party, X_unlabeled=X_public
+    )
+    no_vote = ~clf.vote_counts_.any(axis=1)
+    assert no_vote.any(), "noisy labels should leave some public examples without a vote"
+    assert_array_equal(clf.public_mask_, ~no_vote)
+    assert len(clf.public_labels_) == (~no_vote).sum()
+    assert clf.final_estimator_.tree_.n_node_samples[0] == (~no_vote).sum()
