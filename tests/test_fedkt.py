@@ -87,8 +87,8 @@ def test_boolean_labels(federated_data):
 def test_decision_function_matches_predict_and_flags_unseen_classes():
     X = np.random.RandomState(0).normal(size=(60, 3))
     y = np.repeat(["x", "y", "z"], 20)
-    # the two parties holding 'x' and 'y' out-vote the one holding 'z' everywhere?
-    # No: each pure party is constant, so the final model learns the majority 'x' only.
+    # party 1 holds only 'z' and votes for it on every example, so at least one of the
+    # three classes never wins a vote and the final model never learns it
     party = np.repeat([0, 0, 1], 20)
     clf = FedKTClassifier(LogisticRegression(), n_subsets=2, random_state=0)
     clf.fit(X, y, groups=party)
