@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_consistent_length, column_or_1d, validate_data
+from sklearn.utils.validation import validate_data
 
 
 class PublicSet(tuple):
@@ -116,8 +116,17 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         if groups is None:
             groups = np.zeros(len(y_codes), dtype=np.int64)
         else:
-            groups = column_or_1d(groups)
-            check_consistent_length(y_codes, groups)
+            groups = np.asarray(groups)
+            if groups.ndim != 1:
+                raise ValueError(
+                    "groups must be 1-D, one party label per row; got an array of shape "
+                    f"{groups.shape}."
+                )
+            if len(groups) != len(y_codes):
+                raise ValueError(
+                    f"groups has {len(groups)} entries but X has {len(y_codes)} rows; "
+                    "give the party of every row."
+                )
         self.parties_, party_codes = np.unique(groups, return_inverse=True)
         party_rows = [np.flatnonzero(party_codes == p) for p in range(len(self.parties_))]
 

@@ -125,14 +125,17 @@ class FedKTClassifier(BaseFederatedClassifier):
     >>> from sklearn.model_selection import train_test_split
     >>> from skfedkt import FedKTClassifier
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> X_train, X_public, y_train, _ = train_test_split(X, y, test_size=0.3, random_state=0)
-    >>> party = np.arange(len(y_train)) % 4
+    >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    >>> X_train, X_public, y_train, _ = train_test_split(X_train, y_train, random_state=0)
+    >>> party = np.arange(len(y_train)) % 4  # four hospitals
     >>> clf = FedKTClassifier(n_partitions=2, n_subsets=5, random_state=0)
     >>> clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
     FedKTClassifier(random_state=0)
     >>> clf.parties_
     array([0, 1, 2, 3])
-    >>> round(clf.score(X_public, _), 2)
+    >>> clf.vote_counts_.shape  # the server's votes on the public set
+    (107, 2)
+    >>> print(f"{clf.score(X_test, y_test):.2f}")
     0.9...
     """
 
@@ -337,7 +340,7 @@ class FedKTClassifier(BaseFederatedClassifier):
             self._validate_predict_data(X), len(self.classes_)
         )
 
-    @available_if(_final_estimator_has("predict_log_proba"))
+    @available_if(_final_estimator_has("predict_proba"))
     def predict_log_proba(self, X):
         """Logarithm of `predict_proba`.
 

@@ -299,7 +299,8 @@ def test_party_smaller_than_n_subsets_is_named(federated_data):
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        ({"groups": np.zeros(5)}, ValueError, "inconsistent numbers of samples"),
+        ({"groups": np.zeros(5)}, ValueError, "groups has 5 entries but X has 300 rows"),
+        ({"groups": np.zeros((300, 2))}, ValueError, r"groups must be 1-D, one party label per row; got an array of shape \(300, 2\)"),
         ({"X_unlabeled": np.zeros((4, 3))}, ValueError, "Invalid X_unlabeled: X has 3 features"),
         ({"X_unlabeled": (np.zeros((4, 8)), np.zeros((4, 8)))}, ValueError, "exactly one element"),
         ({"X_unlabeled": np.full((4, 8), np.inf)}, ValueError, "Invalid X_unlabeled: Input X contains inf"),
