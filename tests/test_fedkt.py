@@ -10,7 +10,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
-from sklearn.datasets import load_digits, make_classification
+from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, GroupKFold, cross_validate, train_test_split
@@ -22,6 +22,8 @@ from xgboost import XGBClassifier
 
 from skfedkt import FedKTClassifier, PublicSet
 from skfedkt.datasets import dirichlet_partition
+
+from _data import federated_digits
 
 
 @pytest.fixture(scope="module")
@@ -326,12 +328,7 @@ def test_invalid_parameters(federated_data, params):
 
 
 def test_fedkt_beats_local_training_on_digits():
-    X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
-    X_train, X_public, y_train, _ = train_test_split(
-        X_train, y_train, test_size=0.15, random_state=0
-    )
-    party = dirichlet_partition(y_train, n_parties=10, beta=0.5, random_state=0)
+    X_train, y_train, party, X_public, X_test, y_test = federated_digits(n_parties=10)
     base = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
     fedkt = FedKTClassifier(base, random_state=0).fit(
         X_train, y_train, groups=party, X_unlabeled=X_public

@@ -3,17 +3,15 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skfedkt import FedKTClassifier
-from skfedkt.datasets import dirichlet_partition
 
 torch = pytest.importorskip("torch")
 skorch = pytest.importorskip("skorch")
 
+from _data import federated_digits  # noqa: E402
 from _torch_modules import MLP, to_float32  # noqa: E402
 
 
@@ -36,14 +34,8 @@ def _network(device="cpu"):
 
 @pytest.fixture(scope="module")
 def digits_parties():
-    X, y = load_digits(return_X_y=True)
-    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.2, random_state=0)
-    X_train, X_public, y_train, _ = train_test_split(
-        X_train, y_train, test_size=0.15, random_state=0
-    )
     # label skew: most parties miss several digits, so clones see gaps in the labels
-    party = dirichlet_partition(y_train, n_parties=5, beta=0.5, random_state=0)
-    return X_train, y_train, party, X_public, X_test, y_test
+    return federated_digits(n_parties=5)
 
 
 def _fit_and_check(digits_parties, device, n_jobs=1):
