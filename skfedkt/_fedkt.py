@@ -1,19 +1,32 @@
 """FedKT: one-shot federated learning by two-tier knowledge transfer (Li, He and Song)."""
 
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import BaseFederatedClassifier
 from ._fitting import draw_seeds, fit_clones
 from ._voting import count_votes, plurality_vote
+from .privacy import (
+    DEFAULT_ORDERS,
+    PrivacyReport,
+    data_independent_epsilon,
+    epsilon_from_log_moments,
+    pate_epsilon,
+    pate_log_moments,
+)
+
+
+def _take(X, rows, n_rows):
+    """Rows of X, without a copy when all of them are wanted."""
+    return X if len(rows) == n_rows else _safe_indexing(X, rows)
 
 
 def _final_estimator_has(attr):
@@ -33,7 +46,9 @@ class FedKTClassifier(BaseFederatedClassifier):
     public data in turn and trains the final model on the winning labels. One round of
     communication, any classifier, and only the students leave the parties.
 
-    This is privacy level L0 of the paper: no noise is added to any vote.
+    With ``privacy_level="L1"`` or ``"L2"``, Laplace noise on the vote counts of one
+    tier makes the final model differentially private; ``epsilon_`` and
+    ``privacy_report_`` state the guarantee.
 
     Parameters
     ----------
@@ -58,6 +73,26 @@ class FedKTClassifier(BaseFederatedClassifier):
         students predict that class, and none otherwise (the paper's consistent voting).
         If False, every student casts one vote. When no party is unanimous on any public
         example, every student's vote is counted instead, with a warning.
+    privacy_level : {"L0", "L1", "L2"}, default="L0"
+        Where Laplace noise is added (FedKT's privacy levels):
+
+        - ``"L0"``: nowhere; no privacy guarantee.
+        - ``"L1"`` (server noise): on every count of the server's vote histogram. The final
+          model is differentially private at the *party* level (sensitivity
+          ``2 * n_partitions``: one party moves all its students' votes).
+        - ``"L2"`` (party noise): on every count of every teacher vote histogram of every
+          partition of every party. Every student, and hence the final model, is
+          differentially private at the *example* level, even towards the server.
+    gamma : float, default=0.05
+        Inverse scale of the Laplace noise (scale ``1/gamma``); larger means less noise
+        and a larger epsilon. Unused at L0.
+    query_fraction : float in (0, 1], default=1.0
+        Fraction of the public set that the noisy tier labels: the server at L0 and L1,
+        every partition of every party at L2. The other public examples are not used by
+        that tier: at L1 the final model learns from the queries only, at L2 the students
+        do. Fewer queries cost less privacy.
+    delta : float in (0, 1), default=1e-5
+        The delta of the reported (epsilon, delta) guarantee.
     n_jobs : int, default=None
         Number of jobs for fitting the clones. All teachers of all parties form one flat
         parallel batch, then all students; ``None`` means 1 unless in a
@@ -89,13 +124,20 @@ class FedKTClassifier(BaseFederatedClassifier):
     final_estimator_ : estimator
         The server's fitted final model, trained on class codes like the students.
     vote_counts_ : ndarray of int64 of shape (n_public, n_classes)
-        The server's vote histogram on the public data.
+        The server's noise-free vote histogram on the whole public set (for analysis: it
+        is what the L1 noise protects, and a deployment would not publish it).
     public_mask_ : ndarray of bool of shape (n_public,)
-        Which public examples the final model learned from: those that received at least
-        one vote (with consistent voting, an example on which no party is unanimous
-        receives none and is left out).
+        Which public examples the final model learned from: the server's queries that
+        received a vote. At L1 every query is labelled by the noisy argmax; otherwise an
+        example without votes (with consistent voting, no party unanimous) is left out.
     public_labels_ : ndarray of shape (n_learned,)
         The labels the final model learned, for the public examples in `public_mask_`.
+    privacy_report_ : skfedkt.privacy.PrivacyReport
+        The guarantee: level, protected unit ("party" at L1, "example" at L2), gamma,
+        delta, number of queries, data-dependent and data-independent epsilon, per-party
+        epsilon at L2, the moment orders, and a statement in words.
+    epsilon_ : float
+        ``privacy_report_.epsilon``: the privacy budget spent, ``inf`` at L0.
 
     See Also
     --------
@@ -109,6 +151,14 @@ class FedKTClassifier(BaseFederatedClassifier):
     which is convenient for experiments but gives no privacy, since the students then
     learn from the parties' own rows.
 
+    Privacy accounting follows the paper's Section 4: the data-dependent moments
+    accountant of Papernot et al. (2017) with ``q`` computed from the noise-free counts
+    of the queries, next to data-independent bounds (see `skfedkt.privacy`); the reported
+    epsilon is the smaller. Publishing a data-dependent epsilon itself leaks information.
+    Unlike the paper's public code, every query is counted, the sensitivity at L1 is
+    ``2 * n_partitions`` and the moments bound is used only where it is valid
+    (``q < 1 / (exp(eps0) + 1)``).
+
     Argmax ties of either vote are broken in favour of the tied class that received the
     most votes over the whole public set in that histogram, then the first class in
     ``classes_`` order.
@@ -116,7 +166,10 @@ class FedKTClassifier(BaseFederatedClassifier):
     References
     ----------
     .. [1] Q. Li, B. He and D. Song, "Practical One-Shot Federated Learning for
-       Cross-Silo Setting", IJCAI 2021, Algorithm 1.
+       Cross-Silo Setting", IJCAI 2021, Algorithm 1 and Section 4.
+    .. [2] N. Papernot, M. Abadi, U. Erlingsson, I. Goodfellow and K. Talwar,
+       "Semi-supervised Knowledge Transfer for Deep Learning from Private Training
+       Data", ICLR 2017.
 
     Examples
     --------
@@ -146,6 +199,10 @@ class FedKTClassifier(BaseFederatedClassifier):
         "n_partitions": [Interval(Integral, 1, None, closed="left")],
         "n_subsets": [Interval(Integral, 1, None, closed="left")],
         "consistent_voting": ["boolean"],
+        "privacy_level": [StrOptions({"L0", "L1", "L2"})],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "query_fraction": [Interval(Real, 0, 1, closed="right")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -160,6 +217,10 @@ class FedKTClassifier(BaseFederatedClassifier):
         n_partitions=2,
         n_subsets=5,
         consistent_voting=True,
+        privacy_level="L0",
+        gamma=0.05,
+        query_fraction=1.0,
+        delta=1e-5,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -170,6 +231,10 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.n_partitions = n_partitions
         self.n_subsets = n_subsets
         self.consistent_voting = consistent_voting
+        self.privacy_level = privacy_level
+        self.gamma = gamma
+        self.query_fraction = query_fraction
+        self.delta = delta
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -216,36 +281,48 @@ class FedKTClassifier(BaseFederatedClassifier):
         self._check_party_sizes(data.party_rows)
         n_classes = len(self.classes_)
         n_parties = len(self.parties_)
+        n_public = _num_samples(data.X_public)
         rng = check_random_state(self.random_state)
+        # own streams, so the noise and the queries leave every other draw unchanged
+        noise_rng, query_rng = (np.random.RandomState(seed) for seed in draw_seeds(rng, 2))
+        queries = self._draw_queries(n_public, query_rng)
+        # the noisy tier labels only the queries (the server at L0/L1, the parties at L2)
+        every_public = np.arange(n_public)
+        party_queries, server_queries = (
+            (queries, every_public) if self.privacy_level == "L2" else (every_public, queries)
+        )
         fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs, verbose=self.verbose)
 
-        # Party side, lines 2-8: the teachers of every partition of every party vote.
+        # Party side, lines 2-10: the teachers of every partition of every party vote.
         teacher_rows = [
             subset
             for rows in data.party_rows
             for _ in range(self.n_partitions)
             for subset in np.array_split(rng.permutation(rows), self.n_subsets)
         ]
-        teacher = self._teacher_template()
         _, teacher_predictions = fit_clones(
-            [(teacher, data.y, rows) for rows in teacher_rows],
+            [(self._teacher_template(), data.y, rows) for rows in teacher_rows],
             data.X,
             seeds=draw_seeds(rng, len(teacher_rows)),
-            X_predict=data.X_public,
+            X_predict=_take(data.X_public, party_queries, n_public),
             keep_models=False,
             **fit_options,
         )
-        teacher_predictions = teacher_predictions.reshape(
-            n_parties * self.n_partitions, self.n_subsets, -1
+        teacher_votes = np.stack(
+            [
+                count_votes(predictions, n_classes)
+                for predictions in teacher_predictions.reshape(
+                    n_parties * self.n_partitions, self.n_subsets, -1
+                )
+            ]
         )
-        # Line 11-12: a student per partition learns the teachers' winning labels.
-        student_labels = [
-            plurality_vote(count_votes(predictions, n_classes))
-            for predictions in teacher_predictions
+        # Lines 11-12: a student per partition learns the teachers' winning labels.
+        student_labels = np.full((len(teacher_votes), n_public), -1)
+        student_labels[:, party_queries] = [
+            plurality_vote(self._add_noise(votes, noise_rng, "L2")) for votes in teacher_votes
         ]
-        student = self._student_template()
         student_models, student_predictions = fit_clones(
-            [(student, labels, None) for labels in student_labels],
+            [(self._student_template(), labels, party_queries) for labels in student_labels],
             data.X_public,
             seeds=draw_seeds(rng, len(student_labels)),
             X_predict=data.X_public,
@@ -260,7 +337,10 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.vote_counts_ = self._server_votes(
             student_predictions.reshape(n_parties, self.n_partitions, -1), n_classes
         )
-        public_codes = plurality_vote(self.vote_counts_)
+        public_codes = np.full(n_public, -1)
+        public_codes[server_queries] = plurality_vote(
+            self._add_noise(self.vote_counts_[server_queries], noise_rng, "L1")
+        )
         self.public_mask_ = public_codes >= 0
         self.public_labels_ = self.classes_[public_codes[self.public_mask_]]
         (self._final_model,), _ = fit_clones(
@@ -270,7 +350,97 @@ class FedKTClassifier(BaseFederatedClassifier):
             **fit_options,
         )
         self.final_estimator_ = self._final_model.estimator
+        self.privacy_report_ = self._privacy_report(teacher_votes, queries)
+        self.epsilon_ = self.privacy_report_.epsilon
         return self
+
+    def _draw_queries(self, n_public, rng):
+        """Sorted indices of the public examples the noisy tier labels.
+
+        A prefix of one permutation: a larger `query_fraction` adds queries and never
+        swaps them, so the privacy cost grows with it.
+        """
+        n_queries = max(1, round(self.query_fraction * n_public))
+        return np.sort(rng.permutation(n_public)[:n_queries])
+
+    def _add_noise(self, votes, rng, level):
+        """Laplace noise of scale 1/gamma on every count, at the tier of `level` only."""
+        if self.privacy_level != level:
+            return votes
+        return votes + rng.laplace(scale=1 / self.gamma, size=votes.shape)
+
+    def _privacy_report(self, teacher_votes, queries):
+        """Account the noisy tier (FedKT's Section 4 and Appendix A)."""
+        level, n_queries, s = self.privacy_level, len(queries), self.n_partitions
+        if level == "L0":
+            return PrivacyReport(
+                level="L0", unit=None, gamma=None, delta=None, sensitivity=None,
+                n_queries=n_queries, data_dependent_epsilon=np.inf,
+                data_independent_epsilon=np.inf, epsilon=np.inf,
+                statement="FedKT-L0 adds no noise: no differential privacy (epsilon = inf).",
+            )
+        accountant = dict(gamma=self.gamma, delta=self.delta, orders=DEFAULT_ORDERS)
+        if level == "L1":
+            # one party moves all s of its students: a count moves by s (Theorem 1)
+            sensitivity = 2.0 * s
+            data_dependent = pate_epsilon(
+                self.vote_counts_[queries], sensitivity=sensitivity, **accountant
+            )
+            data_independent = data_independent_epsilon(
+                n_queries, sensitivity=sensitivity, **accountant
+            )
+            party_epsilons = None
+            epsilon = min(data_dependent, data_independent)
+            protects = (
+                "party level: the final model and the server's labels hide whether any one "
+                "party took part"
+            )
+        else:
+            # each partition is a PATE over the party's rows (sensitivity 2); an example
+            # sits in one teacher of every partition, so a party's partitions compose
+            sensitivity = 2.0
+            party_moments = [
+                sum(
+                    pate_log_moments(votes, gamma=self.gamma, sensitivity=sensitivity,
+                                     orders=DEFAULT_ORDERS)
+                    for votes in teacher_votes[start : start + s]
+                )
+                for start in range(0, len(teacher_votes), s)
+            ]
+            party_data_dependent = [
+                epsilon_from_log_moments(moments, delta=self.delta, orders=DEFAULT_ORDERS)
+                for moments in party_moments
+            ]
+            data_dependent = max(party_data_dependent)
+            data_independent = data_independent_epsilon(
+                s * n_queries, sensitivity=sensitivity, **accountant
+            )
+            party_epsilons = {
+                party: min(eps, data_independent)
+                for party, eps in zip(self.parties_.tolist(), party_data_dependent)
+            }
+            # parallel composition over parties (Theorem 4)
+            epsilon = max(party_epsilons.values())
+            protects = (
+                "example level: every student, hence the final model, hides any one "
+                "training example of its party, even from the server"
+            )
+        statement = (
+            f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private at the "
+            f"{protects}. {n_queries} noisy-argmax queries per noisy histogram tier, Laplace "
+            f"scale 1/gamma = {1 / self.gamma:.4g}, sensitivity {sensitivity:g}. "
+            f"Data-dependent epsilon {data_dependent:.4g} (moments accountant); "
+            f"data-independent epsilon {data_independent:.4g}. The data-dependent value is "
+            "itself computed from private votes, so publishing it leaks information; only "
+            "the data-independent value may be published as is."
+        )
+        return PrivacyReport(
+            level=level, unit="party" if level == "L1" else "example", gamma=self.gamma,
+            delta=self.delta, sensitivity=sensitivity, n_queries=n_queries,
+            data_dependent_epsilon=data_dependent, data_independent_epsilon=data_independent,
+            epsilon=epsilon, party_epsilons=party_epsilons, orders=DEFAULT_ORDERS,
+            statement=statement,
+        )
 
     def _check_party_sizes(self, party_rows):
         for party, rows in zip(self.parties_, party_rows):
@@ -293,7 +463,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         votes = count_votes(
             np.where(unanimous, first, -1), n_classes, weights=self.n_partitions
         )
-        if not votes.any():
+        if not votes.any() and self.privacy_level != "L1":
+            # at L1 the histogram is released as is: a data-dependent switch would leak
             warnings.warn(
                 "No party's students agree on any public example, so consistent voting "
                 "leaves nothing to learn from; counting every student's vote instead. "
