@@ -1,0 +1,222 @@
+"""The privacy accountant and FedKT's noisy tiers (privacy levels L1 and L2)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+
+from skfedkt import FedKTClassifier
+from skfedkt._voting import plurality_vote
+from skfedkt.datasets import dirichlet_partition
+from skfedkt.privacy import (
+    data_independent_epsilon,
+    laplace_epsilon,
+    pate_epsilon,
+    pate_epsilon_data_independent,
+    pate_log_moments,
+)
+
+# --- the accountant ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "vote_counts, gamma, orders, expected",
+    [
+        ([[10, 0]], 0.1, range(1, 9), 1.569246),
+        ([[10, 0]], 0.1, range(1, 33), 0.521746),
+        (np.tile([150, 100], (100, 1)), 0.05, range(1, 9), 3.663313),
+        (np.tile([150, 100], (100, 1)), 0.05, range(1, 33), 3.375507),
+    ],
+)
+def test_pate_epsilon_reference_values(vote_counts, gamma, orders, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        epsilon = pate_epsilon(vote_counts, gamma=gamma, delta=1e-5, orders=orders)
+    assert epsilon == pytest.approx(expected, abs=1e-6)
+
+
+def test_data_independent_reference_value():
+    epsilon = pate_epsilon_data_independent(100, gamma=0.05, delta=1e-5, orders=range(1, 9))
+    assert epsilon == pytest.approx(5.302585, abs=1e-6)
+
+
+def test_warns_when_the_largest_order_gives_the_minimum():
+    with pytest.warns(UserWarning, match="largest moment order"):
+        pate_epsilon([[10, 0]], gamma=0.1, delta=1e-5)
+
+
+def test_data_independent_moments_ignore_the_votes():
+    strong = pate_log_moments(np.tile([100, 0], (5, 1)), gamma=0.1, data_independent=True)
+    split = pate_log_moments(np.tile([50, 50], (5, 1)), gamma=0.1, data_independent=True)
+    assert_array_equal(strong, split)
+
+
+def test_data_dependent_bound_used_only_where_valid():
+    # a tie gives q = 1/2 >= 1/(exp(eps0) + 1): the bound falls back to the worst case
+    tie = pate_log_moments([[5, 5]], gamma=0.1)
+    worst = pate_log_moments([[5, 5]], gamma=0.1, data_independent=True)
+    assert_array_equal(tie, worst)
+    # strong agreement is cheaper than the worst case at every order
+    assert (pate_log_moments([[50, 0]], gamma=0.1) < worst).all()
+
+
+def test_laplace_epsilon_composes_and_is_tightest():
+    # 100 Laplace releases, sensitivity 2, scale 20 (values checked with dp-accounting)
+    assert laplace_epsilon(100, gamma=0.05, delta=1e-5) == pytest.approx(4.2203, abs=1e-3)
+    assert laplace_epsilon(0, gamma=0.05, delta=1e-5) == 0.0
+    assert laplace_epsilon(10, gamma=0.05, delta=1e-5) < laplace_epsilon(
+        20, gamma=0.05, delta=1e-5
+    )
+    assert data_independent_epsilon(
+        100, gamma=0.05, delta=1e-5, sensitivity=2
+    ) == pytest.approx(4.2203, abs=1e-3)
+
+
+# --- FedKT's noisy tiers ----------------------------------------------------------------
+
+
+def _pure_parties(n_public=3000, classes=("a", "a", "b")):
+    """One constant class per party: every teacher histogram is known exactly."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(40 * len(classes), 4))
+    y = np.repeat(classes, 40)
+    party = np.repeat(np.arange(len(classes)), 40)
+    return X, y, party, rng.normal(size=(n_public, 4))
+
+
+def _laplace_flip_probability(gap, gamma):
+    """P[argmax flips] for two counts `gap` apart with Laplace(1/gamma) noise on each."""
+    return (2 + gamma * gap) / (4 * np.exp(gamma * gap))
+
+
+def test_l1_noise_flips_server_votes_at_the_laplace_rate():
+    X, y, party, X_public = _pure_parties()
+    clf = FedKTClassifier(n_partitions=1, n_subsets=2, privacy_level="L1", gamma=1.0,
+                          random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    # noise-free server histogram: 2 votes for 'a', 1 for 'b' everywhere
+    assert_array_equal(clf.vote_counts_, np.tile([2, 1], (3000, 1)))
+    # the parties add none: their students are constant
+    assert all(type(s[0]).__name__ == "DummyClassifier" for s in clf.students_)
+    expected = _laplace_flip_probability(gap=1, gamma=1.0)  # 0.276
+    flipped = np.mean(clf.public_labels_ == "b")
+    assert flipped == pytest.approx(expected, abs=4 * np.sqrt(expected * (1 - expected) / 3000))
+    assert clf.public_mask_.all()
+
+
+def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none():
+    X, y, party, X_public = _pure_parties(classes=("a", "b"))
+    clf = FedKTClassifier(n_partitions=1, n_subsets=4, privacy_level="L2", gamma=0.5,
+                          random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    # party 'a' has 4 teachers voting 'a' (code 0): its student learned the noisy argmax
+    student = clf.students_[0][0]
+    expected = _laplace_flip_probability(gap=4, gamma=0.5)  # 0.135
+    flipped = np.mean(student.predict(X_public) == 1)
+    assert flipped == pytest.approx(expected, abs=4 * np.sqrt(expected * (1 - expected) / 3000))
+    # the server's labels are the plain plurality of its noise-free votes
+    assert_array_equal(clf.public_labels_, clf.classes_[plurality_vote(clf.vote_counts_)])
+
+
+def test_l0_adds_no_noise():
+    X, y, party, X_public = _pure_parties()
+    clf = FedKTClassifier(n_partitions=1, n_subsets=2, random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    assert_array_equal(clf.public_labels_, ["a"] * 3000)
+    assert clf.epsilon_ == np.inf
+    assert clf.privacy_report_.level == "L0"
+
+
+@pytest.fixture(scope="module")
+def many_parties():
+    X, y = make_classification(n_samples=12000, n_features=10, n_informative=5,
+                               random_state=0)
+    X_train, X_rest, y_train, y_rest = train_test_split(X, y, train_size=0.75, random_state=0)
+    X_public, X_test, _, y_test = train_test_split(X_rest, y_rest, test_size=0.5,
+                                                   random_state=0)
+    party = dirichlet_partition(y_train, 60, beta=0.5, random_state=0)
+    return X_train, y_train, party, X_public, X_test, y_test
+
+
+def _fit(data, **params):
+    X_train, y_train, party, X_public, _, _ = data
+    params = {"n_partitions": 1, "random_state": 0, **params}
+    clf = FedKTClassifier(LogisticRegression(), **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("level", ["L1", "L2"])
+def test_private_fit_is_reproducible(many_parties, level):
+    first = _fit(many_parties, privacy_level=level, gamma=0.1, query_fraction=0.02)
+    again = _fit(many_parties, privacy_level=level, gamma=0.1, query_fraction=0.02)
+    other = _fit(many_parties, privacy_level=level, gamma=0.1, query_fraction=0.02,
+                 random_state=1)
+    assert_array_equal(first.public_labels_, again.public_labels_)
+    assert first.epsilon_ == again.epsilon_
+    assert not np.array_equal(first.vote_counts_, other.vote_counts_)
+
+
+@pytest.mark.parametrize("level", ["L1", "L2"])
+def test_epsilon_grows_with_gamma_and_query_fraction(many_parties, level):
+    by_gamma = [_fit(many_parties, privacy_level=level, gamma=g, query_fraction=0.02).epsilon_
+                for g in (0.02, 0.05, 0.1, 0.2)]
+    by_queries = [
+        _fit(many_parties, privacy_level=level, gamma=0.05, query_fraction=f).epsilon_
+        for f in (0.005, 0.01, 0.02, 0.05)
+    ]
+    assert np.all(np.diff(by_gamma) > 0), by_gamma
+    assert np.all(np.diff(by_queries) > 0), by_queries
+
+
+def test_privacy_report_states_the_guarantee(many_parties):
+    l1 = _fit(many_parties, privacy_level="L1", gamma=0.05, query_fraction=0.01,
+              n_partitions=2)
+    report = l1.privacy_report_
+    assert (report.level, report.unit, report.sensitivity) == ("L1", "party", 4.0)
+    assert report.n_queries == round(0.01 * 1500)
+    assert report.epsilon == min(report.data_dependent_epsilon,
+                                 report.data_independent_epsilon)
+    assert report.data_independent_epsilon == data_independent_epsilon(
+        15, gamma=0.05, delta=1e-5, sensitivity=4.0
+    )
+    assert l1.epsilon_ == report.epsilon
+    assert "party level" in str(report) and "leaks information" in str(report)
+    assert l1.public_mask_.sum() == 15
+
+    l2 = _fit(many_parties, privacy_level="L2", gamma=0.2, query_fraction=0.01)
+    report = l2.privacy_report_
+    assert (report.level, report.unit, report.sensitivity) == ("L2", "example", 2.0)
+    assert set(report.party_epsilons) == set(l2.parties_.tolist())
+    assert report.epsilon == max(report.party_epsilons.values())
+    assert all(eps <= report.data_independent_epsilon
+               for eps in report.party_epsilons.values())
+
+
+def test_private_fedkt_stays_accurate(many_parties):
+    *_, X_test, y_test = many_parties
+    l0 = _fit(many_parties).score(X_test, y_test)
+    # 60 parties, 30 queries; measured: L0 0.849, L1 0.812 (epsilon 4.4), L2 0.771 (9.5)
+    l1 = _fit(many_parties, privacy_level="L1", gamma=0.1, query_fraction=0.02)
+    l2 = _fit(many_parties, privacy_level="L2", gamma=0.2, query_fraction=0.02)
+    assert l1.epsilon_ < 5 and l1.score(X_test, y_test) > l0 - 0.06
+    assert l2.epsilon_ < 12 and l2.score(X_test, y_test) > l0 - 0.10
+
+
+def test_l1_releases_the_histogram_without_the_consistent_voting_fallback():
+    # no party unanimous anywhere: L0 falls back to every student's vote, but at L1
+    # that data-dependent switch would leak, so the empty histogram is released
+    disagreeing = np.array([[[0, 1], [1, 0]], [[1, 0], [0, 1]]])
+    with pytest.warns(UserWarning, match="consistent voting leaves nothing"):
+        FedKTClassifier(n_partitions=2)._server_votes(disagreeing, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        votes = FedKTClassifier(n_partitions=2, privacy_level="L1")._server_votes(
+            disagreeing, 2
+        )
+    assert_array_equal(votes, np.zeros((2, 2)))
