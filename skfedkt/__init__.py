@@ -6,8 +6,9 @@ data, exchanging models or labels on public unlabelled data instead.
 
 from . import datasets
 from ._base import PublicSet
+from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
 
 __version__ = "0.1.0"
 
-__all__ = ["FedKTClassifier", "PublicSet", "datasets", "__version__"]
+__all__ = ["FedCTClassifier", "FedKTClassifier", "PublicSet", "datasets", "__version__"]

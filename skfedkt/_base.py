@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
@@ -68,6 +69,17 @@ class FederatedData:
     y: np.ndarray
     party_rows: list
     X_public: object
+
+
+def stack_rows(X, X_other):
+    """The rows of `X` followed by those of `X_other`, in one matrix or DataFrame."""
+    if hasattr(X, "iloc") and hasattr(X_other, "iloc"):
+        import pandas as pd
+
+        return pd.concat([X, X_other], ignore_index=True)
+    if sp.issparse(X) or sp.issparse(X_other):
+        return sp.vstack([X, X_other], format="csr")
+    return np.vstack([np.asarray(X), np.asarray(X_other)])
 
 
 def _keep_frame(original, validated):

@@ -300,14 +300,14 @@ class FedKTClassifier(BaseFederatedClassifier):
             for _ in range(self.n_partitions)
             for subset in np.array_split(rng.permutation(rows), self.n_subsets)
         ]
-        _, teacher_predictions = fit_clones(
+        teacher_predictions = fit_clones(
             [(self._teacher_template(), data.y, rows) for rows in teacher_rows],
             data.X,
             seeds=draw_seeds(rng, len(teacher_rows)),
             X_predict=_take(data.X_public, party_queries, n_public),
             keep_models=False,
             **fit_options,
-        )
+        ).predictions
         teacher_votes = np.stack(
             [
                 count_votes(predictions, n_classes)
@@ -321,7 +321,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         student_labels[:, party_queries] = [
             plurality_vote(self._add_noise(votes, noise_rng, "L2")) for votes in teacher_votes
         ]
-        student_models, student_predictions = fit_clones(
+        student_models, student_predictions, _ = fit_clones(
             [(self._student_template(), labels, party_queries) for labels in student_labels],
             data.X_public,
             seeds=draw_seeds(rng, len(student_labels)),
@@ -343,7 +343,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         )
         self.public_mask_ = public_codes >= 0
         self.public_labels_ = self.classes_[public_codes[self.public_mask_]]
-        (self._final_model,), _ = fit_clones(
+        (self._final_model,), _, _ = fit_clones(
             [(self._final_template(), public_codes, np.flatnonzero(self.public_mask_))],
             data.X_public,
             seeds=draw_seeds(rng, 1),

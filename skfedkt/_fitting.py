@@ -2,6 +2,7 @@
 
 import sys
 from contextlib import nullcontext
+from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -109,7 +110,7 @@ def _matching_params(estimator, name):
 
 
 def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
-               keep_model):
+               keep_model, score_training):
     estimator = clone(estimator)
     rng = np.random.RandomState(seed)
     params = {key: rng.randint(_MAX_SEED) for key in _matching_params(estimator, "random_state")}
@@ -130,11 +131,23 @@ def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predic
         X, y = _safe_indexing(X, rows), y[rows]
     model = ClassCodeModel.fit(estimator, X, y, n_classes)
     predictions = None if X_predict is None else model.predict(X_predict)
-    return (model if keep_model else None), predictions
+    training_accuracy = np.mean(model.predict(X) == y) if score_training else None
+    return (model if keep_model else None), predictions, training_accuracy
+
+
+class CloneFits(NamedTuple):
+    """What `fit_clones` returns, one entry per task."""
+
+    models: list
+    """Fitted `ClassCodeModel` per task (``None`` when not kept)."""
+    predictions: np.ndarray
+    """Global class codes predicted on ``X_predict``, shape (n_tasks, n_predict), or None."""
+    training_accuracy: np.ndarray
+    """Accuracy of each clone on its own training rows, or None."""
 
 
 def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
-               keep_models=True):
+               keep_models=True, score_training=False):
     """Fit one clone per task in a single flat parallel batch.
 
     Parameters
@@ -155,11 +168,12 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         Data each fitted clone labels with global class codes.
     keep_models : bool, default=True
         Whether to return the fitted clones (teachers' are not kept).
+    score_training : bool, default=False
+        Whether to measure each clone's accuracy on its own training rows.
 
     Returns
     -------
-    models : list of ClassCodeModel or None
-    predictions : ndarray of shape (n_tasks, n_predict) or None
+    fits : CloneFits
     """
     single_threaded = min(effective_n_jobs(n_jobs), len(tasks)) > 1
     # threads of BLAS/OpenMP in this process (threading backend); loky workers are
@@ -169,10 +183,28 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         results = Parallel(n_jobs=n_jobs, verbose=verbose)(
             delayed(_fit_clone)(
                 estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
-                keep_models,
+                keep_models, score_training,
             )
             for (estimator, y, rows), seed in zip(tasks, seeds)
         )
-    models = [model for model, _ in results]
-    predictions = None if X_predict is None else np.stack([pred for _, pred in results])
-    return models, predictions
+    models, predictions, accuracies = zip(*results)
+    return CloneFits(
+        models=list(models),
+        predictions=None if X_predict is None else np.stack(predictions),
+        training_accuracy=np.array(accuracies) if score_training else None,
+    )
+
+
+def ensemble_proba(models, X, n_classes, voting):
+    """Class probabilities of an ensemble of `ClassCodeModel`, one column per class.
+
+    ``voting="hard"`` gives each model's vote share; ``"soft"`` averages the models'
+    probabilities, a model without ``predict_proba`` contributing its vote.
+    """
+    total = np.zeros((_num_samples(X), n_classes))
+    for model in models:
+        if voting == "soft" and hasattr(model.estimator, "predict_proba"):
+            total += model.predict_proba(X, n_classes)
+        else:
+            total[np.arange(len(total)), model.predict(X)] += 1
+    return total / len(models)

@@ -8,7 +8,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from xgboost import XGBClassifier
 
-from skfedkt import FedKTClassifier
+from skfedkt import FedCTClassifier, FedKTClassifier
 
 BASE_ESTIMATORS = [
     None,
@@ -22,6 +22,12 @@ BASE_ESTIMATORS = [
 
 @parametrize_with_checks(
     [FedKTClassifier(base, random_state=0) for base in BASE_ESTIMATORS]
+    + [FedCTClassifier(base, n_rounds=3, random_state=0) for base in BASE_ESTIMATORS]
+    + [
+        FedCTClassifier(voting="soft", n_rounds=2, random_state=0),
+        FedCTClassifier(LogisticRegression(), dp_epsilon=1.0, dp_sensitivity=4,
+                        n_rounds=2, random_state=0),
+    ]
 )
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
