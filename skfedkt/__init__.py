@@ -8,7 +8,11 @@ from . import datasets
 from ._base import PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
+from ._oneshot import OneShotEnsembleClassifier
 
 __version__ = "0.1.0"
 
-__all__ = ["FedCTClassifier", "FedKTClassifier", "PublicSet", "datasets", "__version__"]
+__all__ = [
+    "FedCTClassifier",
+    "FedKTClassifier",
+    "OneShotEnsembleClassifier", "PublicSet", "datasets", "__version__"]

@@ -6,10 +6,11 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.base import clone
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.dummy import DummyClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples
 from threadpoolctl import threadpool_limits
@@ -100,6 +101,44 @@ class ClassCodeModel:
         return aligned
 
 
+class GlobalLabelClassifier(ClassifierMixin, BaseEstimator):
+    """A fitted `ClassCodeModel` seen as a scikit-learn classifier of the global labels.
+
+    Lets scikit-learn scorers evaluate a clone that was trained on class codes.
+
+    Parameters
+    ----------
+    model : ClassCodeModel
+        The fitted clone.
+    classes : ndarray of shape (n_classes,)
+        The global labels, ``classes_`` of the meta-estimator.
+    """
+
+    def __init__(self, model, classes):
+        self.model = model
+        self.classes = classes
+
+    @property
+    def classes_(self):
+        return self.classes
+
+    def __sklearn_is_fitted__(self):
+        return True
+
+    def predict(self, X):
+        return self.classes[self.model.predict(X)]
+
+    @available_if(lambda self: hasattr(self.model.estimator, "predict_proba"))
+    def predict_proba(self, X):
+        return self.model.predict_proba(X, len(self.classes))
+
+    @available_if(
+        lambda self: self.model.is_constant or hasattr(self.model.estimator, "decision_function")
+    )
+    def decision_function(self, X):
+        return self.model.decision_function(X, len(self.classes))
+
+
 def _matching_params(estimator, name):
     """Names of `name` and of every nested ``*__name`` parameter of `estimator`."""
     return sorted(
@@ -109,8 +148,14 @@ def _matching_params(estimator, name):
     )
 
 
-def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
-               keep_model, score_training):
+def seeded_clone(estimator, seed, single_threaded=False):
+    """An unfitted clone whose randomness is fixed by `seed`.
+
+    Every ``random_state`` parameter (nested ones too) gets its own integer drawn from
+    `seed`, and torch's RNG is seeded for skorch nets, which have no random_state. With
+    `single_threaded`, parameters that ask for parallel workers (``n_jobs`` other than
+    None or 1) are set to 1.
+    """
     estimator = clone(estimator)
     rng = np.random.RandomState(seed)
     params = {key: rng.randint(_MAX_SEED) for key in _matching_params(estimator, "random_state")}
@@ -125,8 +170,13 @@ def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predic
     estimator.set_params(**params)
     torch = sys.modules.get("torch")
     if torch is not None:
-        # skorch nets have no random_state: their initialisation follows torch's RNG
         torch.manual_seed(int(seed))
+    return estimator
+
+
+def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
+               keep_model, score_training):
+    estimator = seeded_clone(estimator, seed, single_threaded)
     if rows is not None:
         X, y = _safe_indexing(X, rows), y[rows]
     model = ClassCodeModel.fit(estimator, X, y, n_classes)

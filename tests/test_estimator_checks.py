@@ -8,7 +8,8 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from xgboost import XGBClassifier
 
-from skfedkt import FedCTClassifier, FedKTClassifier
+
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 
 BASE_ESTIMATORS = [
     None,
@@ -27,6 +28,17 @@ BASE_ESTIMATORS = [
         FedCTClassifier(voting="soft", n_rounds=2, random_state=0),
         FedCTClassifier(LogisticRegression(), dp_epsilon=1.0, dp_sensitivity=4,
                         n_rounds=2, random_state=0),
+    ]
+    + [OneShotEnsembleClassifier(base, random_state=0) for base in BASE_ESTIMATORS]
+    + [
+        # not SVC: SVC itself fails check_estimators_pickle(readonly_memmap=True) in
+        # scikit-learn 1.9.1, libsvm rejecting the read-only arrays of a loaded model
+        OneShotEnsembleClassifier(LogisticRegression(), selection="cv", n_selected=3,
+                                  random_state=0),
+        OneShotEnsembleClassifier(selection="random", n_selected=2, voting="hard",
+                                  random_state=0),
+        # a student needs public data, which check_estimator never passes: distillation
+        # is tested in test_oneshot.py
     ]
 )
 def test_sklearn_compatible_estimator(estimator, check):

@@ -1,0 +1,369 @@
+"""One-shot federated ensembles with selection and distillation (Guha, Talwalkar, Smith)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context, is_regressor
+from sklearn.metrics import get_scorer
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import _num_samples, check_is_fitted
+
+from ._base import BaseFederatedClassifier
+from ._fitting import (
+    GlobalLabelClassifier,
+    draw_seeds,
+    ensemble_proba,
+    fit_clones,
+    seeded_clone,
+)
+
+
+def _student_is(kind):
+    def check(self):
+        student = self.student_estimator
+        if kind == "proba":
+            return student is None or (
+                not is_regressor(student) and hasattr(student, "predict_proba")
+            )
+        return student is not None and is_regressor(student)
+
+    return check
+
+
+class OneShotEnsembleClassifier(BaseFederatedClassifier):
+    """One-shot federated learning: an ensemble of selected local models, optionally distilled.
+
+    Every party with at least `min_samples` rows trains one model on its own rows and
+    sends it to the server in a single round; smaller parties send nothing. The server
+    keeps an ensemble of the local models chosen by `selection` and averages their
+    predictions. With a `student_estimator` and public (proxy) data, the server distills
+    the ensemble into one small model.
+
+    Parameters
+    ----------
+    estimator : estimator object, default=None
+        The local model, cloned for every party. ``None`` means
+        ``DecisionTreeClassifier()``. It must implement ``fit`` and ``predict``.
+    selection : {"all", "cv", "data", "random"}, default="all"
+        Which local models form the ensemble:
+
+        - ``"all"``: every local model;
+        - ``"cv"``: each party holds out `validation_fraction` of its rows, trains on the
+          rest and reports its `scoring` on the held-out rows; the `n_selected` best
+          parties are kept, with their model refit on all their rows (the model a party
+          sends is trained on all its data; the held-out fit only measures it);
+        - ``"data"``: the `n_selected` parties with the most rows (ties: first in
+          ``parties_`` order);
+        - ``"random"``: `n_selected` parties drawn uniformly without replacement.
+    n_selected : int, default=10
+        Size of the ensemble for the ``"cv"``, ``"data"`` and ``"random"`` selections (all
+        trained models when fewer were trained).
+    min_samples : int, default=1
+        Parties with fewer rows train and send nothing (the paper uses 30). With
+        ``selection="cv"`` a party also needs two rows, one to train and one to validate.
+    validation_fraction : float in (0, 1), default=0.2
+        Share of a party's rows held out for its score with ``selection="cv"`` (at least
+        one row, and at least one left for training).
+    scoring : str or callable, default=None
+        A scikit-learn scorer for ``selection="cv"``. ``None`` means ROC AUC for binary
+        problems, as in the paper, and accuracy otherwise. A party whose held-out score
+        is undefined (for instance a single class in its validation rows) ranks last.
+    voting : {"soft", "hard"}, default="soft"
+        ``"soft"`` averages the selected models' ``predict_proba`` (a model without it
+        contributes its vote); ``"hard"`` takes their majority, and ``predict_proba``
+        gives the vote shares. Columns always follow the global ``classes_``, even when a
+        party saw few classes.
+    student_estimator : estimator object, default=None
+        If given, distil the ensemble on the public data passed as ``X_unlabeled``: a
+        regressor learns the ensemble's class probabilities (one output per class, the
+        paper's kernel distillation), a classifier learns its hard labels. ``predict``
+        then uses the student alone.
+    n_jobs : int, default=None
+        Number of jobs for fitting the local models in parallel.
+    random_state : int, RandomState instance or None, default=None
+        Controls the validation splits, the random selection and one seed per clone.
+    verbose : int, default=0
+        Verbosity of the parallel fitting.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The class labels, over all parties.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit. Defined only when `X` has string column names.
+    parties_ : ndarray of shape (n_parties,)
+        The party labels found in ``groups``, sorted.
+    trained_parties_ : ndarray of shape (n_trained,)
+        The parties with enough rows to train and send a model.
+    estimators_ : list of estimator
+        Every local model trained on a party's full rows, aligned with
+        ``trained_parties_``. Like every fitted clone they were trained on integer class
+        codes (indices into ``classes_``); a party with one class has a constant
+        ``DummyClassifier``.
+    selected_parties_ : ndarray of shape (n_ensemble,)
+        The parties whose models form the ensemble.
+    local_scores_ : ndarray of shape (n_trained,)
+        With ``selection="cv"`` only: each trained party's held-out score (NaN where
+        undefined), aligned with ``trained_parties_``.
+    student_ : estimator
+        The distilled model, when `student_estimator` is given.
+
+    References
+    ----------
+    .. [1] N. Guha, A. Talwalkar and V. Smith, "One-Shot Federated Learning",
+       arXiv:1902.11175, 2019, Section 3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.model_selection import train_test_split
+    >>> from sklearn.svm import SVC
+    >>> from skfedkt import OneShotEnsembleClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    >>> party = np.arange(len(y_train)) % 8
+    >>> clf = OneShotEnsembleClassifier(SVC(probability=True), selection="cv", n_selected=4,
+    ...                                 random_state=0)
+    >>> clf.fit(X_train, y_train, groups=party)
+    OneShotEnsembleClassifier(estimator=SVC(probability=True), n_selected=4,
+                              random_state=0, selection='cv')
+    >>> len(clf.estimators_), len(clf.selected_parties_)
+    (8, 4)
+    >>> print(f"{clf.score(X_test, y_test):.2f}")
+    0.9...
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict"]), None],
+        "selection": [StrOptions({"all", "cv", "data", "random"})],
+        "n_selected": [Interval(Integral, 1, None, closed="left")],
+        "min_samples": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "scoring": [str, callable, None],
+        "voting": [StrOptions({"soft", "hard"})],
+        "student_estimator": [HasMethods(["fit", "predict"]), None],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        selection="all",
+        n_selected=10,
+        min_samples=1,
+        validation_fraction=0.2,
+        scoring=None,
+        voting="soft",
+        student_estimator=None,
+        n_jobs=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.estimator = estimator
+        self.selection = selection
+        self.n_selected = n_selected
+        self.min_samples = min_samples
+        self.validation_fraction = validation_fraction
+        self.scoring = scoring
+        self.voting = voting
+        self.student_estimator = student_estimator
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _local_template(self):
+        return DecisionTreeClassifier() if self.estimator is None else self.estimator
+
+    def _base_estimators(self):
+        students = [] if self.student_estimator is None else [self.student_estimator]
+        return [self._local_template(), *students]
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y, groups=None, X_unlabeled=None):
+        """Train local models, select the ensemble and optionally distil it.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The training rows of all parties.
+        y : array-like of shape (n_samples,)
+            Their labels (any type: strings, integers, booleans).
+        groups : array-like of shape (n_samples,), default=None
+            The party of each row. ``None`` means a single party.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
+            Public (proxy) data of shape (n_public, n_features) for distillation; used
+            only with a `student_estimator`, which requires it.
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        if self.student_estimator is not None and X_unlabeled is None:
+            raise ValueError(
+                "student_estimator distils the ensemble on public data: pass the proxy "
+                "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
+            )
+        n_classes = len(self.classes_)
+        rng = check_random_state(self.random_state)
+        cv = self.selection == "cv"
+
+        threshold = max(self.min_samples, 2) if cv else self.min_samples
+        trained = [i for i, rows in enumerate(data.party_rows) if len(rows) >= threshold]
+        if not trained:
+            largest = max(len(rows) for rows in data.party_rows)
+            raise ValueError(
+                f"No party has the {threshold} samples needed to train a local model; the "
+                f"largest has {largest} sample(s). Lower min_samples."
+            )
+        self.trained_parties_ = self.parties_[trained]
+        party_rows = [data.party_rows[i] for i in trained]
+        validation_splits = [self._validation_split(rows, rng) for rows in party_rows] if cv else []
+
+        template = self._local_template()
+        tasks = [(template, data.y, rows) for rows in party_rows]
+        tasks += [(template, data.y, fit_rows) for fit_rows, _ in validation_splits]
+        models = fit_clones(
+            tasks, data.X, n_classes=n_classes, seeds=draw_seeds(rng, len(tasks)),
+            n_jobs=self.n_jobs, verbose=self.verbose,
+        ).models
+        local_models = models[: len(party_rows)]
+        self.estimators_ = [model.estimator for model in local_models]
+        if cv:
+            self.local_scores_ = self._validation_scores(
+                models[len(party_rows) :], validation_splits, data
+            )
+        chosen = self._select(np.array([len(rows) for rows in party_rows]), rng)
+        self.selected_parties_ = self.trained_parties_[chosen]
+        self._ensemble = [local_models[i] for i in chosen]
+
+        if self.student_estimator is not None:
+            self._distil(data, rng)
+        return self
+
+    def _validation_split(self, rows, rng):
+        n_validation = min(max(1, round(self.validation_fraction * len(rows))), len(rows) - 1)
+        shuffled = rng.permutation(rows)
+        return shuffled[n_validation:], shuffled[:n_validation]
+
+    def _validation_scores(self, models, splits, data):
+        scoring = self.scoring
+        if scoring is None:
+            scoring = "roc_auc" if len(self.classes_) == 2 else "accuracy"
+        scorer = get_scorer(scoring) if isinstance(scoring, str) else scoring
+        scores = []
+        for model, (_, validation_rows) in zip(models, splits):
+            view = GlobalLabelClassifier(model, self.classes_)
+            try:
+                scores.append(
+                    scorer(view, _safe_indexing(data.X, validation_rows),
+                           self.classes_[data.y[validation_rows]])
+                )
+            except ValueError:
+                # e.g. ROC AUC of validation rows holding a single class
+                scores.append(np.nan)
+        return np.array(scores, dtype=float)
+
+    def _select(self, sizes, rng):
+        """Sorted indices (into ``trained_parties_``) of the ensemble's models."""
+        n_trained = len(sizes)
+        k = min(self.n_selected, n_trained)
+        if self.selection == "all":
+            return np.arange(n_trained)
+        if self.selection == "random":
+            return np.sort(rng.choice(n_trained, size=k, replace=False))
+        merit = sizes if self.selection == "data" else np.nan_to_num(
+            self.local_scores_, nan=-np.inf
+        )
+        return np.sort(np.argsort(-merit, kind="stable")[:k])
+
+    def _distil(self, data, rng):
+        (seed,) = draw_seeds(rng, 1)
+        targets = ensemble_proba(self._ensemble, data.X_public, len(self.classes_), self.voting)
+        if is_regressor(self.student_estimator):
+            self.student_ = seeded_clone(self.student_estimator, seed).fit(
+                data.X_public, targets
+            )
+            self._student = None
+        else:
+            (self._student,), _, _ = fit_clones(
+                [(self.student_estimator, targets.argmax(axis=1), None)], data.X_public,
+                n_classes=len(self.classes_), seeds=[seed],
+            )
+            self.student_ = self._student.estimator
+
+    def _student_outputs(self, X):
+        """The regressor student's per-class outputs, shape (n_samples, n_classes)."""
+        return np.asarray(self.student_.predict(X), dtype=float).reshape(_num_samples(X), -1)
+
+    def predict(self, X):
+        """Predict with the student if distilled, else with the ensemble.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The input samples.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+            The predicted classes.
+        """
+        check_is_fitted(self)
+        X = self._validate_predict_data(X)
+        if self.student_estimator is None:
+            codes = ensemble_proba(self._ensemble, X, len(self.classes_), self.voting).argmax(1)
+        elif self._student is None:
+            codes = self._student_outputs(X).argmax(axis=1)
+        else:
+            codes = self._student.predict(X)
+        return self.classes_[codes]
+
+    @available_if(_student_is("proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the ensemble, or of a classifier student.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The input samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
+        """
+        check_is_fitted(self)
+        X = self._validate_predict_data(X)
+        if self.student_estimator is None:
+            return ensemble_proba(self._ensemble, X, len(self.classes_), self.voting)
+        return self._student.predict_proba(X, len(self.classes_))
+
+    @available_if(_student_is("regressor"))
+    def decision_function(self, X):
+        """The regressor student's outputs, in scikit-learn's layout.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The input samples.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            One output per class; for two classes the difference between them (positive
+            favours ``classes_[1]``).
+        """
+        check_is_fitted(self)
+        outputs = self._student_outputs(self._validate_predict_data(X))
+        return outputs[:, 1] - outputs[:, 0] if len(self.classes_) == 2 else outputs
