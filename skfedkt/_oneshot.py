@@ -128,11 +128,10 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
     >>> party = np.arange(len(y_train)) % 8
-    >>> clf = OneShotEnsembleClassifier(SVC(probability=True), selection="cv", n_selected=4,
-    ...                                 random_state=0)
+    >>> clf = OneShotEnsembleClassifier(SVC(), selection="cv", n_selected=4, random_state=0)
     >>> clf.fit(X_train, y_train, groups=party)
-    OneShotEnsembleClassifier(estimator=SVC(probability=True), n_selected=4,
-                              random_state=0, selection='cv')
+    OneShotEnsembleClassifier(estimator=SVC(), n_selected=4, random_state=0,
+                              selection='cv')
     >>> len(clf.estimators_), len(clf.selected_parties_)
     (8, 4)
     >>> print(f"{clf.score(X_test, y_test):.2f}")
