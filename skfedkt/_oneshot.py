@@ -1,9 +1,11 @@
 """One-shot federated ensembles with selection and distillation (Guha, Talwalkar, Smith)."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, is_regressor
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import get_scorer
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import _safe_indexing, check_random_state
@@ -263,14 +265,16 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         scores = []
         for model, (_, validation_rows) in zip(models, splits):
             view = GlobalLabelClassifier(model, self.classes_)
-            try:
-                scores.append(
-                    scorer(view, _safe_indexing(data.X, validation_rows),
-                           self.classes_[data.y[validation_rows]])
-                )
-            except ValueError:
-                # e.g. ROC AUC of validation rows holding a single class
-                scores.append(np.nan)
+            # e.g. ROC AUC of validation rows holding a single class: NaN, ranked last
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UndefinedMetricWarning)
+                try:
+                    scores.append(
+                        scorer(view, _safe_indexing(data.X, validation_rows),
+                               self.classes_[data.y[validation_rows]])
+                    )
+                except ValueError:
+                    scores.append(np.nan)
         return np.array(scores, dtype=float)
 
     def _select(self, sizes, rng):
