@@ -1,99 +1,175 @@
-"""``python -m skfedkt``: FedKT against its baselines on bundled data.
+"""Command line: ``python -m skfedkt`` or ``skfedkt run``, the federated experiment runner.
 
-Follows the FedKT paper's protocol: 75% train / 12.5% public / 12.5% test, training rows
-split into parties by a Dirichlet(0.5) label partition. For each dataset and model it
-prints the mean and standard deviation over trials of the test accuracy of
-
-- FedKT: two-tier knowledge transfer across the parties (one round);
-- SOLO: every party trains alone (mean over parties);
-- PATE: FedKT with a single party holding all training rows (centralized PATE);
-- Centralized: one model on all training rows (the upper bound).
+With no arguments it compares FedKT, FedCT, one-shot ensembles and the papers' baselines
+on ``digits`` split into 10 Dirichlet(0.5) parties, with random forests, over 3 trials,
+and prints the table.
 """
 
 import argparse
 import sys
-import time
 
-import numpy as np
-from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer, load_digits
-from sklearn.ensemble import RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import train_test_split
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from tqdm import tqdm
 
-from ._fedkt import FedKTClassifier
-from ._fitting import ClassCodeModel
-from .datasets import dirichlet_partition
-
-DATASETS = {"digits": (load_digits, 10), "breast_cancer": (load_breast_cancer, 10)}
-MODELS = {
-    "random forest": RandomForestClassifier(n_estimators=100, max_depth=6),
-    "logistic regression": make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
-}
-ALGORITHMS = ["FedKT", "SOLO", "PATE", "Centralized"]
+from . import __version__
+from ._runner import (
+    ALGORITHMS,
+    DESCRIPTIONS,
+    ESTIMATORS,
+    plot_results,
+    run_experiment,
+    summary_table,
+    write_csv,
+)
+from .datasets import DATASETS
 
 
-def solo_accuracy(model, X, y, X_test, y_test):
-    """Test accuracy of `model` trained on one party's rows (constant if one class)."""
-    classes, codes = np.unique(y, return_inverse=True)
-    local = ClassCodeModel.fit(clone(model), X, codes, len(classes))
-    return np.mean(classes[local.predict(X_test)] == y_test)
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments end with one clear line on stderr and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def evaluate(loader, n_parties, model, seed, n_jobs):
-    """Test accuracy of every algorithm on one random split."""
-    X, y = loader(return_X_y=True)
-    X_train, X_rest, y_train, y_rest = train_test_split(
-        X, y, train_size=0.75, stratify=y, random_state=seed
+def _positive(kind):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def _fraction(closed):
+    def parse(text):
+        value = _positive(float)(text)
+        if value > 1 or (value == 1 and not closed):
+            raise argparse.ArgumentTypeError(f"must be {'<=' if closed else '<'} 1, got {text}")
+        return value
+
+    return parse
+
+
+def build_parser():
+    parser = _Parser(
+        prog="skfedkt",
+        description="Federated learning by knowledge transfer: run the papers' comparisons.",
     )
-    X_public, X_test, _, y_test = train_test_split(
-        X_rest, y_rest, test_size=0.5, stratify=y_rest, random_state=seed
+    parser.add_argument("--version", action="version", version=f"skfedkt {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    run = commands.add_parser(
+        "run", help="compare algorithms on one dataset (the default command)",
+        description="Compare federated algorithms and baselines on one dataset: mean ± "
+        "std test accuracy over trials, fit time, bytes each party uploads, epsilon.",
     )
-    party = dirichlet_partition(y_train, n_parties, beta=0.5, random_state=seed)
-    fedkt = FedKTClassifier(model, n_jobs=n_jobs, random_state=seed)
-    solo = [
-        solo_accuracy(model, X_train[party == p], y_train[party == p], X_test, y_test)
-        for p in range(n_parties)
-    ]
-    return {
-        "FedKT": fedkt.fit(X_train, y_train, groups=party, X_unlabeled=X_public).score(
-            X_test, y_test
-        ),
-        "SOLO": np.mean(solo),
-        "PATE": clone(fedkt).fit(X_train, y_train, X_unlabeled=X_public).score(X_test, y_test),
-        "Centralized": clone(model).fit(X_train, y_train).score(X_test, y_test),
-    }
+    _add_run_arguments(run)
+    return parser
+
+
+def _add_run_arguments(run):
+    data = run.add_argument_group("data")
+    data.add_argument("--dataset", choices=DATASETS, default="digits")
+    data.add_argument("--data-path", help="local LIBSVM or CSV file for adult, cod-rna, covtype")
+    data.add_argument("--parties", type=_positive(int), default=10)
+    data.add_argument("--beta", type=_positive(float), default=0.5,
+                      help="Dirichlet concentration of the label skew")
+    data.add_argument("--iid", action="store_true", help="split rows evenly at random")
+    data.add_argument("--public-fraction", type=_fraction(closed=False), default=0.125)
+    data.add_argument("--test-fraction", type=_fraction(closed=False), default=0.125)
+    data.add_argument("--n-samples", type=_positive(int), default=10000,
+                      help="rows of the synthetic dataset")
+
+    models = run.add_argument_group("models")
+    models.add_argument("--estimator", choices=sorted(ESTIMATORS), default="rf")
+    models.add_argument("--algorithms", nargs="+", choices=ALGORITHMS,
+                        default=["fedkt", "fedct", "oneshot", "solo", "pate", "central"],
+                        metavar="ALGORITHM",
+                        help="; ".join(f"{a}: {d}" for a, d in DESCRIPTIONS.items()))
+    models.add_argument("--trials", type=_positive(int), default=3)
+    models.add_argument("--n-jobs", type=int, default=-1)
+
+    fedkt = run.add_argument_group("FedKT")
+    fedkt.add_argument("--partitions", type=_positive(int), default=2)
+    fedkt.add_argument("--subsets", type=_positive(int), default=5)
+    fedkt.add_argument("--privacy-level", choices=["L0", "L1", "L2"], default="L0")
+    fedkt.add_argument("--gamma", type=_positive(float), default=0.05)
+    fedkt.add_argument("--query-fraction", type=_fraction(closed=True), default=1.0)
+
+    fedct = run.add_argument_group("FedCT")
+    fedct.add_argument("--rounds", type=_positive(int), default=20)
+    fedct.add_argument("--dp-epsilon", type=_positive(float))
+    fedct.add_argument("--dp-sensitivity", type=_positive(float))
+
+    oneshot = run.add_argument_group("one-shot ensemble")
+    oneshot.add_argument("--selection", choices=["all", "cv", "data", "random"], default="cv")
+    oneshot.add_argument("--n-selected", type=_positive(int), default=5)
+    oneshot.add_argument("--min-samples", type=_positive(int), default=1)
+
+    output = run.add_argument_group("output")
+    output.add_argument("--output", help="write one CSV line per algorithm and trial")
+    output.add_argument("--plot", help="save a bar chart of the accuracies (PNG, PDF...)")
+    output.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="skfedkt", description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=3, help="random splits per cell")
-    parser.add_argument("--n-jobs", type=int, default=-1, help="parallel jobs for FedKT")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        argv = ["run", *argv]
     args = parser.parse_args(argv)
-    if args.trials < 1:
-        parser.error("--trials must be at least 1")
-
-    header = f"{'dataset':<14} {'model':<20}" + "".join(f"{a:>16}" for a in ALGORITHMS)
-    print(header)
-    print("-" * len(header))
-    start = time.perf_counter()
-    for name, (loader, n_parties) in DATASETS.items():
-        for model_name, model in MODELS.items():
-            trials = [
-                evaluate(loader, n_parties, model, seed, args.n_jobs)
-                for seed in range(args.trials)
-            ]
-            cells = "".join(
-                f"{np.mean([t[a] for t in trials]):>10.3f} ±{np.std([t[a] for t in trials]):.3f}"
-                for a in ALGORITHMS
-            )
-            print(f"{name:<14} {model_name:<20}{cells}", flush=True)
-    print(
-        f"\n{args.trials} trial(s) per row, Dirichlet(0.5) parties, "
-        f"{time.perf_counter() - start:.0f} s"
+    if args.command is None:
+        parser.print_help()
+        return 0
+    dataset_options = dict(
+        n_parties=args.parties, beta=args.beta,
+        partition="iid" if args.iid else "dirichlet",
+        public_fraction=args.public_fraction, test_fraction=args.test_fraction,
     )
+    if args.dataset == "synthetic":
+        dataset_options["n_samples"] = args.n_samples
+    if args.data_path is not None:
+        dataset_options["path"] = args.data_path
+    algorithm_options = {
+        "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets,
+                      privacy_level=args.privacy_level, gamma=args.gamma,
+                      query_fraction=args.query_fraction),
+        "fedct": dict(n_rounds=args.rounds, dp_epsilon=args.dp_epsilon,
+                      dp_sensitivity=args.dp_sensitivity),
+        "oneshot": dict(selection=args.selection, n_selected=args.n_selected,
+                        min_samples=args.min_samples),
+    }
+    print(f"{args.dataset}: {args.parties} parties "
+          f"({'IID' if args.iid else f'Dirichlet beta={args.beta:g}'}), "
+          f"estimator {args.estimator}, {args.trials} trial(s)", flush=True)
+    bars = []
+
+    def make_progress(total):
+        bars.append(tqdm(total=total, disable=args.quiet, desc="fitting", unit="fit",
+                         file=sys.stderr))
+        return bars[-1]
+
+    try:
+        results = run_experiment(
+            dataset=args.dataset, estimator=args.estimator, algorithms=args.algorithms,
+            n_trials=args.trials, dataset_options=dataset_options,
+            algorithm_options=algorithm_options, n_jobs=args.n_jobs,
+            make_progress=make_progress,
+        )
+        for bar in bars:
+            bar.close()
+        print(summary_table(results, args.algorithms))
+        if args.output:
+            write_csv(results, args.output)
+            print(f"wrote {args.output}")
+        if args.plot:
+            plot_results(results, args.algorithms, args.plot)
+            print(f"wrote {args.plot}")
+    except (ValueError, FileNotFoundError, OSError) as exc:
+        print(f"skfedkt run: error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,5 +1,6 @@
 """The base class shared by the federated meta-estimators: input validation and tags."""
 
+import pickle
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,6 +70,11 @@ class FederatedData:
     y: np.ndarray
     party_rows: list
     X_public: object
+
+
+def pickled_bytes(estimators):
+    """Bytes of the estimators as a party would send them (pickled)."""
+    return sum(len(pickle.dumps(e, protocol=pickle.HIGHEST_PROTOCOL)) for e in estimators)
 
 
 def stack_rows(X, X_other):

@@ -90,6 +90,9 @@ class FedCTClassifier(BaseFederatedClassifier):
         changed), ``train_accuracy`` (mean accuracy of the parties' models on their own
         training rows after the round's refit) and ``bytes_sent`` (bytes each party sent:
         its one-hot label matrix, one bit per public example and class).
+    upload_bytes_ : ndarray of int of shape (n_parties,)
+        Bytes each party sent over all rounds, aligned with ``parties_`` (the sum of
+        ``bytes_sent`` in `history_`; the consensus broadcast back is not counted).
     privacy_report_ : skfedkt.privacy.BitFlipPrivacyReport or None
         The guarantee when `dp_epsilon` is set.
     epsilon_ : float
@@ -288,6 +291,7 @@ class FedCTClassifier(BaseFederatedClassifier):
             if stalled >= self.n_iter_no_change:
                 break
         self.n_rounds_ = len(self.history_)
+        self.upload_bytes_ = np.full(len(self.parties_), self.n_rounds_ * bytes_sent)
         self._models = fits.models
         self.estimators_ = [model.estimator for model in self._models]
         self.consensus_mask_ = consensus >= 0

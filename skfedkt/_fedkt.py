@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import BaseFederatedClassifier
+from ._base import BaseFederatedClassifier, pickled_bytes
 from ._fitting import draw_seeds, fit_clones
 from ._voting import count_votes, plurality_vote
 from .privacy import (
@@ -123,6 +123,9 @@ class FedKTClassifier(BaseFederatedClassifier):
         student whose labels held a single class is a constant ``DummyClassifier``.
     final_estimator_ : estimator
         The server's fitted final model, trained on class codes like the students.
+    upload_bytes_ : ndarray of int of shape (n_parties,)
+        Bytes each party sent, aligned with ``parties_``: its pickled students, the only
+        communication of FedKT (the final model's trip back is not counted).
     vote_counts_ : ndarray of int64 of shape (n_public, n_classes)
         The server's noise-free vote histogram on the whole public set (for analysis: it
         is what the L1 noise protects, and a deployment would not publish it).
@@ -332,6 +335,8 @@ class FedKTClassifier(BaseFederatedClassifier):
             [model.estimator for model in student_models[start : start + self.n_partitions]]
             for start in range(0, len(student_models), self.n_partitions)
         ]
+        # line 13: the students are all that a party sends
+        self.upload_bytes_ = np.array([pickled_bytes(students) for students in self.students_])
 
         # Server side, lines 14-22: the students vote, the final model learns.
         self.vote_counts_ = self._server_votes(

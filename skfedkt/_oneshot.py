@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import BaseFederatedClassifier
+from ._base import BaseFederatedClassifier, pickled_bytes
 from ._fitting import (
     GlobalLabelClassifier,
     draw_seeds,
@@ -114,6 +114,10 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         undefined), aligned with ``trained_parties_``.
     student_ : estimator
         The distilled model, when `student_estimator` is given.
+    upload_bytes_ : ndarray of int of shape (n_parties,)
+        Bytes each party sent, aligned with ``parties_``: its pickled local model if it
+        was selected (the server asks only the selected parties; sizes and validation
+        scores are a few bytes and not counted), else 0.
 
     References
     ----------
@@ -247,6 +251,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         chosen = self._select(np.array([len(rows) for rows in party_rows]), rng)
         self.selected_parties_ = self.trained_parties_[chosen]
         self._ensemble = [local_models[i] for i in chosen]
+        # the server asks only the selected parties for their models
+        self.upload_bytes_ = np.zeros(len(self.parties_), dtype=np.int64)
+        for i in chosen:
+            party_index = trained[i]
+            self.upload_bytes_[party_index] = pickled_bytes([local_models[i].estimator])
 
         if self.student_estimator is not None:
             self._distil(data, rng)

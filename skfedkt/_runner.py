@@ -1,0 +1,191 @@
+"""The experiment runner: the papers' comparisons on one dataset, over several trials."""
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from ._fedct import FedCTClassifier
+from ._fedkt import FedKTClassifier
+from ._oneshot import OneShotEnsembleClassifier
+from .baselines import solo_scores
+from .datasets import load_federated
+
+
+def _xgboost():
+    try:
+        from xgboost import XGBClassifier
+    except ImportError as exc:  # an optional dependency
+        raise ValueError(
+            "estimator 'xgb' needs XGBoost: pip install 'skfedkt[xgboost]'"
+        ) from exc
+    return XGBClassifier(n_estimators=100, max_depth=6)
+
+
+# the papers' models: FedKT's random forest (100 trees, depth 6) and MLP (two layers of
+# 100 units), its GBDT (depth 6), and the trees of FedCT's interpretable models
+ESTIMATORS = {
+    "rf": lambda: RandomForestClassifier(n_estimators=100, max_depth=6),
+    "dt": lambda: DecisionTreeClassifier(),
+    "lr": lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
+    "hgb": lambda: HistGradientBoostingClassifier(max_depth=6),
+    "mlp": lambda: make_pipeline(
+        StandardScaler(), MLPClassifier(hidden_layer_sizes=(100, 100), max_iter=300)
+    ),
+    "xgb": _xgboost,
+}
+
+ALGORITHMS = ["fedkt", "fedct", "oneshot", "ensemble", "solo", "pate", "central"]
+
+DESCRIPTIONS = {
+    "fedkt": "FedKT (one round, two-tier knowledge transfer)",
+    "fedct": "FedCT (co-training rounds, hard labels)",
+    "oneshot": "One-shot ensemble (selected local models)",
+    "ensemble": "Ensemble of all local models, undistilled",
+    "solo": "SOLO: each party alone (mean over parties)",
+    "pate": "PATE: FedKT with one party holding all rows",
+    "central": "Centralized: one model on all training rows",
+}
+
+
+@dataclass
+class Result:
+    """One algorithm on one trial."""
+
+    dataset: str
+    estimator: str
+    algorithm: str
+    trial: int
+    accuracy: float
+    fit_seconds: float
+    upload_bytes: float
+    """Mean bytes a party sent (NaN where nothing federated was sent)."""
+    epsilon: float
+    """Privacy budget spent (NaN without differential privacy)."""
+
+
+def _make(algorithm, estimator, options, seed, n_jobs):
+    common = dict(n_jobs=n_jobs, random_state=seed)
+    if algorithm in ("fedkt", "pate"):
+        return FedKTClassifier(estimator, **options["fedkt"], **common)
+    if algorithm == "fedct":
+        return FedCTClassifier(estimator, **options["fedct"], **common)
+    if algorithm == "oneshot":
+        return OneShotEnsembleClassifier(estimator, **options["oneshot"], **common)
+    return OneShotEnsembleClassifier(estimator, selection="all", **common)
+
+
+def run_trial(data, algorithm, estimator, options, seed, n_jobs):
+    """Fit one algorithm on one federated split; return (accuracy, seconds, bytes, eps)."""
+    start = time.perf_counter()
+    if algorithm == "solo":
+        scores = solo_scores(estimator, data.X_train, data.y_train, data.groups, data.X_test,
+                             data.y_test, n_jobs=n_jobs, random_state=seed)
+        return float(np.mean(scores)), time.perf_counter() - start, 0.0, np.nan
+    if algorithm == "central":
+        model = clone(estimator).fit(data.X_train, data.y_train)
+        seconds = time.perf_counter() - start
+        return model.score(data.X_test, data.y_test), seconds, np.nan, np.nan
+    model = _make(algorithm, estimator, options, seed, n_jobs)
+    groups = None if algorithm == "pate" else data.groups
+    model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
+    seconds = time.perf_counter() - start
+    upload = np.nan if algorithm == "pate" else float(np.mean(model.upload_bytes_))
+    # epsilon_ is inf without noise: no guarantee to report
+    epsilon = float(getattr(model, "epsilon_", np.inf))
+    return (model.score(data.X_test, data.y_test), seconds, upload,
+            epsilon if np.isfinite(epsilon) else np.nan)
+
+
+def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
+                   algorithm_options, n_jobs=None, make_progress=None):
+    """Run every algorithm on `n_trials` random federated splits of `dataset`.
+
+    Trial ``i`` uses ``random_state=i`` for the split, the partition and the models, so
+    every algorithm sees the same parties in a trial. ``make_progress(total)``, called
+    once the first split has loaded, returns an object whose ``update(1)`` is called
+    after every fit.
+
+    Returns
+    -------
+    results : list of Result
+    """
+    results = []
+    progress = None
+    for trial in range(n_trials):
+        data = load_federated(dataset, random_state=trial, **dataset_options)
+        if progress is None and make_progress is not None:
+            progress = make_progress(n_trials * len(algorithms))
+        for algorithm in algorithms:
+            accuracy, seconds, upload, epsilon = run_trial(
+                data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial, n_jobs
+            )
+            results.append(Result(dataset, estimator, algorithm, trial, float(accuracy),
+                                  seconds, upload, epsilon))
+            if progress is not None:
+                progress.update(1)
+    return results
+
+
+def _mean_std(values, digits):
+    values = np.asarray(values, dtype=float)
+    if np.isnan(values).all():
+        return "-"
+    return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}"
+
+
+def summary_table(results, algorithms):
+    """The paper's Table 1 layout: one row per algorithm, mean ± std over trials."""
+    header = (f"{'algorithm':<10}{'accuracy':>16}{'fit time (s)':>16}"
+              f"{'upload/party (KiB)':>20}{'epsilon':>16}")
+    lines = [header, "-" * len(header)]
+    for algorithm in algorithms:
+        rows = [r for r in results if r.algorithm == algorithm]
+        upload = np.array([r.upload_bytes for r in rows]) / 1024
+        lines.append(
+            f"{algorithm:<10}{_mean_std([r.accuracy for r in rows], 3):>16}"
+            f"{_mean_std([r.fit_seconds for r in rows], 2):>16}"
+            f"{_mean_std(upload, 1):>20}{_mean_std([r.epsilon for r in rows], 2):>16}"
+        )
+    return "\n".join(lines)
+
+
+def write_csv(results, path):
+    """One line per algorithm and trial."""
+    import csv
+
+    rows = [asdict(r) for r in results]
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot_results(results, algorithms, path):
+    """Bar chart of test accuracy per algorithm (mean and std over trials)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ValueError("--plot needs matplotlib: pip install matplotlib") from exc
+    means = [np.mean([r.accuracy for r in results if r.algorithm == a]) for a in algorithms]
+    stds = [np.std([r.accuracy for r in results if r.algorithm == a]) for a in algorithms]
+    fig, ax = plt.subplots(figsize=(1.2 * len(algorithms) + 2, 4))
+    ax.bar(algorithms, means, yerr=stds, capsize=4, color="tab:blue")
+    ax.set_ylabel("test accuracy")
+    n_trials = len({r.trial for r in results})
+    ax.set_title(f"{results[0].dataset}, {results[0].estimator}: mean ± std over "
+                 f"{n_trials} trial(s)")
+    ax.set_ylim(0, 1)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
