@@ -1,0 +1,108 @@
+"""load_federated, the local-file loaders and the SOLO baseline."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.datasets import dump_svmlight_file, load_wine
+from sklearn.tree import DecisionTreeClassifier
+
+from skfedkt.baselines import solo_scores
+from skfedkt.datasets import DATASETS, load_federated, load_local_file
+
+
+@pytest.mark.parametrize("name", ["digits", "breast_cancer", "wine", "iris", "synthetic"])
+def test_bundled_datasets_follow_the_paper_protocol(name):
+    data = load_federated(name, n_parties=4, min_party_size=5, n_samples=400,
+                          random_state=0)
+    n_total = len(data.y_train) + len(data.X_public) + len(data.y_test)
+    # 75% / 12.5% / 12.5%
+    assert abs(len(data.y_train) / n_total - 0.75) < 0.01
+    assert abs(len(data.X_public) / n_total - 0.125) < 0.01
+    assert data.groups.shape == data.y_train.shape
+    assert_array_equal(np.unique(data.groups), np.arange(4))
+    assert set(np.unique(data.y_test)) <= set(np.unique(data.y_train))
+    assert "y_public" not in data  # the public set comes without labels
+
+
+def test_splits_and_partitions_are_seeded():
+    first = load_federated("wine", n_parties=3, min_party_size=5, random_state=1)
+    again = load_federated("wine", n_parties=3, min_party_size=5, random_state=1)
+    other = load_federated("wine", n_parties=3, min_party_size=5, random_state=2)
+    assert_array_equal(first.X_public, again.X_public)
+    assert_array_equal(first.groups, again.groups)
+    assert not np.array_equal(first.X_public, other.X_public)
+
+
+def test_iid_partition_and_custom_fractions():
+    data = load_federated("digits", n_parties=7, partition="iid", public_fraction=0.3,
+                          test_fraction=0.2, random_state=0)
+    sizes = np.bincount(data.groups)
+    assert sizes.max() - sizes.min() <= 1
+    assert abs(len(data.X_public) / 1797 - 0.3) < 0.01
+
+
+def test_synthetic_size_options():
+    data = load_federated("synthetic", n_samples=800, n_features=7, n_classes=3,
+                          n_parties=2, random_state=0)
+    assert data.X_train.shape[1] == 7 and len(np.unique(data.y_train)) == 3
+    assert len(data.y_train) + len(data.X_public) + len(data.y_test) == 800
+
+
+@pytest.mark.parametrize("name", ["adult", "cod-rna", "covtype"])
+def test_real_datasets_read_local_libsvm_files(tmp_path, name):
+    X, y = load_wine(return_X_y=True)
+    path = tmp_path / f"{name}.libsvm"
+    dump_svmlight_file(X, y, str(path))
+    data = load_federated(name, path=path, n_parties=3, min_party_size=5, random_state=0)
+    assert data.X_train.shape[1] == 13
+    assert isinstance(data.X_train, np.ndarray)  # densified for every estimator
+    assert data.name == name
+
+
+def test_local_csv_with_and_without_header(tmp_path):
+    X, y = load_wine(return_X_y=True)
+    table = np.column_stack([X, y])
+    plain, headed = tmp_path / "plain.csv", tmp_path / "headed.csv"
+    np.savetxt(plain, table, delimiter=",")
+    np.savetxt(headed, table, delimiter=",", header=",".join(["f"] * 13 + ["label"]),
+               comments="")
+    for path in (plain, headed):
+        X_read, y_read = load_local_file(path)
+        np.testing.assert_allclose(X_read, X)
+        assert_array_equal(y_read, y)
+
+
+def test_real_datasets_fetch_openml_without_a_path(monkeypatch):
+    calls = []
+
+    def fake_fetch_openml(*, data_id, return_X_y, as_frame):
+        calls.append(data_id)
+        return load_wine(return_X_y=True)
+
+    monkeypatch.setattr("skfedkt.datasets._loaders.fetch_openml", fake_fetch_openml)
+    load_federated("covtype", n_parties=2, min_party_size=5, random_state=0)
+    assert calls == [1596]
+
+
+def test_loader_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="No data file"):
+        load_federated("adult", path=tmp_path / "missing.libsvm")
+    with pytest.raises(ValueError, match="path is for the real datasets"):
+        load_federated("iris", path=tmp_path / "x.csv")
+    with pytest.raises(ValueError, match="leaves no training rows"):
+        load_federated("iris", public_fraction=0.6, test_fraction=0.5)
+    with pytest.raises(ValueError, match="Cannot split 112 training rows of 'iris'"):
+        load_federated("iris", n_parties=500)
+    with pytest.raises(ValueError, match="name"):
+        load_federated("mnist")
+    assert "mnist" not in DATASETS
+
+
+def test_solo_scores_train_each_party_alone():
+    X, y = load_wine(return_X_y=True)
+    party = np.repeat([0, 1, 2], [59, 71, 48])  # wine is sorted by class: pure parties
+    scores = solo_scores(DecisionTreeClassifier(), X, y, party, X, y)
+    # a party that saw one class predicts it everywhere: its share of the test rows
+    assert_array_equal(scores, np.bincount(y) / len(y))
+    mixed = np.arange(len(y)) % 3
+    assert (solo_scores(DecisionTreeClassifier(), X, y, mixed, X, y) > 0.8).all()
