@@ -274,3 +274,11 @@ def test_breast_cancer_mixed_models_of_table_3():
     mixed = [DecisionTreeClassifier(), MLPClassifier(max_iter=1000, random_state=0),
              LogisticRegression(), XGBClassifier(), RandomForestClassifier(n_estimators=50)]
     assert _mean_accuracy(mixed) >= 0.92  # paper: 0.93 (with RuleFit for LR)
+
+
+def test_upload_bytes_count_one_bit_per_public_example_class_and_round(parties_data):
+    X, y, party, X_public = parties_data
+    clf = FedCTClassifier(n_rounds=3, n_iter_no_change=10, random_state=0).fit(
+        X, y, groups=party, X_unlabeled=X_public
+    )
+    assert_array_equal(clf.upload_bytes_, [3 * int(np.ceil(150 * 3 / 8))] * 4)

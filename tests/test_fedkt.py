@@ -340,3 +340,12 @@ def test_fedkt_beats_local_training_on_digits():
         ]
     )
     assert fedkt.score(X_test, y_test) >= solo + 0.10
+
+
+def test_upload_bytes_are_the_pickled_students(federated_data):
+    X, y, party, X_public = federated_data
+    clf = FedKTClassifier(random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
+    expected = [sum(len(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in students)
+                for students in clf.students_]
+    assert_array_equal(clf.upload_bytes_, expected)
+    assert clf.upload_bytes_.shape == clf.parties_.shape

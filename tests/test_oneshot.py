@@ -192,3 +192,14 @@ def test_selected_ensembles_beat_local_models_on_many_small_parties():
         # measured (3 splits): local 0.78, ensembles 0.98-0.99, all data 0.99
         assert ensemble > local + 0.10
         assert ensemble > ideal - 0.03
+
+
+def test_only_selected_parties_upload_their_model(uneven_parties):
+    X, y, party, *_ = uneven_parties
+    clf = OneShotEnsembleClassifier(selection="data", n_selected=3, min_samples=10)
+    clf.fit(X, y, groups=party)
+    sent = clf.upload_bytes_ > 0
+    assert_array_equal(clf.parties_[sent], clf.selected_parties_)
+    for label in clf.selected_parties_:
+        model = clf.estimators_[list(clf.trained_parties_).index(label)]
+        assert clf.upload_bytes_[label] == len(pickle.dumps(model, pickle.HIGHEST_PROTOCOL))
