@@ -12,7 +12,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import BaseFederatedClassifier, pickled_bytes
-from ._fitting import draw_seeds, fit_clones
+from ._fitting import code_dtype, draw_seeds, fit_clones
 from ._voting import count_votes, plurality_vote
 from .privacy import (
     DEFAULT_ORDERS,
@@ -112,7 +112,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         The class labels, over all parties.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit. Defined only when `X` has string column names.
     parties_ : ndarray of shape (n_parties,)
         The party labels found in ``groups``, sorted.
@@ -311,19 +311,12 @@ class FedKTClassifier(BaseFederatedClassifier):
             keep_models=False,
             **fit_options,
         ).predictions
-        teacher_votes = np.stack(
-            [
-                count_votes(predictions, n_classes)
-                for predictions in teacher_predictions.reshape(
-                    n_parties * self.n_partitions, self.n_subsets, -1
-                )
-            ]
-        )
         # Lines 11-12: a student per partition learns the teachers' winning labels.
-        student_labels = np.full((len(teacher_votes), n_public), -1)
-        student_labels[:, party_queries] = [
-            plurality_vote(self._add_noise(votes, noise_rng, "L2")) for votes in teacher_votes
-        ]
+        student_labels, party_moments = self._student_labels(
+            teacher_predictions.reshape(n_parties * self.n_partitions, self.n_subsets, -1),
+            n_classes, n_public, party_queries, noise_rng,
+        )
+        del teacher_predictions
         student_models, student_predictions, _ = fit_clones(
             [(self._student_template(), labels, party_queries) for labels in student_labels],
             data.X_public,
@@ -355,9 +348,30 @@ class FedKTClassifier(BaseFederatedClassifier):
             **fit_options,
         )
         self.final_estimator_ = self._final_model.estimator
-        self.privacy_report_ = self._privacy_report(teacher_votes, queries)
+        self.privacy_report_ = self._privacy_report(party_moments, queries)
         self.epsilon_ = self.privacy_report_.epsilon
         return self
+
+    def _student_labels(self, teacher_predictions, n_classes, n_public, party_queries,
+                        noise_rng):
+        """Vote-1 of every partition, one partition at a time to bound memory.
+
+        Returns the students' labels (``-1`` off the queries) and, at L2, the log
+        moments of each party's noisy histograms for the accountant.
+        """
+        labels = np.full((len(teacher_predictions), n_public), -1, dtype=code_dtype(n_classes))
+        moments = np.zeros((len(self.parties_), len(DEFAULT_ORDERS)))
+        for partition, predictions in enumerate(teacher_predictions):
+            votes = count_votes(predictions, n_classes)
+            labels[partition, party_queries] = plurality_vote(
+                self._add_noise(votes, noise_rng, "L2")
+            )
+            if self.privacy_level == "L2":
+                # each partition is a PATE over its party's rows (sensitivity 2)
+                moments[partition // self.n_partitions] += pate_log_moments(
+                    votes, gamma=self.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
+                )
+        return labels, moments
 
     def _draw_queries(self, n_public, rng):
         """Sorted indices of the public examples the noisy tier labels.
@@ -374,7 +388,7 @@ class FedKTClassifier(BaseFederatedClassifier):
             return votes
         return votes + rng.laplace(scale=1 / self.gamma, size=votes.shape)
 
-    def _privacy_report(self, teacher_votes, queries):
+    def _privacy_report(self, party_moments, queries):
         """Account the noisy tier (FedKT's Section 4 and Appendix A)."""
         level, n_queries, s = self.privacy_level, len(queries), self.n_partitions
         if level == "L0":
@@ -401,17 +415,9 @@ class FedKTClassifier(BaseFederatedClassifier):
                 "party took part"
             )
         else:
-            # each partition is a PATE over the party's rows (sensitivity 2); an example
-            # sits in one teacher of every partition, so a party's partitions compose
+            # an example sits in one teacher of every partition: a party's partitions
+            # compose (their moments were summed per party)
             sensitivity = 2.0
-            party_moments = [
-                sum(
-                    pate_log_moments(votes, gamma=self.gamma, sensitivity=sensitivity,
-                                     orders=DEFAULT_ORDERS)
-                    for votes in teacher_votes[start : start + s]
-                )
-                for start in range(0, len(teacher_votes), s)
-            ]
             party_data_dependent = [
                 epsilon_from_log_moments(moments, delta=self.delta, orders=DEFAULT_ORDERS)
                 for moments in party_moments

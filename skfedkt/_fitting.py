@@ -18,6 +18,11 @@ from threadpoolctl import threadpool_limits
 _MAX_SEED = np.iinfo(np.int32).max
 
 
+def code_dtype(n_classes):
+    """The smallest signed integer type holding the class codes and the abstention -1."""
+    return np.int8 if n_classes < 128 else np.int16 if n_classes < 32768 else np.int32
+
+
 def draw_seeds(rng, n_seeds):
     """Independent integer seeds, one per clone, from a `RandomState`."""
     return rng.randint(_MAX_SEED, size=n_seeds)
@@ -180,7 +185,10 @@ def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predic
     if rows is not None:
         X, y = _safe_indexing(X, rows), y[rows]
     model = ClassCodeModel.fit(estimator, X, y, n_classes)
-    predictions = None if X_predict is None else model.predict(X_predict)
+    # compact codes: one per public example and clone adds up over thousands of clones
+    predictions = None if X_predict is None else model.predict(X_predict).astype(
+        code_dtype(n_classes)
+    )
     training_accuracy = np.mean(model.predict(X) == y) if score_training else None
     return (model if keep_model else None), predictions, training_accuracy
 

@@ -96,7 +96,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         The class labels, over all parties.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit. Defined only when `X` has string column names.
     parties_ : ndarray of shape (n_parties,)
         The party labels found in ``groups``, sorted.

@@ -32,13 +32,17 @@ def count_votes(predictions, n_classes, weights=1):
            [1, 2],
            [0, 1]])
     """
-    predictions = np.asarray(predictions, dtype=np.int64)
+    predictions = np.asarray(predictions)
     n_voters, n_samples = predictions.shape
     weights = np.broadcast_to(np.asarray(weights, dtype=np.int64), (n_voters,))
-    voter, sample = np.nonzero(predictions >= 0)
-    flat = sample * n_classes + predictions[voter, sample]
-    votes = np.bincount(flat, weights=weights[voter], minlength=n_samples * n_classes)
-    return votes.reshape(n_samples, n_classes).astype(np.int64)
+    votes = np.zeros((n_samples, n_classes), dtype=np.int64)
+    samples = np.arange(n_samples)
+    # one voter at a time keeps memory at O(n_samples); a voter votes at most once per
+    # sample, so the fancy-indexed addition is exact
+    for voter, weight in zip(predictions, weights):
+        cast = voter >= 0
+        votes[samples[cast], voter[cast]] += weight
+    return votes
 
 
 def plurality_vote(votes):

@@ -1,0 +1,43 @@
+"""Sphinx configuration of the skfedkt documentation."""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import skfedkt  # noqa: E402
+
+project = "skfedkt"
+author = "the skfedkt developers"
+release = version = skfedkt.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+]
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py"]
+autosummary_generate = True
+autodoc_default_options = {"inherited-members": False}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"skfedkt {version}"
+html_theme_options = {"navigation_with_keys": False}
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    # SKFEDKT_PLOT_GALLERY=0 builds the gallery pages without running the examples
+    "plot_gallery": os.environ.get("SKFEDKT_PLOT_GALLERY", "True"),
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",
+    "download_all_examples": False,
+    "doc_module": ("skfedkt",),
+    "backreferences_dir": "generated/backreferences",
+}

@@ -1,0 +1,77 @@
+"""
+Heterogeneity: how label skew between parties changes the picture
+=================================================================
+
+Federated data is rarely identically distributed: one hospital sees mostly one disease,
+one phone mostly one user's handwriting. The papers simulate this with a Dirichlet
+partition: for every class, the shares of the parties are drawn from
+:math:`\\mathrm{Dir}(\\beta)`. A small :math:`\\beta` gives each party a few classes; a
+large :math:`\\beta` approaches an IID split. How do FedKT, each party alone (SOLO) and
+centralized PATE fare as :math:`\\beta` varies?
+"""
+
+# %%
+# One dataset, many partitions
+# ----------------------------
+# The rows, the public set and the test set stay the same; only the assignment of
+# training rows to parties changes with ``beta``. Two seeds per value.
+import matplotlib.pyplot as plt
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skfedkt import FedCTClassifier, FedKTClassifier
+from skfedkt.baselines import solo_scores
+from skfedkt.datasets import dirichlet_partition, load_federated
+
+data = load_federated("digits", n_parties=10, random_state=0)
+model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+betas = [0.1, 0.3, 1.0, 3.0, 100.0]
+pate = FedKTClassifier(model, n_jobs=-1, random_state=0).fit(
+    data.X_train, data.y_train, X_unlabeled=data.X_public
+).score(data.X_test, data.y_test)
+
+scores = {"FedKT": [], "FedCT": [], "SOLO": []}
+classes_per_party = []
+for beta in betas:
+    runs = {name: [] for name in scores}
+    for seed in (0, 1):
+        party = dirichlet_partition(data.y_train, 10, beta=beta, min_party_size=10,
+                                    random_state=seed)
+        classes_per_party.append(
+            (beta, np.mean([len(np.unique(data.y_train[party == p])) for p in range(10)]))
+        )
+        fit_args = (data.X_train, data.y_train)
+        fit_kwargs = dict(groups=party, X_unlabeled=data.X_public)
+        runs["FedKT"].append(FedKTClassifier(model, n_jobs=-1, random_state=seed)
+                             .fit(*fit_args, **fit_kwargs).score(data.X_test, data.y_test))
+        runs["FedCT"].append(FedCTClassifier(model, n_rounds=5, n_jobs=-1, random_state=seed)
+                             .fit(*fit_args, **fit_kwargs).score(data.X_test, data.y_test))
+        runs["SOLO"].append(solo_scores(model, *fit_args, party, data.X_test, data.y_test,
+                                        random_state=seed).mean())
+    for name in scores:
+        scores[name].append(np.mean(runs[name]))
+    print(f"beta={beta:>5}: " + "  ".join(f"{n} {s[-1]:.3f}" for n, s in scores.items()))
+print(f"centralized PATE: {pate:.3f}")
+
+# %%
+# Reading the curves
+# ------------------
+# With strong skew (small ``beta``) each party sees only a few digits: alone it is
+# hopeless, and FedKT's votes suffer too, since a party that never saw a digit votes
+# unanimously against it; still, FedKT stays well above SOLO. As ``beta`` grows, every
+# party sees every digit and learns well on its own, and FedKT's advantage vanishes: each
+# of its teachers learns from a fifth of its party's ~130 rows, so with nearly IID
+# parties a party alone can even beat it. FedCT, whose parties keep learning from their
+# own labelled rows *and* the consensus, stays ahead of both and approaches centralized
+# PATE. Federating pays most when parties differ and each has little data.
+fig, ax = plt.subplots(figsize=(6.5, 4))
+for name, values in scores.items():
+    ax.plot(betas, values, marker="o", label=name)
+ax.axhline(pate, color="k", linestyle="--", label="centralized PATE")
+ax.set(xscale="log", xlabel="Dirichlet beta (larger: more alike)", ylabel="test accuracy",
+       title="digits, 10 parties")
+ax.legend()
+fig.tight_layout()
+plt.show()

@@ -1,0 +1,31 @@
+"""The documentation builds with Sphinx, warnings as errors (examples run elsewhere)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+for module in ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme"):
+    pytest.importorskip(module)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_sphinx_build_has_no_warnings(tmp_path):
+    # build from a copy: Sphinx writes generated pages into its source tree
+    shutil.copytree(ROOT / "doc", tmp_path / "doc",
+                    ignore=shutil.ignore_patterns("_build", "generated", "auto_examples"))
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    env = {**os.environ, "SKFEDKT_PLOT_GALLERY": "False", "MPLBACKEND": "Agg",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         str(tmp_path / "doc"), str(tmp_path / "html")],
+        capture_output=True, text=True, env=env,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert (tmp_path / "html" / "generated" / "skfedkt.FedKTClassifier.html").exists()
+    assert (tmp_path / "html" / "auto_examples" / "plot_quickstart.html").exists()
