@@ -4,7 +4,6 @@ import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
@@ -14,6 +13,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
+from ._fitting import seeded_clone
 from ._oneshot import OneShotEnsembleClassifier
 from .baselines import solo_scores
 from .datasets import load_federated
@@ -90,7 +90,7 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs):
                              data.y_test, n_jobs=n_jobs, random_state=seed)
         return float(np.mean(scores)), time.perf_counter() - start, 0.0, np.nan
     if algorithm == "central":
-        model = clone(estimator).fit(data.X_train, data.y_train)
+        model = seeded_clone(estimator, seed).fit(data.X_train, data.y_train)
         seconds = time.perf_counter() - start
         return model.score(data.X_test, data.y_test), seconds, np.nan, np.nan
     model = _make(algorithm, estimator, options, seed, n_jobs)
