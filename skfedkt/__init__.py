@@ -4,7 +4,7 @@ Meta-estimators that train any scikit-learn classifier across parties who keep t
 data, exchanging models or labels on public unlabelled data instead.
 """
 
-from . import datasets
+from . import baselines, datasets, privacy
 from ._base import PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
@@ -15,4 +15,10 @@ __version__ = "0.1.0"
 __all__ = [
     "FedCTClassifier",
     "FedKTClassifier",
-    "OneShotEnsembleClassifier", "PublicSet", "datasets", "__version__"]
+    "OneShotEnsembleClassifier",
+    "PublicSet",
+    "baselines",
+    "datasets",
+    "privacy",
+    "__version__",
+]
