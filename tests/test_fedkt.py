@@ -20,7 +20,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import InvalidParameterError
 from xgboost import XGBClassifier
 
-from skfedkt import FedKTClassifier, PublicSet
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier, PublicSet
 from skfedkt.datasets import dirichlet_partition
 
 from _data import federated_digits
@@ -264,7 +264,17 @@ def test_pipeline_transform_input_transforms_public_data(federated_data, wrap):
     assert student.fit_max_ == pytest.approx(1000 * np.abs(X_public).max())
 
 
-def test_dataframe_with_column_transformer_base():
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda base: FedKTClassifier(base, random_state=0),
+        lambda base: FedCTClassifier(base, n_rounds=3, random_state=0),
+        lambda base: OneShotEnsembleClassifier(base, selection="cv", n_selected=2,
+                                               random_state=0),
+    ],
+    ids=["fedkt", "fedct", "oneshot"],
+)
+def test_dataframe_with_column_transformer_base(make):
     rng = np.random.RandomState(0)
     frame = pd.DataFrame(
         {
@@ -280,7 +290,7 @@ def test_dataframe_with_column_transformer_base():
         ),
         LogisticRegression(),
     )
-    clf = FedKTClassifier(base, random_state=0)
+    clf = make(base)
     clf.fit(frame.iloc[:200], y[:200], groups=np.arange(200) % 3, X_unlabeled=frame.iloc[200:])
     assert_array_equal(clf.feature_names_in_, ["size", "colour", "weight"])
     assert clf.score(frame.iloc[200:], y[200:]) > 0.8
