@@ -64,10 +64,10 @@ for name, score in scores.items():
 
 # %%
 # FedKT gives every party a model about ten points better than what it could learn
-# alone, in one round and without moving a single labelled row. The gap to PATE is the price of the label skew:
-# a party that never saw a digit votes against it everywhere. The
-# :ref:`heterogeneity example <sphx_glr_auto_examples_plot_heterogeneity.py>` shows how
-# that gap closes as the parties' data becomes more alike.
+# alone, in one round and without moving a single labelled row. The gap to PATE is the
+# price of the label skew: a party that never saw a digit votes against it everywhere.
+# The :ref:`heterogeneity example <sphx_glr_auto_examples_plot_heterogeneity.py>` shows
+# how the gap narrows, without closing, as the parties' data become more alike.
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.bar(list(scores), list(scores.values()), color=["grey", "tab:blue", "tab:green", "k"])
 ax.set_ylabel("test accuracy")

@@ -24,9 +24,9 @@ from .privacy import (
 )
 
 
-def _take(X, rows, n_rows):
-    """Rows of X, without a copy when all of them are wanted."""
-    return X if len(rows) == n_rows else _safe_indexing(X, rows)
+def _all_or(rows, n_rows):
+    """`rows`, or None when they are all `n_rows` rows: the engine then copies nothing."""
+    return None if len(rows) == n_rows else rows
 
 
 def _final_estimator_has(attr):
@@ -294,6 +294,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         party_queries, server_queries = (
             (queries, every_public) if self.privacy_level == "L2" else (every_public, queries)
         )
+        party_public_rows = _all_or(party_queries, n_public)
         fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs, verbose=self.verbose)
 
         # Party side, lines 2-10: the teachers of every partition of every party vote.
@@ -307,7 +308,8 @@ class FedKTClassifier(BaseFederatedClassifier):
             [(self._teacher_template(), data.y, rows) for rows in teacher_rows],
             data.X,
             seeds=draw_seeds(rng, len(teacher_rows)),
-            X_predict=_take(data.X_public, party_queries, n_public),
+            X_predict=(data.X_public if party_public_rows is None
+                       else _safe_indexing(data.X_public, party_public_rows)),
             keep_models=False,
             **fit_options,
         ).predictions
@@ -318,7 +320,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         )
         del teacher_predictions
         student_models, student_predictions, _ = fit_clones(
-            [(self._student_template(), labels, party_queries) for labels in student_labels],
+            [(self._student_template(), labels, party_public_rows) for labels in student_labels],
             data.X_public,
             seeds=draw_seeds(rng, len(student_labels)),
             X_predict=data.X_public,
@@ -342,7 +344,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.public_mask_ = public_codes >= 0
         self.public_labels_ = self.classes_[public_codes[self.public_mask_]]
         (self._final_model,), _, _ = fit_clones(
-            [(self._final_template(), public_codes, np.flatnonzero(self.public_mask_))],
+            [(self._final_template(), public_codes,
+              _all_or(np.flatnonzero(self.public_mask_), n_public))],
             data.X_public,
             seeds=draw_seeds(rng, 1),
             **fit_options,
@@ -454,7 +457,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         )
 
     def _check_party_sizes(self, party_rows):
-        for party, rows in zip(self.parties_, party_rows):
+        for party, rows in zip(self.parties_.tolist(), party_rows):
             if len(rows) < self.n_subsets:
                 raise ValueError(
                     f"Party {party!r} has {len(rows)} sample(s), fewer than "
