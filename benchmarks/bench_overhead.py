@@ -28,14 +28,14 @@ def direct_work_seconds(X, y, party, X_public, estimator, n_partitions, n_subset
     Repeats FedKT's draws (partitions, then seeds) to train on the same row subsets.
     """
     rng = check_random_state(seed)
-    draw_seeds(rng, 2)  # FedKT's noise and query streams
+    tie_rng = np.random.RandomState(draw_seeds(rng, 3)[2])  # FedKT's noise, query, tie streams
     parties = np.unique(party)
     subsets = [s for p in parties for _ in range(n_partitions)
                for s in np.array_split(rng.permutation(np.flatnonzero(party == p)), n_subsets)]
     start = time.perf_counter()
     votes = [clone(estimator).fit(X[rows], y[rows]).predict(X_public) for rows in subsets]
     votes = np.array(votes).reshape(len(parties) * n_partitions, n_subsets, -1)
-    labels = [plurality_vote(count_votes(v, 2)) for v in votes]
+    labels = [plurality_vote(count_votes(v, 2), tie_rng) for v in votes]
     students = [clone(estimator).fit(X_public, lab).predict(X_public) for lab in labels]
     parallel = time.perf_counter() - start
     start = time.perf_counter()
@@ -60,7 +60,8 @@ def main():
     parallel, final = direct_work_seconds(X_train, y_train, party, X_public, forest, 2, 5, 0)
     ideal = parallel / args.n_jobs + final
     start = time.perf_counter()
-    FedKTClassifier(forest, n_jobs=args.n_jobs, random_state=0).fit(
+    # the paper's configuration: 5 teachers per partition, hard votes
+    FedKTClassifier(forest, voting="hard", n_jobs=args.n_jobs, random_state=0).fit(
         X_train, y_train, groups=party, X_unlabeled=X_public
     )
     actual = time.perf_counter() - start

@@ -38,7 +38,8 @@ def one(rows, parties, n_jobs):
     party = np.arange(rows) % parties
     data_mib = (X_train.nbytes + X_public.nbytes) / 2**20
     start = time.perf_counter()
-    clf = FedKTClassifier(DecisionTreeClassifier(max_depth=10), n_jobs=n_jobs, random_state=0)
+    clf = FedKTClassifier(DecisionTreeClassifier(max_depth=10), voting="hard", n_jobs=n_jobs,
+                          random_state=0)
     clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
     seconds = time.perf_counter() - start
     models_mib = clf.upload_bytes_.sum() / 2**20

@@ -32,7 +32,8 @@ for s in partitions:
         runs = []
         for seed in (0, 1, 2):
             data = load_federated("digits", n_parties=10, beta=0.5, random_state=seed)
-            clf = FedKTClassifier(model, n_partitions=s, consistent_voting=consistent,
+            clf = FedKTClassifier(model, n_partitions=s, voting="hard",
+                                  consistent_voting=consistent,
                                   n_jobs=-1, random_state=seed)
             clf.fit(data.X_train, data.y_train, groups=data.groups,
                     X_unlabeled=data.X_public)

@@ -5,7 +5,7 @@ data, exchanging models or labels on public unlabelled data instead.
 """
 
 from . import baselines, datasets, privacy
-from ._base import PublicSet
+from ._base import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
 from ._oneshot import OneShotEnsembleClassifier
@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 __all__ = [
     "FedCTClassifier",
     "FedKTClassifier",
+    "LabelCollapseWarning",
     "OneShotEnsembleClassifier",
     "PublicSet",
     "baselines",

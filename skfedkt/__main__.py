@@ -43,6 +43,10 @@ def _positive(kind):
     return parse
 
 
+def _positive_or_auto(text):
+    return text if text == "auto" else _positive(int)(text)
+
+
 def _fraction(closed):
     def parse(text):
         value = _positive(float)(text)
@@ -85,7 +89,8 @@ def _add_run_arguments(run):
     models = run.add_argument_group("models")
     models.add_argument("--estimator", choices=sorted(ESTIMATORS), default="rf")
     models.add_argument("--algorithms", nargs="+", choices=ALGORITHMS,
-                        default=["fedkt", "fedct", "oneshot", "solo", "pate", "central"],
+                        default=["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
+                                 "central"],
                         metavar="ALGORITHM",
                         help="; ".join(f"{a}: {d}" for a, d in DESCRIPTIONS.items()))
     models.add_argument("--trials", type=_positive(int), default=3)
@@ -93,7 +98,12 @@ def _add_run_arguments(run):
 
     fedkt = run.add_argument_group("FedKT")
     fedkt.add_argument("--partitions", type=_positive(int), default=2)
-    fedkt.add_argument("--subsets", type=_positive(int), default=5)
+    fedkt.add_argument("--subsets", type=_positive_or_auto, default="auto",
+                       help="teachers per partition; auto: 5 for the paper's hard votes "
+                       "and at L2, else 1")
+    fedkt.add_argument("--voting", choices=["soft", "hard"], default="soft",
+                       help="FedKT's votes: class probabilities (soft) or the paper's "
+                       "hard votes")
     fedkt.add_argument("--privacy-level", choices=["L0", "L1", "L2"], default="L0")
     fedkt.add_argument("--gamma", type=_positive(float), default=0.05)
     fedkt.add_argument("--query-fraction", type=_fraction(closed=True), default=1.0)
@@ -133,7 +143,7 @@ def main(argv=None):
     if args.data_path is not None:
         dataset_options["path"] = args.data_path
     algorithm_options = {
-        "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets,
+        "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets, voting=args.voting,
                       privacy_level=args.privacy_level, gamma=args.gamma,
                       query_fraction=args.query_fraction),
         "fedct": dict(n_rounds=args.rounds, dp_epsilon=args.dp_epsilon,

@@ -1,6 +1,7 @@
 """The base class shared by the federated meta-estimators: input validation and tags."""
 
 import pickle
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,6 +10,20 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
+
+
+# a public set with a quarter of its feature means further than this many training
+# standard deviations from the training means is almost surely in another feature space
+_SHIFT_WARNING_STDS = 5.0
+
+
+class LabelCollapseWarning(UserWarning):
+    """Labels that a model learns from lost classes that its training rows hold.
+
+    Raised by `FedKTClassifier.fit` when a student's labels, or the server's labels for
+    the final model, hold a single class or under-represent a class badly compared with
+    the rows behind them (the class shares of every tier are in ``class_shares_``).
+    """
 
 
 class PublicSet(tuple):
@@ -88,6 +103,34 @@ def stack_rows(X, X_other):
     return np.vstack([np.asarray(X), np.asarray(X_other)])
 
 
+def _warn_if_public_shifted(X, X_public):
+    """Warn when the public set lies far from the training rows, feature by feature.
+
+    The usual cause is a Pipeline: its steps transform X but not fit parameters such as
+    X_unlabeled, so the models learn scaled rows and then label raw public rows.
+    """
+    if sp.issparse(X) or not all(np.issubdtype(a.dtype, np.number) for a in (X, X_public)):
+        return
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        std = np.nanstd(X, axis=0)
+        z = np.abs(np.nanmean(X_public, axis=0) - np.nanmean(X, axis=0))[std > 0] / std[std > 0]
+    z = z[np.isfinite(z)]
+    shifted = np.mean(z > _SHIFT_WARNING_STDS) if z.size else 0.0
+    if shifted >= 0.25:
+        warnings.warn(
+            f"X_unlabeled is far from X: in {shifted:.0%} of the features the public "
+            f"set's mean lies over {_SHIFT_WARNING_STDS:g} training standard deviations "
+            "from the training rows' mean (up to "
+            f"{z.max():.3g}). Inside a Pipeline, earlier steps do not transform fit "
+            "parameters: "
+            "use Pipeline(..., transform_input=['X_unlabeled']) with metadata routing on, "
+            "or put the preprocessing inside the base estimator.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
 def _keep_frame(original, validated):
     # slicing the original DataFrame keeps column names for a ColumnTransformer
     return original if hasattr(original, "iloc") else validated
@@ -163,6 +206,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 public_valid = validate_data(self, X_unlabeled, reset=False, **check_params)
             except ValueError as exc:
                 raise ValueError(f"Invalid X_unlabeled: {exc}") from exc
+            _warn_if_public_shifted(X_valid, public_valid)
             X_public = _keep_frame(X_unlabeled, public_valid)
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
 

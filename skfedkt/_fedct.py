@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import BaseFederatedClassifier, stack_rows
-from ._fitting import draw_seeds, ensemble_proba, fit_clones
+from ._fitting import Task, draw_seeds, ensemble_proba, fit_clones
 from ._voting import count_votes, plurality_vote
 from .privacy import BitFlipPrivacyReport, bit_flip_epsilon, bit_flip_probability
 
@@ -106,9 +106,10 @@ class FedCTClassifier(BaseFederatedClassifier):
     continue training (``warm_start``, ``partial_fit``, skorch nets) are therefore
     retrained from scratch each round.
 
-    The consensus is the plurality of the parties' (possibly noisy) labels; ties go to
-    the tied class with the most votes over the whole public set, then the first class
-    of ``classes_``, and an example without any vote is left out of that round.
+    The consensus is the plurality of the parties' (possibly noisy) labels; a tie is
+    broken uniformly at random among the tied classes (from `random_state`), so no
+    class, the majority one in particular, gains from ties; an example without any vote
+    is left out of that round.
 
     Privacy: the paper's XOR mechanism adds a correlated Bernoulli matrix and calibrates
     it through its eigenvalues (Ji et al., 2021). Independent bit flips are the special
@@ -245,18 +246,19 @@ class FedCTClassifier(BaseFederatedClassifier):
         n_classes, n_rows = len(self.classes_), len(data.y)
         n_public = _num_samples(data.X_public)
         rng = check_random_state(self.random_state)
-        flip_rng = np.random.RandomState(draw_seeds(rng, 1)[0])
+        # own streams for the bit flips and the consensus's tie breaks
+        flip_rng, tie_rng = (np.random.RandomState(seed) for seed in draw_seeds(rng, 2))
         # the parties' rows, then the public rows: tasks index one matrix
         X_all = stack_rows(data.X, data.X_public)
         public_rows = n_rows + np.arange(n_public)
         bytes_sent = int(np.ceil(n_public * n_classes / 8))
 
         def fit_round(consensus):
-            labelled = public_rows[consensus >= 0]
-            y_all = np.concatenate([data.y, consensus])
+            labelled = consensus >= 0
             return fit_clones(
                 [
-                    (estimator, y_all, np.concatenate([rows, labelled]))
+                    Task(estimator, np.concatenate([data.y[rows], consensus[labelled]]),
+                         np.concatenate([rows, public_rows[labelled]]))
                     for estimator, rows in zip(estimators, data.party_rows)
                 ],
                 X_all,
@@ -274,7 +276,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         stalled = 0
         for round_ in range(1, self.n_rounds + 1):
             shared = self._share_labels(fits.predictions, n_classes, n_public, flip_rng)
-            new_consensus = plurality_vote(count_votes(shared, n_classes))
+            new_consensus = plurality_vote(count_votes(shared, n_classes), tie_rng)
             changed = float(np.mean(new_consensus != consensus))
             consensus = new_consensus
             stalled = stalled + 1 if changed <= self.tol else 0

@@ -11,9 +11,18 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import BaseFederatedClassifier, pickled_bytes
-from ._fitting import code_dtype, draw_seeds, fit_clones
-from ._voting import count_votes, plurality_vote
+from ._base import BaseFederatedClassifier, LabelCollapseWarning, pickled_bytes, stack_rows
+from ._fitting import (
+    Task,
+    code_dtype,
+    draw_seeds,
+    fit_clones,
+    group_votes,
+    iter_clone_fits,
+    sample_weight_param,
+    soft_label_rows,
+)
+from ._voting import class_shares, count_votes, plurality_vote
 from .privacy import (
     DEFAULT_ORDERS,
     PrivacyReport,
@@ -24,9 +33,24 @@ from .privacy import (
 )
 
 
-def _all_or(rows, n_rows):
-    """`rows`, or None when they are all `n_rows` rows: the engine then copies nothing."""
-    return None if len(rows) == n_rows else rows
+def _with_party_rows(task, n_public, party_rows, y):
+    """`task` on public rows, plus the party's own labelled rows (stacked after them)."""
+    public_rows = np.arange(n_public) if task.rows is None else task.rows
+    weights = task.sample_weight
+    if weights is not None:
+        weights = np.concatenate([weights, np.ones(len(party_rows))])
+    return Task(task.estimator, np.concatenate([task.y, y[party_rows]]),
+                np.concatenate([public_rows, n_public + party_rows]), weights)
+
+
+# a class below this share of a party's or of all training rows is not checked for collapse
+_MIN_SHARE = 0.05
+
+
+def _lost_classes(learned, reference, ratio=0.5):
+    """Classes holding at least `_MIN_SHARE` of `reference` but under `ratio` of that
+    share in `learned` (both arrays of class shares)."""
+    return np.flatnonzero((reference >= _MIN_SHARE) & (learned < ratio * reference))
 
 
 def _final_estimator_has(attr):
@@ -200,7 +224,10 @@ class FedKTClassifier(BaseFederatedClassifier):
         "student_estimator": [HasMethods(["fit", "predict"]), None],
         "final_estimator": [HasMethods(["fit", "predict"]), None],
         "n_partitions": [Interval(Integral, 1, None, closed="left")],
-        "n_subsets": [Interval(Integral, 1, None, closed="left")],
+        "n_subsets": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "voting": [StrOptions({"soft", "hard"})],
+        "student_data": [StrOptions({"auto", "public", "party+public"})],
+        "soft_labels": ["boolean"],
         "consistent_voting": ["boolean"],
         "privacy_level": [StrOptions({"L0", "L1", "L2"})],
         "gamma": [Interval(Real, 0, None, closed="neither")],
@@ -218,7 +245,10 @@ class FedKTClassifier(BaseFederatedClassifier):
         student_estimator=None,
         final_estimator=None,
         n_partitions=2,
-        n_subsets=5,
+        n_subsets="auto",
+        voting="soft",
+        student_data="auto",
+        soft_labels=False,
         consistent_voting=True,
         privacy_level="L0",
         gamma=0.05,
@@ -233,6 +263,9 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.final_estimator = final_estimator
         self.n_partitions = n_partitions
         self.n_subsets = n_subsets
+        self.voting = voting
+        self.student_data = student_data
+        self.soft_labels = soft_labels
         self.consistent_voting = consistent_voting
         self.privacy_level = privacy_level
         self.gamma = gamma
@@ -281,20 +314,25 @@ class FedKTClassifier(BaseFederatedClassifier):
             The fitted classifier.
         """
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
-        self._check_party_sizes(data.party_rows)
+        self._check_party_sizes(data.party_rows)  # before any fit
+        self._check_options()
+        soft_labels, soft_votes = self.soft_labels, self.voting == "soft"
+        with_party_rows = self._student_data() == "party+public"
+        n_subsets = self._n_subsets()
         n_classes = len(self.classes_)
         n_parties = len(self.parties_)
         n_public = _num_samples(data.X_public)
         rng = check_random_state(self.random_state)
-        # own streams, so the noise and the queries leave every other draw unchanged
-        noise_rng, query_rng = (np.random.RandomState(seed) for seed in draw_seeds(rng, 2))
+        # own streams, so noise, queries and tie breaks leave every other draw unchanged
+        noise_rng, query_rng, tie_rng = (
+            np.random.RandomState(seed) for seed in draw_seeds(rng, 3)
+        )
         queries = self._draw_queries(n_public, query_rng)
         # the noisy tier labels only the queries (the server at L0/L1, the parties at L2)
         every_public = np.arange(n_public)
         party_queries, server_queries = (
             (queries, every_public) if self.privacy_level == "L2" else (every_public, queries)
         )
-        party_public_rows = _all_or(party_queries, n_public)
         fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs, verbose=self.verbose)
 
         # Party side, lines 2-10: the teachers of every partition of every party vote.
@@ -302,28 +340,42 @@ class FedKTClassifier(BaseFederatedClassifier):
             subset
             for rows in data.party_rows
             for _ in range(self.n_partitions)
-            for subset in np.array_split(rng.permutation(rows), self.n_subsets)
+            for subset in np.array_split(rng.permutation(rows), n_subsets)
         ]
-        teacher_predictions = fit_clones(
-            [(self._teacher_template(), data.y, rows) for rows in teacher_rows],
+        teacher_fits = iter_clone_fits(
+            [Task(self._teacher_template(), data.y[rows], rows) for rows in teacher_rows],
             data.X,
             seeds=draw_seeds(rng, len(teacher_rows)),
-            X_predict=(data.X_public if party_public_rows is None
-                       else _safe_indexing(data.X_public, party_public_rows)),
+            X_predict=(data.X_public if len(party_queries) == n_public
+                       else _safe_indexing(data.X_public, party_queries)),
+            soft_votes=soft_votes,
             keep_models=False,
             **fit_options,
-        ).predictions
-        # Lines 11-12: a student per partition learns the teachers' winning labels.
-        student_labels, party_moments = self._student_labels(
-            teacher_predictions.reshape(n_parties * self.n_partitions, self.n_subsets, -1),
-            n_classes, n_public, party_queries, noise_rng,
         )
-        del teacher_predictions
-        student_models, student_predictions, _ = fit_clones(
-            [(self._student_template(), labels, party_public_rows) for labels in student_labels],
-            data.X_public,
-            seeds=draw_seeds(rng, len(student_labels)),
+        # Lines 11-12: a student per partition learns the teachers' (noisy) vote.
+        student_targets, party_moments = self._student_targets(
+            group_votes(teacher_fits, n_subsets, n_classes), soft_labels, noise_rng,
+            tie_rng,
+        )
+        student_tasks = [
+            self._target_task(self._student_template(), targets, party_queries)
+            for targets in student_targets
+        ]
+        X_students = data.X_public
+        if with_party_rows:
+            # the party's own labelled rows too: students then know what their party knows
+            X_students = stack_rows(data.X_public, data.X)
+            student_tasks = [
+                _with_party_rows(task, n_public, data.party_rows[i // self.n_partitions],
+                                 data.y)
+                for i, task in enumerate(student_tasks)
+            ]
+        student_models, student_votes, _ = fit_clones(
+            student_tasks,
+            X_students,
+            seeds=draw_seeds(rng, len(student_targets)),
             X_predict=data.X_public,
+            soft_votes=soft_votes,
             **fit_options,
         )
         self.students_ = [
@@ -335,46 +387,212 @@ class FedKTClassifier(BaseFederatedClassifier):
 
         # Server side, lines 14-22: the students vote, the final model learns.
         self.vote_counts_ = self._server_votes(
-            student_predictions.reshape(n_parties, self.n_partitions, -1), n_classes
+            student_votes.reshape(n_parties, self.n_partitions, *student_votes.shape[1:]),
+            n_classes,
         )
-        public_codes = np.full(n_public, -1)
-        public_codes[server_queries] = plurality_vote(
-            self._add_noise(self.vote_counts_[server_queries], noise_rng, "L1")
+        (final_targets,) = self._vote_targets(
+            [self.vote_counts_[server_queries]], "L1", soft_labels, noise_rng, tie_rng
         )
-        self.public_mask_ = public_codes >= 0
-        self.public_labels_ = self.classes_[public_codes[self.public_mask_]]
+        final_task = self._target_task(self._final_template(), final_targets, server_queries)
         (self._final_model,), _, _ = fit_clones(
-            [(self._final_template(), public_codes,
-              _all_or(np.flatnonzero(self.public_mask_), n_public))],
-            data.X_public,
-            seeds=draw_seeds(rng, 1),
-            **fit_options,
+            [final_task], data.X_public, seeds=draw_seeds(rng, 1), **fit_options
         )
         self.final_estimator_ = self._final_model.estimator
-        self.privacy_report_ = self._privacy_report(party_moments, queries)
+        final_rows = every_public if final_task.rows is None else final_task.rows
+        learned = np.zeros((n_public, n_classes))
+        np.add.at(learned, (final_rows, final_task.y),
+                  1.0 if final_task.sample_weight is None else final_task.sample_weight)
+        self.public_mask_ = learned.any(axis=1)
+        self.public_labels_ = self.classes_[learned[self.public_mask_].argmax(axis=1)]
+        self.class_shares_ = self._class_shares(data, student_targets, learned)
+        self._warn_on_collapse()
+        self._warn_if_final_model_constant(data.X_public, final_rows)
+        self.privacy_report_ = self._privacy_report(party_moments, queries, soft_labels)
         self.epsilon_ = self.privacy_report_.epsilon
         return self
 
-    def _student_labels(self, teacher_predictions, n_classes, n_public, party_queries,
-                        noise_rng):
+    def _paper_tier_defaults(self):
+        """Whether "auto" means the paper's choice: hard voting (the paper's algorithm),
+        or L2, whose example-level guarantee needs disjoint teachers and students that
+        learn only from their noisy votes."""
+        return self.voting == "hard" or self.privacy_level == "L2"
+
+    def _n_subsets(self):
+        if self.n_subsets != "auto":
+            return self.n_subsets
+        # without L2 noise, subsets only weaken the teachers: one teacher per partition
+        # learns from all of its party's rows
+        return 5 if self._paper_tier_defaults() else 1
+
+    def _student_data(self):
+        if self.student_data != "auto":
+            return self.student_data
+        return "public" if self._paper_tier_defaults() else "party+public"
+
+    def _check_options(self):
+        """Refuse option combinations that break privacy or cannot be carried out."""
+        if self.privacy_level == "L2" and self._student_data() == "party+public":
+            raise ValueError(
+                "student_data='party+public' trains every student on its party's rows, but "
+                "privacy_level='L2' needs students that learn from noisy teacher votes "
+                "only. Use student_data='auto' or 'public' at L2."
+            )
+        if self.soft_labels:
+            for name, estimator in (("student_estimator", self._student_template()),
+                                    ("final_estimator", self._final_template())):
+                if sample_weight_param(estimator) is None:
+                    raise ValueError(
+                        "soft_labels=True teaches the students and the final model vote "
+                        f"distributions through sample weights, but the {name} "
+                        f"{type(estimator).__name__} takes no sample_weight in fit. Use "
+                        "soft_labels=False."
+                    )
+
+    def _vote_targets(self, histograms, level, soft_labels, noise_rng, tie_rng):
+        """What a tier's learner is taught from each of its vote histograms.
+
+        Laplace noise is added at the tier of `level`; then either the (noisy) vote
+        distribution, clipped at zero and normalised, or the plurality label.
+        """
+        for votes in histograms:
+            votes = self._add_noise(votes, noise_rng, level)
+            if soft_labels:
+                votes = np.clip(votes, 0, None)
+                totals = votes.sum(axis=1, keepdims=True)
+                yield np.divide(votes, totals, out=np.zeros_like(votes, dtype=float),
+                                where=totals > 0)
+            else:
+                yield plurality_vote(votes, tie_rng)
+
+    @staticmethod
+    def _target_task(estimator, targets, rows):
+        """The Task that teaches `estimator` the targets of public rows `rows`.
+
+        `targets` are labels (``-1`` for none) or per-row distributions (soft labels,
+        passed as sample weights).
+        """
+        if targets.ndim == 2:
+            pairs, labels, weights = soft_label_rows(targets)
+            return Task(estimator, labels, rows[pairs], weights)
+        labelled = targets >= 0
+        if labelled.all() and np.array_equal(rows, np.arange(len(rows))):
+            rows = None  # every public row: the engine then copies nothing
+        else:
+            rows = rows[labelled]
+        return Task(estimator, targets[labelled].astype(np.int64), rows)
+
+    def _student_targets(self, partition_votes, soft_labels, noise_rng, tie_rng):
         """Vote-1 of every partition, one partition at a time to bound memory.
 
-        Returns the students' labels (``-1`` off the queries) and, at L2, the log
-        moments of each party's noisy histograms for the accountant.
+        Returns each student's targets and, at L2, the log moments of each party's noisy
+        histograms for the accountant.
         """
-        labels = np.full((len(teacher_predictions), n_public), -1, dtype=code_dtype(n_classes))
         moments = np.zeros((len(self.parties_), len(DEFAULT_ORDERS)))
-        for partition, predictions in enumerate(teacher_predictions):
-            votes = count_votes(predictions, n_classes)
-            labels[partition, party_queries] = plurality_vote(
-                self._add_noise(votes, noise_rng, "L2")
+
+        def account(partition_votes):
+            for partition, votes in enumerate(partition_votes):
+                if self.privacy_level == "L2" and not soft_labels:
+                    # each partition is a PATE over its party's rows (sensitivity 2)
+                    moments[partition // self.n_partitions] += pate_log_moments(
+                        votes, gamma=self.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
+                    )
+                yield votes
+
+        targets = [
+            target.astype(np.float32) if soft_labels else target.astype(
+                code_dtype(len(self.classes_))
             )
-            if self.privacy_level == "L2":
-                # each partition is a PATE over its party's rows (sensitivity 2)
-                moments[partition // self.n_partitions] += pate_log_moments(
-                    votes, gamma=self.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
-                )
-        return labels, moments
+            for target in self._vote_targets(
+                account(partition_votes), "L2", soft_labels, noise_rng, tie_rng
+            )
+        ]
+        return targets, moments
+
+    def _warn_if_final_model_constant(self, X_public, rows):
+        """Warn when the final model predicts one class on rows labelled with several."""
+        if np.count_nonzero(self.class_shares_["final"] >= _MIN_SHARE) < 2:
+            return  # the label warning already spoke
+        predicted = self._final_model.predict(_safe_indexing(X_public, np.unique(rows)))
+        if np.unique(predicted).size == 1:
+            warnings.warn(
+                f"The final model {type(self._final_template()).__name__} predicts the "
+                f"single class {self.classes_.tolist()[predicted[0]]!r} on the "
+                f"{np.unique(rows).size} public rows it learned, although their labels "
+                "hold several classes: it cannot learn from so few rows with its "
+                "parameters (for example HistGradientBoostingClassifier's "
+                "min_samples_leaf=20). Pass a final_estimator that suits the public set's "
+                "size, or more public data.",
+                LabelCollapseWarning,
+            )
+
+    def _class_shares(self, data, student_targets, learned):
+        n_classes = len(self.classes_)
+
+        def shares_of(targets):
+            if targets.ndim == 2:
+                return class_shares(targets)
+            return class_shares(np.bincount(targets[targets >= 0], minlength=n_classes)[None])
+
+        return {
+            "training": class_shares(np.bincount(data.y, minlength=n_classes)[None]),
+            "parties": np.array([
+                class_shares(np.bincount(data.y[rows], minlength=n_classes)[None])
+                for rows in data.party_rows
+            ]),
+            "students": np.array([shares_of(t) for t in student_targets]).reshape(
+                len(self.parties_), self.n_partitions, n_classes
+            ),
+            "final": class_shares(learned),
+        }
+
+    def _warn_on_collapse(self):
+        """One warning per tier whose labels lost classes that its training rows hold."""
+        shares, names = self.class_shares_, self.classes_.tolist()
+        remedy = (
+            "Use voting='soft' (the default): it carries class probabilities through both tiers"
+            if self.voting == "hard" else
+            "More public data, fewer n_subsets (more rows per teacher) or a teacher that "
+            "predicts calibrated probabilities help"
+        )
+        # a student's labels follow the public data, not its party's class mix, so only
+        # a collapse to one class, where the party holds several, is a clear signal
+        collapsed_students = [
+            (party, partition, party_shares, np.flatnonzero(learned > 0))
+            for party, party_shares, student_shares in zip(
+                self.parties_.tolist(), shares["parties"], shares["students"]
+            )
+            for partition, learned in enumerate(student_shares)
+            if np.count_nonzero(learned) == 1 and np.sum(party_shares >= _MIN_SHARE) > 1
+        ]
+        if collapsed_students:
+            party, partition, party_shares, (c,) = collapsed_students[0]
+            held = ", ".join(f"{names[k]!r} {share:.0%}" for k, share in
+                             enumerate(party_shares) if share >= _MIN_SHARE)
+            warnings.warn(
+                f"{len(collapsed_students)} of {shares['students'][..., 0].size} students "
+                "learned a single class from a party whose rows hold several; e.g. party "
+                f"{party}, student {partition} learned only {names[c]!r} from rows holding "
+                f"{held} (class_shares_ has every tier's shares). {remedy}.",
+                LabelCollapseWarning,
+            )
+        final, training = shares["final"], shares["training"]
+        lost = _lost_classes(final, training)
+        if lost.size:
+            learned_classes = [names[c] for c in np.flatnonzero(final > 0)]
+            summary = (
+                f"a single class ({learned_classes[0]!r})" if len(learned_classes) == 1
+                else "labels far from the training labels' class shares"
+            )
+            details = ", ".join(
+                f"class {names[c]!r}: {training[c]:.0%} of the training rows, "
+                f"{final[c]:.0%} of the server's labels"
+                for c in lost
+            )
+            warnings.warn(
+                f"The final model learned {summary} ({details}); it will under-predict "
+                f"those classes. {remedy}.",
+                LabelCollapseWarning,
+            )
 
     def _draw_queries(self, n_public, rng):
         """Sorted indices of the public examples the noisy tier labels.
@@ -391,8 +609,13 @@ class FedKTClassifier(BaseFederatedClassifier):
             return votes
         return votes + rng.laplace(scale=1 / self.gamma, size=votes.shape)
 
-    def _privacy_report(self, party_moments, queries):
-        """Account the noisy tier (FedKT's Section 4 and Appendix A)."""
+    def _privacy_report(self, party_moments, queries, soft_labels):
+        """Account the noisy tier (FedKT's Section 4 and Appendix A).
+
+        Every vote, a class code or a probability vector, has L1 mass one, so one model
+        moves a histogram by at most 2 either way. With soft labels the whole noisy
+        histogram is released, not its argmax: only the data-independent bounds hold.
+        """
         level, n_queries, s = self.privacy_level, len(queries), self.n_partitions
         if level == "L0":
             return PrivacyReport(
@@ -405,14 +628,14 @@ class FedKTClassifier(BaseFederatedClassifier):
         if level == "L1":
             # one party moves all s of its students: a count moves by s (Theorem 1)
             sensitivity = 2.0 * s
-            data_dependent = pate_epsilon(
+            data_dependent = np.nan if soft_labels else pate_epsilon(
                 self.vote_counts_[queries], sensitivity=sensitivity, **accountant
             )
             data_independent = data_independent_epsilon(
                 n_queries, sensitivity=sensitivity, **accountant
             )
             party_epsilons = None
-            epsilon = min(data_dependent, data_independent)
+            epsilon = data_independent if soft_labels else min(data_dependent, data_independent)
             protects = (
                 "party level: the final model and the server's labels hide whether any one "
                 "party took part"
@@ -422,15 +645,16 @@ class FedKTClassifier(BaseFederatedClassifier):
             # compose (their moments were summed per party)
             sensitivity = 2.0
             party_data_dependent = [
+                np.nan if soft_labels else
                 epsilon_from_log_moments(moments, delta=self.delta, orders=DEFAULT_ORDERS)
                 for moments in party_moments
             ]
-            data_dependent = max(party_data_dependent)
+            data_dependent = np.nan if soft_labels else max(party_data_dependent)
             data_independent = data_independent_epsilon(
                 s * n_queries, sensitivity=sensitivity, **accountant
             )
             party_epsilons = {
-                party: min(eps, data_independent)
+                party: data_independent if soft_labels else min(eps, data_independent)
                 for party, eps in zip(self.parties_.tolist(), party_data_dependent)
             }
             # parallel composition over parties (Theorem 4)
@@ -439,14 +663,19 @@ class FedKTClassifier(BaseFederatedClassifier):
                 "example level: every student, hence the final model, hides any one "
                 "training example of its party, even from the server"
             )
-        statement = (
-            f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private at the "
-            f"{protects}. {n_queries} noisy-argmax queries per noisy histogram tier, Laplace "
-            f"scale 1/gamma = {1 / self.gamma:.4g}, sensitivity {sensitivity:g}. "
-            f"Data-dependent epsilon {data_dependent:.4g} (moments accountant); "
+        release = "noisy histograms (soft labels)" if soft_labels else "noisy-argmax queries"
+        bounds = (
+            f"data-independent epsilon {data_independent:.4g} (the data-dependent moments "
+            "accountant covers argmax releases only)" if soft_labels else
+            f"data-dependent epsilon {data_dependent:.4g} (moments accountant); "
             f"data-independent epsilon {data_independent:.4g}. The data-dependent value is "
             "itself computed from private votes, so publishing it leaks information; only "
-            "the data-independent value may be published as is."
+            "the data-independent value may be published as is"
+        )
+        statement = (
+            f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private at the "
+            f"{protects}. {n_queries} {release} per noisy histogram tier, Laplace "
+            f"scale 1/gamma = {1 / self.gamma:.4g}, sensitivity {sensitivity:g}; {bounds}."
         )
         return PrivacyReport(
             level=level, unit="party" if level == "L1" else "example", gamma=self.gamma,
@@ -458,22 +687,29 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     def _check_party_sizes(self, party_rows):
         for party, rows in zip(self.parties_.tolist(), party_rows):
-            if len(rows) < self.n_subsets:
+            if len(rows) < self._n_subsets():
                 raise ValueError(
                     f"Party {party!r} has {len(rows)} sample(s), fewer than "
-                    f"n_subsets={self.n_subsets}: each of its teachers needs at least "
+                    f"n_subsets={self._n_subsets()}: each of its teachers needs at least "
                     "one sample."
                 )
 
-    def _server_votes(self, student_predictions, n_classes):
-        """Vote-2 histogram from predictions of shape (n_parties, n_partitions, n_public)."""
+    def _server_votes(self, student_votes, n_classes):
+        """Vote-2 histogram of the students' votes on the public set.
+
+        `student_votes` has shape (n_parties, n_partitions, n_public): class codes
+        (hard voting), or (n_parties, n_partitions, n_public, n_classes): class
+        probabilities (soft voting, summed over every student).
+        """
+        if student_votes.ndim == 4:
+            return student_votes.sum(axis=(0, 1), dtype=np.float64)
         every_student_votes = count_votes(
-            student_predictions.reshape(-1, student_predictions.shape[-1]), n_classes
+            student_votes.reshape(-1, student_votes.shape[-1]), n_classes
         )
         if not self.consistent_voting:
             return every_student_votes
-        first = student_predictions[:, 0]
-        unanimous = (student_predictions == first[:, None]).all(axis=1)
+        first = student_votes[:, 0]
+        unanimous = (student_votes == first[:, None]).all(axis=1)
         votes = count_votes(
             np.where(unanimous, first, -1), n_classes, weights=self.n_partitions
         )

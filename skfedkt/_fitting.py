@@ -6,14 +6,17 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
+from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.dummy import DummyClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.utils import _safe_indexing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import _num_samples
+from sklearn.utils.validation import _num_samples, has_fit_parameter
 from threadpoolctl import threadpool_limits
+
+from ._voting import count_votes
 
 _MAX_SEED = np.iinfo(np.int32).max
 
@@ -43,6 +46,60 @@ def _predicts_output_positions(estimator):
     return skorch is not None and isinstance(_final_step(estimator), skorch.NeuralNet)
 
 
+def sample_weight_param(estimator):
+    """The ``fit`` parameter that carries sample weights to `estimator`, or None.
+
+    A Pipeline passes them to its final step (``"name__sample_weight"``).
+    """
+    if isinstance(estimator, Pipeline):
+        name, last = estimator.steps[-1]
+        inner = sample_weight_param(last)
+        return None if inner is None else f"{name}__{inner}"
+    return "sample_weight" if has_fit_parameter(estimator, "sample_weight") else None
+
+
+def soft_label_rows(distributions):
+    """Rows, labels and weights that teach a classifier per-example class distributions.
+
+    Every example appears once per class of positive probability, labelled with that
+    class and weighted by its probability: the weighted log loss of these rows is the
+    cross-entropy to the distributions, and their total weight is the number of
+    examples, as with hard labels. Examples without probability mass are left out.
+
+    Parameters
+    ----------
+    distributions : ndarray of shape (n_samples, n_classes)
+        Non-negative; each row sums to one or to zero.
+
+    Returns
+    -------
+    rows, labels : ndarray of int of shape (n_pairs,)
+    weights : ndarray of float of shape (n_pairs,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedkt._fitting import soft_label_rows
+    >>> soft_label_rows(np.array([[0.25, 0.75], [0.0, 0.0], [1.0, 0.0]]))
+    (array([0, 0, 2]), array([0, 1, 0]), array([0.25, 0.75, 1.  ]))
+    """
+    rows, labels = np.nonzero(distributions > 0)
+    return rows, labels, distributions[rows, labels]
+
+
+class Task(NamedTuple):
+    """One clone to fit: an estimator, the rows it learns from and their labels."""
+
+    estimator: object
+    """The estimator to clone."""
+    y: np.ndarray
+    """Global class codes of the rows, aligned with `rows` (with every row of X if None)."""
+    rows: np.ndarray = None
+    """Indices of the rows of X (repeats allowed); None for every row."""
+    sample_weight: np.ndarray = None
+    """Weights aligned with `y`; None for unweighted rows."""
+
+
 class ClassCodeModel:
     """A fitted clone and the global class codes its outputs stand for.
 
@@ -51,6 +108,10 @@ class ClassCodeModel:
     the global codes for skorch nets (see `_predicts_output_positions`). Rows of a single
     class give a constant `DummyClassifier` instead of an error. ``codes[j]`` is the
     global class code of the clone's label ``j``.
+
+    Sample weights reach the estimator through `sample_weight_param`; an estimator
+    that takes none is fit without them (callers check `sample_weight_param` first
+    when the weights matter).
     """
 
     def __init__(self, estimator, codes):
@@ -58,16 +119,19 @@ class ClassCodeModel:
         self.codes = codes
 
     @classmethod
-    def fit(cls, estimator, X, y, n_classes):
+    def fit(cls, estimator, X, y, n_classes, sample_weight=None):
         present = np.unique(y)
         if present.size == 1:
-            estimator = DummyClassifier(strategy="most_frequent")
-            codes = present
+            estimator, codes, sample_weight = DummyClassifier(strategy="most_frequent"), present, None
         elif _predicts_output_positions(estimator):
             codes = np.arange(n_classes)
         else:
             codes = present
-        estimator.fit(X, np.searchsorted(codes, y).astype(np.int64))
+        weight_param = None if sample_weight is None else sample_weight_param(estimator)
+        fit_params = {} if weight_param is None else {weight_param: sample_weight}
+        # with routing on, a Pipeline takes no "step__param"; the clone needs no routing
+        with config_context(enable_metadata_routing=False):
+            estimator.fit(X, np.searchsorted(codes, y).astype(np.int64), **fit_params)
         return cls(estimator, codes)
 
     @property
@@ -77,6 +141,18 @@ class ClassCodeModel:
     def predict(self, X):
         """Global class codes."""
         return self.codes[np.asarray(self.estimator.predict(X), dtype=np.intp)]
+
+    def votes(self, X, n_classes, soft):
+        """One vote per row, shape (n_samples, n_classes), each row summing to one.
+
+        With `soft`, the class probabilities (where the estimator has
+        ``predict_proba``); otherwise, or without it, the one-hot prediction.
+        """
+        if soft and hasattr(self.estimator, "predict_proba"):
+            return self.predict_proba(X, n_classes)
+        one_hot = np.zeros((_num_samples(X), n_classes))
+        one_hot[np.arange(len(one_hot)), self.predict(X)] = 1
+        return one_hot
 
     def predict_proba(self, X, n_classes):
         """Probabilities with one column per global class, zero for unseen classes."""
@@ -179,17 +255,21 @@ def seeded_clone(estimator, seed, single_threaded=False):
     return estimator
 
 
-def _fit_clone(estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
+def _fit_clone(task, X, n_classes, seed, single_threaded, X_predict, soft_votes,
                keep_model, score_training):
-    estimator = seeded_clone(estimator, seed, single_threaded)
-    if rows is not None:
-        X, y = _safe_indexing(X, rows), y[rows]
-    model = ClassCodeModel.fit(estimator, X, y, n_classes)
-    # compact codes: one per public example and clone adds up over thousands of clones
-    predictions = None if X_predict is None else model.predict(X_predict).astype(
-        code_dtype(n_classes)
-    )
-    training_accuracy = np.mean(model.predict(X) == y) if score_training else None
+    estimator = seeded_clone(task.estimator, seed, single_threaded)
+    if task.rows is not None:
+        X = _safe_indexing(X, task.rows)
+    model = ClassCodeModel.fit(estimator, X, task.y, n_classes, task.sample_weight)
+    if X_predict is None:
+        predictions = None
+    elif soft_votes:
+        # float32: one row of probabilities per public example and clone adds up
+        predictions = model.votes(X_predict, n_classes, soft=True).astype(np.float32)
+    else:
+        # compact codes, likewise
+        predictions = model.predict(X_predict).astype(code_dtype(n_classes))
+    training_accuracy = np.mean(model.predict(X) == task.y) if score_training else None
     return (model if keep_model else None), predictions, training_accuracy
 
 
@@ -199,20 +279,53 @@ class CloneFits(NamedTuple):
     models: list
     """Fitted `ClassCodeModel` per task (``None`` when not kept)."""
     predictions: np.ndarray
-    """Global class codes predicted on ``X_predict``, shape (n_tasks, n_predict), or None."""
+    """Predictions on ``X_predict``: class codes of shape (n_tasks, n_predict), or class
+    probabilities of shape (n_tasks, n_predict, n_classes) with `soft_votes`; or None."""
     training_accuracy: np.ndarray
     """Accuracy of each clone on its own training rows, or None."""
 
 
+def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
+                    soft_votes=False, keep_models=True, score_training=False):
+    """Fit one clone per task in a single flat parallel batch, yielding results in order.
+
+    Results are yielded as the batch runs (where the joblib backend can), so callers
+    that reduce them, as `group_votes` does, hold only what they keep. Parameters are
+    those of `fit_clones`; each item is a ``(model, predictions, training_accuracy)``
+    tuple of one task.
+    """
+    single_threaded = min(effective_n_jobs(n_jobs), len(tasks)) > 1
+    # threads of BLAS/OpenMP in this process (threading backend); loky workers are
+    # limited by loky itself
+    limits = threadpool_limits(limits=1) if single_threaded else nullcontext()
+    jobs = [
+        delayed(_fit_clone)(
+            task, X, n_classes, seed, single_threaded, X_predict, soft_votes, keep_models,
+            score_training,
+        )
+        for task, seed in zip(tasks, seeds)
+    ]
+    with limits:
+        try:
+            results = Parallel(n_jobs=n_jobs, verbose=verbose, return_as="generator")(jobs)
+        except ValueError as exc:
+            if "does not support return_as" not in str(exc):
+                raise
+            # e.g. joblib's multiprocessing backend: the whole list at once
+            results = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
+        yield from results
+
+
 def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
-               keep_models=True, score_training=False):
+               soft_votes=False, keep_models=True, score_training=False):
     """Fit one clone per task in a single flat parallel batch.
 
     Parameters
     ----------
-    tasks : list of (estimator, y, rows)
-        The estimator to clone, the class codes of all rows of `X`, and the row indices
-        the clone learns from (``None`` for all rows). Tasks carry indices, never copies.
+    tasks : list of Task
+        The estimator to clone, the row indices the clone learns from (``None`` for all
+        rows), their class codes and optional sample weights. Tasks carry indices,
+        never copies of X.
     X : array-like, sparse matrix or DataFrame
         The rows the tasks index.
     n_classes : int
@@ -223,7 +336,10 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     n_jobs, verbose : int or None
         Passed to `sklearn.utils.parallel.Parallel`.
     X_predict : array-like, default=None
-        Data each fitted clone labels with global class codes.
+        Data each fitted clone votes on.
+    soft_votes : bool, default=False
+        Whether the votes on `X_predict` are class probabilities (a one-hot prediction
+        for a clone without ``predict_proba``) instead of class codes.
     keep_models : bool, default=True
         Whether to return the fitted clones (teachers' are not kept).
     score_training : bool, default=False
@@ -233,24 +349,45 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     -------
     fits : CloneFits
     """
-    single_threaded = min(effective_n_jobs(n_jobs), len(tasks)) > 1
-    # threads of BLAS/OpenMP in this process (threading backend); loky workers are
-    # limited by loky itself
-    limits = threadpool_limits(limits=1) if single_threaded else nullcontext()
-    with limits:
-        results = Parallel(n_jobs=n_jobs, verbose=verbose)(
-            delayed(_fit_clone)(
-                estimator, X, y, rows, n_classes, seed, single_threaded, X_predict,
-                keep_models, score_training,
-            )
-            for (estimator, y, rows), seed in zip(tasks, seeds)
-        )
-    models, predictions, accuracies = zip(*results)
+    models, predictions, accuracies = zip(*iter_clone_fits(
+        tasks, X, n_classes=n_classes, seeds=seeds, n_jobs=n_jobs, verbose=verbose,
+        X_predict=X_predict, soft_votes=soft_votes, keep_models=keep_models,
+        score_training=score_training,
+    ))
     return CloneFits(
         models=list(models),
         predictions=None if X_predict is None else np.stack(predictions),
         training_accuracy=np.array(accuracies) if score_training else None,
     )
+
+
+def group_votes(clone_fits, group_size, n_classes):
+    """Vote histogram of each run of `group_size` consecutive clones, as they finish.
+
+    Parameters
+    ----------
+    clone_fits : iterable of (model, predictions, training_accuracy)
+        As yielded by `iter_clone_fits` with an ``X_predict``.
+    group_size : int
+        Clones per histogram (the teachers of one partition, say).
+    n_classes : int
+        Number of global classes.
+
+    Yields
+    ------
+    votes : ndarray of shape (n_predict, n_classes)
+        Summed class probabilities (soft votes) or vote counts (class codes).
+    """
+    votes = None
+    for index, (_, predictions, _) in enumerate(clone_fits):
+        if predictions.ndim == 1:
+            predictions = count_votes(predictions[None], n_classes)
+        else:
+            predictions = predictions.astype(np.float64)
+        votes = predictions if votes is None else votes + predictions
+        if (index + 1) % group_size == 0:
+            yield votes
+            votes = None
 
 
 def ensemble_proba(models, X, n_classes, voting):
@@ -259,10 +396,4 @@ def ensemble_proba(models, X, n_classes, voting):
     ``voting="hard"`` gives each model's vote share; ``"soft"`` averages the models'
     probabilities, a model without ``predict_proba`` contributing its vote.
     """
-    total = np.zeros((_num_samples(X), n_classes))
-    for model in models:
-        if voting == "soft" and hasattr(model.estimator, "predict_proba"):
-            total += model.predict_proba(X, n_classes)
-        else:
-            total[np.arange(len(total)), model.predict(X)] += 1
-    return total / len(models)
+    return sum(model.votes(X, n_classes, soft=voting == "soft") for model in models) / len(models)

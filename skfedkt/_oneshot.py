@@ -16,6 +16,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from ._base import BaseFederatedClassifier, pickled_bytes
 from ._fitting import (
     GlobalLabelClassifier,
+    Task,
     draw_seeds,
     ensemble_proba,
     fit_clones,
@@ -236,8 +237,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         validation_splits = [self._validation_split(rows, rng) for rows in party_rows] if cv else []
 
         template = self._local_template()
-        tasks = [(template, data.y, rows) for rows in party_rows]
-        tasks += [(template, data.y, fit_rows) for fit_rows, _ in validation_splits]
+        tasks = [Task(template, data.y[rows], rows) for rows in party_rows]
+        tasks += [Task(template, data.y[fit_rows], fit_rows) for fit_rows, _ in validation_splits]
         models = fit_clones(
             tasks, data.X, n_classes=n_classes, seeds=draw_seeds(rng, len(tasks)),
             n_jobs=self.n_jobs, verbose=self.verbose,
@@ -309,7 +310,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             self._student = None
         else:
             (self._student,), _, _ = fit_clones(
-                [(self.student_estimator, targets.argmax(axis=1), None)], data.X_public,
+                [Task(self.student_estimator, targets.argmax(axis=1))], data.X_public,
                 n_classes=len(self.classes_), seeds=[seed],
             )
             self.student_ = self._student.estimator

@@ -5,6 +5,7 @@ abstention (a voter that does not vote on that example).
 """
 
 import numpy as np
+from sklearn.utils import check_random_state
 
 
 def count_votes(predictions, n_classes, weights=1):
@@ -45,18 +46,22 @@ def count_votes(predictions, n_classes, weights=1):
     return votes
 
 
-def plurality_vote(votes):
+def plurality_vote(votes, random_state):
     """Winning class code per example of a vote histogram.
 
-    Ties are broken in favour of the tied class that received the most votes over all
-    examples of the histogram (a prior that whoever counts the votes can observe), then
-    the smallest class code. An example whose histogram is all zero received no vote and
-    gets ``-1``: it must be left out rather than labelled with an arbitrary class.
+    Ties are broken uniformly at random among the tied classes, so no class gains from
+    a tie rule (a fixed rule such as "the first class" or "the class with most votes
+    overall" hands every tie to the class that label skew already favours). An example
+    whose histogram is all zero received no vote and gets ``-1``: it must be left out
+    rather than labelled with an arbitrary class.
 
     Parameters
     ----------
     votes : array-like of shape (n_samples, n_classes)
-        Vote counts, possibly noisy (real-valued).
+        Vote counts or summed class probabilities, possibly noisy (real-valued).
+    random_state : int or RandomState instance
+        Draws the tie breaks; pass the fitting estimator's own stream so that results
+        are reproducible.
 
     Returns
     -------
@@ -66,15 +71,37 @@ def plurality_vote(votes):
     Examples
     --------
     >>> from skfedkt._voting import plurality_vote
-    >>> plurality_vote([[1, 1, 0], [0, 3, 0], [0, 0, 0], [0, 2, 2]])
-    array([ 1,  1, -1,  1])
+    >>> plurality_vote([[1, 3, 0], [0, 0, 0], [2, 2, 0]], random_state=0)
+    array([ 1, -1,  1])
     """
     votes = np.asarray(votes)
-    n_classes = votes.shape[1]
-    # rank 0 is the class with the most votes overall
-    rank = np.empty(n_classes, dtype=np.int64)
-    rank[np.argsort(-votes.sum(axis=0), kind="stable")] = np.arange(n_classes)
+    rng = check_random_state(random_state)
+    # a uniform key on every tied cell picks one of the tied classes uniformly
+    keys = rng.random_sample(votes.shape)
     is_top = votes == votes.max(axis=1, keepdims=True)
-    labels = np.where(is_top, rank, n_classes).argmin(axis=1).astype(np.int64)
+    labels = np.where(is_top, keys, -1.0).argmax(axis=1).astype(np.int64)
     labels[~votes.any(axis=1)] = -1
     return labels
+
+
+def class_shares(votes):
+    """Share of each class in a vote histogram (or in per-example label distributions).
+
+    Parameters
+    ----------
+    votes : array-like of shape (n_samples, n_classes)
+        Non-negative votes, counts or probabilities.
+
+    Returns
+    -------
+    shares : ndarray of shape (n_classes,)
+        Sums to one (all zero when there are no votes).
+
+    Examples
+    --------
+    >>> from skfedkt._voting import class_shares
+    >>> class_shares([[1, 0], [0.5, 0.5], [0, 0]])
+    array([0.75, 0.25])
+    """
+    totals = np.asarray(votes, dtype=float).sum(axis=0)
+    return totals / totals.sum() if totals.sum() > 0 else totals

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, column_or_1d
 
-from ._fitting import draw_seeds, fit_clones
+from ._fitting import Task, draw_seeds, fit_clones
 
 
 def solo_scores(estimator, X, y, groups, X_test, y_test, *, n_jobs=None,
@@ -58,8 +58,9 @@ def solo_scores(estimator, X, y, groups, X_test, y_test, *, n_jobs=None,
                     dtype=None)
     classes, codes = np.unique(column_or_1d(y), return_inverse=True)
     parties, party_codes = np.unique(column_or_1d(groups), return_inverse=True)
+    party_rows = [np.flatnonzero(party_codes == p) for p in range(len(parties))]
     fits = fit_clones(
-        [(estimator, codes, np.flatnonzero(party_codes == p)) for p in range(len(parties))],
+        [Task(estimator, codes[rows], rows) for rows in party_rows],
         X,
         n_classes=len(classes),
         seeds=draw_seeds(check_random_state(random_state), len(parties)),

@@ -253,7 +253,8 @@ def test_pipeline_transform_input_transforms_public_data(federated_data, wrap):
     X, y, party, X_public = federated_data
     scale_up = FunctionTransformer(_times_1000)
     pipe = Pipeline(
-        [("scale", scale_up), ("fedkt", FedKTClassifier(RecordingTree(), random_state=0))],
+        [("scale", scale_up),
+         ("fedkt", FedKTClassifier(RecordingTree(), student_data="public", random_state=0))],
         transform_input=["X_unlabeled"],
     )
     with config_context(enable_metadata_routing=True):

@@ -1,7 +1,7 @@
 import numpy as np
 from numpy.testing import assert_array_equal
 
-from skfedkt._voting import count_votes, plurality_vote
+from skfedkt._voting import class_shares, count_votes, plurality_vote
 
 
 def test_count_votes_counts_weights_and_skips_abstentions():
@@ -12,25 +12,37 @@ def test_count_votes_counts_weights_and_skips_abstentions():
 
 
 def test_plurality_vote_marks_examples_without_votes():
-    labels = plurality_vote([[0, 0, 0], [0, 0, 5], [1, 0, 0]])
+    labels = plurality_vote([[0, 0, 0], [0, 0, 5], [1, 0, 0]], random_state=0)
     assert_array_equal(labels, [-1, 2, 0])
 
 
-def test_plurality_vote_breaks_ties_toward_overall_most_voted_class():
-    # totals per class are [6, 8, 13]: class 2 wins every tie it is part of, and
-    # class 1 (second overall) beats class 0
-    votes = [[1, 1, 1], [3, 0, 3], [2, 2, 0], [0, 5, 9]]
-    assert_array_equal(plurality_vote(votes), [2, 2, 1, 2])
+def test_plurality_vote_breaks_ties_uniformly_among_tied_classes():
+    # class 0 has by far the most votes overall; a tie between classes 1 and 2 must
+    # still never go to class 0, and go to 1 or 2 half of the time each
+    votes = np.array([[50, 0, 0]] * 500 + [[0, 3, 3]] * 2000)
+    labels = plurality_vote(votes, random_state=0)[500:]
+    assert set(labels) == {1, 2}
+    # binomial(2000, 1/2): 4 standard deviations are about 89
+    assert abs(np.sum(labels == 1) - 1000) < 90
+    three_way = plurality_vote(np.ones((3000, 3)), random_state=1)
+    assert np.all(np.abs(np.bincount(three_way) - 1000) < 4 * np.sqrt(3000 * 2 / 9))
 
 
-def test_plurality_vote_tie_rule_does_not_favour_the_first_class():
-    votes = np.array([[1, 1], [0, 4]])
-    assert plurality_vote(votes)[0] == 1
-    assert plurality_vote(votes[:, ::-1])[0] == 0
+def test_plurality_vote_ties_are_reproducible_from_the_seed():
+    votes = np.ones((50, 4))
+    assert_array_equal(plurality_vote(votes, 3), plurality_vote(votes, 3))
+    assert not np.array_equal(plurality_vote(votes, 3), plurality_vote(votes, 4))
 
 
-def test_plurality_vote_labels_every_row_of_noisy_votes():
+def test_plurality_vote_labels_every_row_of_noisy_or_soft_votes():
     rng = np.random.RandomState(0)
     noisy = rng.laplace(size=(50, 4)) - 10
-    labels = plurality_vote(noisy)
-    assert_array_equal(labels, noisy.argmax(axis=1))
+    assert_array_equal(plurality_vote(noisy, random_state=0), noisy.argmax(axis=1))
+    soft = rng.dirichlet(np.ones(4), size=50) * 3
+    assert_array_equal(plurality_vote(soft, random_state=0), soft.argmax(axis=1))
+
+
+def test_class_shares_of_counts_and_distributions():
+    assert_array_equal(class_shares([[3, 1], [0, 0]]), [0.75, 0.25])
+    assert_array_equal(class_shares([[0.5, 0.5], [0.0, 1.0]]), [0.25, 0.75])
+    assert_array_equal(class_shares(np.zeros((2, 3))), [0, 0, 0])
