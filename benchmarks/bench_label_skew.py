@@ -10,6 +10,7 @@ or in which the final model predicts a single class.
 
     python benchmarks/bench_label_skew.py                 # every dataset, 5 seeds
     python benchmarks/bench_label_skew.py --datasets digits --seeds 3
+    python benchmarks/bench_label_skew.py --ablation      # which default does what
 
 Seeds run in parallel (``--n-jobs``, each fit single-threaded), so results do not
 depend on it. The imbalanced task is ``make_classification`` with 76% negatives (the
@@ -44,6 +45,14 @@ PARTIES = {"digits": 10, "breast_cancer": 5, "wine": 4, "imbalanced": 50}
 # two classes and beta=0.1 leave most of 50 Dirichlet parties without rows
 PARTIES_AT = {("imbalanced", 0.1): 10}
 METHODS = ["FedKT", "FedKT (paper)", "one-shot all", "FedCT", "PATE", "SOLO", "centralized"]
+# FedKT's default with one choice switched back to the paper's, or soft labels added
+ABLATIONS = {
+    "FedKT, summed votes": dict(pooling="sum"),
+    "FedKT, soft labels": dict(soft_labels=True),
+    "FedKT, 5 teachers": dict(n_subsets=5),
+    "FedKT, public-only students": dict(student_data="public"),
+    "FedKT, hard votes only": dict(voting="hard", n_subsets=1, student_data="party+public"),
+}
 
 
 def forest():
@@ -73,6 +82,8 @@ def make(method, seed):
     options = dict(random_state=seed)
     if method == "FedKT":
         return FedKTClassifier(forest(), **options)
+    if method in ABLATIONS:
+        return FedKTClassifier(forest(), **ABLATIONS[method], **options)
     if method in ("FedKT (paper)", "PATE"):
         return FedKTClassifier(forest(), voting="hard", **options)
     if method == "one-shot all":
@@ -80,12 +91,12 @@ def make(method, seed):
     return FedCTClassifier(forest(), **options)
 
 
-def run_seed(dataset, beta, seed):
-    """Every method on one split: {method: (accuracy, positive rate, warned, single)}."""
+def run_seed(dataset, beta, seed, methods):
+    """Every method on one split: {method: (accuracy, positive rate, warned, single, s)}."""
     n_parties = PARTIES_AT.get((dataset, beta), PARTIES[dataset])
     data = load(dataset, n_parties, beta, seed)
     results = {}
-    for method in METHODS:
+    for method in methods:
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -120,11 +131,16 @@ def main():
     parser.add_argument("--betas", nargs="+", type=float, default=list(BETAS))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--ablation", action="store_true",
+                        help="FedKT with one default switched back at a time, and soft "
+                        "labels, instead of the methods")
     args = parser.parse_args()
+    methods = ["FedKT", *ABLATIONS, "FedKT (paper)"] if args.ablation else METHODS
+    compared = methods[:5]
 
     start = time.perf_counter()
     runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run_seed)(dataset, beta, seed)
+        delayed(run_seed)(dataset, beta, seed, methods)
         for dataset in args.datasets for beta in args.betas for seed in range(args.seeds)
     )
     table = defaultdict(list)
@@ -133,34 +149,34 @@ def main():
 
     print(f"Test accuracy, mean ± std over {args.seeds} seeds; random forests (50 trees, "
           "depth 6) at every tier\n")
-    print("| dataset | beta | parties | " + " | ".join(METHODS) + " |")
-    print("|---|---|---|" + "---|" * len(METHODS))
+    print("| dataset | beta | parties | " + " | ".join(methods) + " |")
+    print("|---|---|---|" + "---|" * len(methods))
     for (dataset, beta, n_parties), rows in table.items():
         cells = []
-        for method in METHODS:
+        for method in methods:
             accuracy = [results[method][0] for _, results in rows]
             cells.append(f"{np.mean(accuracy):.3f} ± {np.std(accuracy):.3f}")
         print(f"| {dataset} | {beta:g} | {n_parties} | " + " | ".join(cells) + " |")
 
     print("\nBinary tasks: predicted positive rate of the final model (mean over seeds), "
           "and the truth\n")
-    print("| dataset | beta | truth | " + " | ".join(METHODS[:5]) + " |")
-    print("|---|---|---|" + "---|" * 5)
+    print("| dataset | beta | truth | " + " | ".join(compared) + " |")
+    print("|---|---|---|" + "---|" * len(compared))
     for (dataset, beta, _), rows in table.items():
         if np.isnan(rows[0][1]["FedKT"][1]):
             continue
-        rates = [np.mean([results[m][1] for _, results in rows]) for m in METHODS[:5]]
+        rates = [np.mean([results[m][1] for _, results in rows]) for m in compared]
         truth = np.mean([truth for truth, _ in rows])
         print(f"| {dataset} | {beta:g} | {truth:.3f} | "
               + " | ".join(f"{rate:.3f}" for rate in rates) + " |")
 
     print("\nSeeds with a LabelCollapseWarning / with a single-class final model, and mean "
           "fit seconds (one core)\n")
-    print("| dataset | beta | " + " | ".join(METHODS[:5]) + " |")
-    print("|---|---|" + "---|" * 5)
+    print("| dataset | beta | " + " | ".join(compared) + " |")
+    print("|---|---|" + "---|" * len(compared))
     for (dataset, beta, _), rows in table.items():
         cells = []
-        for method in METHODS[:5]:
+        for method in compared:
             warned = sum(results[method][2] for _, results in rows)
             single = sum(results[method][3] for _, results in rows)
             seconds = np.mean([results[method][4] for _, results in rows])

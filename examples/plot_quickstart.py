@@ -34,27 +34,39 @@ for party in range(10):
 # Fit FedKT like any classifier
 # -----------------------------
 # ``groups`` says which party holds which row and ``X_unlabeled`` is the public set.
-# Each party trains 2 x 5 teachers on disjoint parts of its rows; their votes on the
-# public set teach 2 students per party; the server lets the 20 students vote and trains
-# the final model on their labels.
+# In each of 2 partitions, a party's teacher votes on the public set with its class
+# probabilities and a student learns the winning labels together with the party's own
+# rows; the server sums the 20 students' probabilities and trains the final model on
+# the winning labels. ``class_shares_`` shows which classes each tier learned.
 model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-fedkt = FedKTClassifier(model, n_partitions=2, n_subsets=5, n_jobs=-1, random_state=0)
+fedkt = FedKTClassifier(model, n_partitions=2, n_jobs=-1, random_state=0)
 fedkt.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
 print(f"FedKT test accuracy: {fedkt.score(data.X_test, data.y_test):.3f}")
 print(f"each party sent {fedkt.upload_bytes_.mean() / 1024:.0f} KiB of student models")
+print("class shares of the final model's labels:", fedkt.class_shares_["final"].round(2))
+
+# %%
+# The paper's algorithm is one parameter away: ``voting="hard"`` counts predicted
+# classes instead of probabilities, with 5 teachers per partition on disjoint fifths of
+# a party's rows, and students that learn from the public set only.
+paper = clone(fedkt).set_params(voting="hard")
+paper.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
+print(f"FedKT (paper) test accuracy: {paper.score(data.X_test, data.y_test):.3f}")
 
 # %%
 # Against the baselines
 # ---------------------
-# *SOLO*: every party trains alone (we average their test accuracies). *PATE*: FedKT
-# with a single party holding all rows (``groups=None``), the best knowledge transfer can
-# do. *Centralized*: one model on all training rows, the unattainable ideal.
+# *SOLO*: every party trains alone (we average their test accuracies). *PATE*: the
+# paper's FedKT with a single party holding all rows (``groups=None``): knowledge
+# transfer without label skew. *Centralized*: one model on all training rows, the
+# unattainable ideal.
 solo = solo_scores(model, data.X_train, data.y_train, data.groups, data.X_test,
                    data.y_test, random_state=0)
-pate = clone(fedkt).fit(data.X_train, data.y_train, X_unlabeled=data.X_public)
+pate = clone(paper).fit(data.X_train, data.y_train, X_unlabeled=data.X_public)
 central = clone(model).fit(data.X_train, data.y_train)
 scores = {
     "SOLO (mean)": solo.mean(),
+    "FedKT (paper)": paper.score(data.X_test, data.y_test),
     "FedKT": fedkt.score(data.X_test, data.y_test),
     "PATE": pate.score(data.X_test, data.y_test),
     "Centralized": central.score(data.X_test, data.y_test),
@@ -63,13 +75,16 @@ for name, score in scores.items():
     print(f"{name:<12} {score:.3f}")
 
 # %%
-# FedKT gives every party a model about ten points better than what it could learn
-# alone, in one round and without moving a single labelled row. The gap to PATE is the
-# price of the label skew: a party that never saw a digit votes against it everywhere.
-# The :ref:`heterogeneity example <sphx_glr_auto_examples_plot_heterogeneity.py>` shows
-# how the gap narrows, without closing, as the parties' data become more alike.
-fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.bar(list(scores), list(scores.values()), color=["grey", "tab:blue", "tab:green", "k"])
+# FedKT gives every party a model about 27 points better than what it could learn
+# alone (0.884 against 0.612), in one round and without moving a single labelled row,
+# and 11 points better than the paper's hard votes (0.769), whose labels drift toward
+# the classes most parties hold. The gap to PATE (0.929) is the price of the label skew
+# and of distilling everything into one model through 225 public rows. The
+# :ref:`heterogeneity example <sphx_glr_auto_examples_plot_heterogeneity.py>` shows how
+# it changes as the parties' data become more alike.
+fig, ax = plt.subplots(figsize=(7, 3.5))
+ax.bar(list(scores), list(scores.values()),
+       color=["grey", "tab:cyan", "tab:blue", "tab:green", "k"])
 ax.set_ylabel("test accuracy")
 ax.set_ylim(0, 1)
 ax.set_title("digits, 10 parties, Dirichlet(0.5) label skew")

@@ -22,7 +22,7 @@ from ._fitting import (
     sample_weight_param,
     soft_label_rows,
 )
-from ._voting import class_shares, count_votes, plurality_vote
+from ._voting import class_shares, count_votes, plurality_vote, prior_corrected_proba
 from .privacy import (
     DEFAULT_ORDERS,
     PrivacyReport,
@@ -70,9 +70,11 @@ class FedKTClassifier(BaseFederatedClassifier):
     public data in turn and trains the final model on the winning labels. One round of
     communication, any classifier, and only the students leave the parties.
 
-    With ``privacy_level="L1"`` or ``"L2"``, Laplace noise on the vote counts of one
-    tier makes the final model differentially private; ``epsilon_`` and
-    ``privacy_report_`` state the guarantee.
+    By default votes are class probabilities (``voting="soft"``), which keeps the
+    minority classes of skewed parties alive through both tiers; ``voting="hard"`` is
+    the paper's Algorithm 1 exactly. With ``privacy_level="L1"`` or ``"L2"``, Laplace
+    noise on the vote counts of one tier makes the final model differentially private;
+    ``epsilon_`` and ``privacy_report_`` state the guarantee.
 
     Parameters
     ----------
@@ -89,14 +91,47 @@ class FedKTClassifier(BaseFederatedClassifier):
         ``decision_function``) are those this classifier offers.
     n_partitions : int, default=2
         Number of partitions ``s`` of each party's data, hence of students per party.
-    n_subsets : int, default=5
+    n_subsets : int or "auto", default="auto"
         Number of subsets ``t`` per partition, hence of teachers per partition. Every
-        party needs at least `n_subsets` rows.
+        party needs at least `n_subsets` rows. ``"auto"`` is the paper's 5 with
+        ``voting="hard"`` and at ``privacy_level="L2"`` (whose example-level guarantee
+        rests on disjoint teachers), and 1 otherwise: without L2 noise, subsets only
+        make the teachers weaker.
+    voting : {"soft", "hard"}, default="soft"
+        How teachers and students vote. ``"soft"``: each model adds its class
+        probabilities (a one-hot vote if it has no ``predict_proba``) to the histogram,
+        so a party's model that gives a minority class 40% still counts for it.
+        ``"hard"``: each model votes for its predicted class, as in the paper; with
+        label skew, hard votes drift toward the majority class at every tier.
+    student_data : {"auto", "public", "party+public"}, default="auto"
+        What the students learn from: the public data labelled by the teachers
+        (``"public"``, the paper), or that plus their party's own labelled rows
+        (``"party+public"``), so that a student knows at least what its party knows.
+        ``"auto"`` is ``"public"`` with ``voting="hard"`` and at L2 (where students must
+        learn from noisy votes only; ``"party+public"`` is refused there), else
+        ``"party+public"``.
+    pooling : {"auto", "sum", "prior-corrected"}, default="auto"
+        How the server combines soft votes. ``"sum"``: it adds every student's class
+        probabilities. ``"prior-corrected"``: it corrects each party's probabilities for
+        the party's own class shares and pools what remains, the evidence about the
+        example, by least squares, then adds the global class shares back (see
+        `skfedkt` user guide, "Under label skew"); a party that never saw a class says
+        nothing about it instead of voting against it. This uses every party's class
+        counts, which no accountant covers, so it is refused at L1 and L2. ``"auto"``
+        is ``"prior-corrected"`` with soft votes at L0, else ``"sum"``.
+    soft_labels : bool, default=False
+        If True, the students and the final model learn the (noisy) vote distribution of
+        every public example instead of its winning class: every example is repeated
+        once per class with the class's share as sample weight, so both estimators must
+        accept ``sample_weight`` (a Pipeline's final step must). At L1 and L2 the whole
+        noisy histogram is then released, which only the data-independent bound covers.
+        Measured on random forests it did not help (see the user guide).
     consistent_voting : bool, default=True
-        If True, a party casts its `n_partitions` votes for a class only when all its
-        students predict that class, and none otherwise (the paper's consistent voting).
-        If False, every student casts one vote. When no party is unanimous on any public
-        example, every student's vote is counted instead, with a warning.
+        With ``voting="hard"``: if True, a party casts its `n_partitions` votes for a
+        class only when all its students predict that class, and none otherwise (the
+        paper's consistent voting); if False, every student casts one vote. When no
+        party is unanimous on any public example, every student's vote is counted
+        instead, with a warning. Soft votes are always summed over every student.
     privacy_level : {"L0", "L1", "L2"}, default="L0"
         Where Laplace noise is added (FedKT's privacy levels):
 
@@ -123,10 +158,11 @@ class FedKTClassifier(BaseFederatedClassifier):
         :obj:`joblib.parallel_config` context, ``-1`` means all processors. When clones
         run in parallel, every ``n_jobs`` parameter of the base estimators is set to 1.
     random_state : int, RandomState instance or None, default=None
-        Controls the partitions and one seed per clone (set on every ``random_state``
-        parameter of a clone, nested ones too, and on torch's RNG for skorch nets).
-        Results are identical for any `n_jobs` and joblib backend, except for skorch nets
-        under the threading backend, whose threads share torch's RNG.
+        Controls the partitions, one seed per clone (set on every ``random_state``
+        parameter of a clone, nested ones too, and on torch's RNG for skorch nets), the
+        noise and the tie breaks. Results are identical for any `n_jobs` and joblib
+        backend, except for skorch nets under the threading backend, whose threads share
+        torch's RNG.
     verbose : int, default=0
         Verbosity of the parallel fitting.
 
@@ -150,15 +186,28 @@ class FedKTClassifier(BaseFederatedClassifier):
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent, aligned with ``parties_``: its pickled students, the only
         communication of FedKT (the final model's trip back is not counted).
-    vote_counts_ : ndarray of int64 of shape (n_public, n_classes)
-        The server's noise-free vote histogram on the whole public set (for analysis: it
-        is what the L1 noise protects, and a deployment would not publish it).
+    vote_counts_ : ndarray of shape (n_public, n_classes)
+        The server's noise-free vote histogram on the whole public set: vote counts
+        (int64) with hard voting, summed class probabilities (float64) with soft voting.
+        For analysis: it is what the L1 noise protects, and a deployment would not
+        publish it.
     public_mask_ : ndarray of bool of shape (n_public,)
         Which public examples the final model learned from: the server's queries that
         received a vote. At L1 every query is labelled by the noisy argmax; otherwise an
         example without votes (with consistent voting, no party unanimous) is left out.
     public_labels_ : ndarray of shape (n_learned,)
-        The labels the final model learned, for the public examples in `public_mask_`.
+        The labels the final model learned, for the public examples in `public_mask_`
+        (with `soft_labels`, the most probable class of each learned distribution).
+    class_shares_ : dict of ndarray
+        The class shares of what every tier learned from, columns in the order of
+        ``classes_``: ``"training"`` (all training rows, shape (n_classes,)),
+        ``"parties"`` (each party's rows, (n_parties, n_classes)), ``"students"``
+        (each student's labels, (n_parties, n_partitions, n_classes)) and ``"final"``
+        (the final model's labels, (n_classes,)). `fit` raises a
+        `LabelCollapseWarning` when a student learned a single class from a party
+        holding several, when the final model's labels hold less than half of a class's
+        training share (for classes of at least 5%), or when the final model predicts a
+        single class on public rows labelled with several.
     privacy_report_ : skfedkt.privacy.PrivacyReport
         The guarantee: level, protected unit ("party" at L1, "example" at L2), gamma,
         delta, number of queries, data-dependent and data-independent epsilon, per-party
@@ -186,9 +235,15 @@ class FedKTClassifier(BaseFederatedClassifier):
     ``2 * n_partitions`` and the moments bound is used only where it is valid
     (``q < 1 / (exp(eps0) + 1)``).
 
-    Argmax ties of either vote are broken in favour of the tied class that received the
-    most votes over the whole public set in that histogram, then the first class in
-    ``classes_`` order.
+    Argmax ties of either vote are broken uniformly at random among the tied classes
+    (from `random_state`): a fixed rule would hand every tie to one class, and a rule
+    such as "the class with most votes overall" hands them to the class that skew
+    already favours.
+
+    Soft votes keep the privacy analysis: a model's vote has L1 mass one either way, so
+    one model moves a histogram by at most 2 and the sensitivities above hold; the
+    data-dependent bound of Papernot et al. holds for real-valued counts as long as
+    only the argmax is released (not with `soft_labels`).
 
     References
     ----------
@@ -208,13 +263,15 @@ class FedKTClassifier(BaseFederatedClassifier):
     >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
     >>> X_train, X_public, y_train, _ = train_test_split(X_train, y_train, random_state=0)
     >>> party = np.arange(len(y_train)) % 4  # four hospitals
-    >>> clf = FedKTClassifier(n_partitions=2, n_subsets=5, random_state=0)
+    >>> clf = FedKTClassifier(n_partitions=2, random_state=0)
     >>> clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
     FedKTClassifier(random_state=0)
     >>> clf.parties_
     array([0, 1, 2, 3])
     >>> clf.vote_counts_.shape  # the server's votes on the public set
     (107, 2)
+    >>> clf.class_shares_["final"].round(2)  # the classes the final model learned
+    array([0.4, 0.6])
     >>> print(f"{clf.score(X_test, y_test):.2f}")
     0.9...
     """
@@ -227,6 +284,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         "n_subsets": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "voting": [StrOptions({"soft", "hard"})],
         "student_data": [StrOptions({"auto", "public", "party+public"})],
+        "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
         "soft_labels": ["boolean"],
         "consistent_voting": ["boolean"],
         "privacy_level": [StrOptions({"L0", "L1", "L2"})],
@@ -248,6 +306,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         n_subsets="auto",
         voting="soft",
         student_data="auto",
+        pooling="auto",
         soft_labels=False,
         consistent_voting=True,
         privacy_level="L0",
@@ -265,6 +324,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.n_subsets = n_subsets
         self.voting = voting
         self.student_data = student_data
+        self.pooling = pooling
         self.soft_labels = soft_labels
         self.consistent_voting = consistent_voting
         self.privacy_level = privacy_level
@@ -386,9 +446,12 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.upload_bytes_ = np.array([pickled_bytes(students) for students in self.students_])
 
         # Server side, lines 14-22: the students vote, the final model learns.
+        party_counts = np.array(
+            [np.bincount(data.y[rows], minlength=n_classes) for rows in data.party_rows]
+        )
         self.vote_counts_ = self._server_votes(
             student_votes.reshape(n_parties, self.n_partitions, *student_votes.shape[1:]),
-            n_classes,
+            n_classes, party_counts,
         )
         (final_targets,) = self._vote_targets(
             [self.vote_counts_[server_queries]], "L1", soft_labels, noise_rng, tie_rng
@@ -404,7 +467,7 @@ class FedKTClassifier(BaseFederatedClassifier):
                   1.0 if final_task.sample_weight is None else final_task.sample_weight)
         self.public_mask_ = learned.any(axis=1)
         self.public_labels_ = self.classes_[learned[self.public_mask_].argmax(axis=1)]
-        self.class_shares_ = self._class_shares(data, student_targets, learned)
+        self.class_shares_ = self._class_shares(data, party_counts, student_targets, learned)
         self._warn_on_collapse()
         self._warn_if_final_model_constant(data.X_public, final_rows)
         self.privacy_report_ = self._privacy_report(party_moments, queries, soft_labels)
@@ -424,6 +487,12 @@ class FedKTClassifier(BaseFederatedClassifier):
         # learns from all of its party's rows
         return 5 if self._paper_tier_defaults() else 1
 
+    def _pooling(self):
+        if self.pooling != "auto":
+            return self.pooling
+        robust = self.voting == "soft" and self.privacy_level == "L0"
+        return "prior-corrected" if robust else "sum"
+
     def _student_data(self):
         if self.student_data != "auto":
             return self.student_data
@@ -431,6 +500,16 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     def _check_options(self):
         """Refuse option combinations that break privacy or cannot be carried out."""
+        if self.pooling == "prior-corrected" and (
+            self.voting == "hard" or self.privacy_level != "L0"
+        ):
+            raise ValueError(
+                "pooling='prior-corrected' pools the students' class probabilities with "
+                "their parties' class counts: it needs voting='soft', and no privacy "
+                "accountant covers it, so it is refused at privacy_level "
+                f"{self.privacy_level!r} (voting={self.voting!r}). Use pooling='auto' or "
+                "'sum'."
+            )
         if self.privacy_level == "L2" and self._student_data() == "party+public":
             raise ValueError(
                 "student_data='party+public' trains every student on its party's rows, but "
@@ -525,7 +604,7 @@ class FedKTClassifier(BaseFederatedClassifier):
                 LabelCollapseWarning,
             )
 
-    def _class_shares(self, data, student_targets, learned):
+    def _class_shares(self, data, party_counts, student_targets, learned):
         n_classes = len(self.classes_)
 
         def shares_of(targets):
@@ -535,10 +614,7 @@ class FedKTClassifier(BaseFederatedClassifier):
 
         return {
             "training": class_shares(np.bincount(data.y, minlength=n_classes)[None]),
-            "parties": np.array([
-                class_shares(np.bincount(data.y[rows], minlength=n_classes)[None])
-                for rows in data.party_rows
-            ]),
+            "parties": party_counts / party_counts.sum(axis=1, keepdims=True),
             "students": np.array([shares_of(t) for t in student_targets]).reshape(
                 len(self.parties_), self.n_partitions, n_classes
             ),
@@ -694,14 +770,20 @@ class FedKTClassifier(BaseFederatedClassifier):
                     "one sample."
                 )
 
-    def _server_votes(self, student_votes, n_classes):
+    def _server_votes(self, student_votes, n_classes, party_counts):
         """Vote-2 histogram of the students' votes on the public set.
 
         `student_votes` has shape (n_parties, n_partitions, n_public): class codes
         (hard voting), or (n_parties, n_partitions, n_public, n_classes): class
-        probabilities (soft voting, summed over every student).
+        probabilities (soft voting), summed over every student or pooled with the
+        parties' class counts `party_counts`, then scaled to as many votes.
         """
         if student_votes.ndim == 4:
+            if self._pooling() == "prior-corrected":
+                n_students = student_votes.shape[0] * student_votes.shape[1]
+                return n_students * prior_corrected_proba(
+                    student_votes.mean(axis=1, dtype=np.float64), party_counts
+                )
             return student_votes.sum(axis=(0, 1), dtype=np.float64)
         every_student_votes = count_votes(
             student_votes.reshape(-1, student_votes.shape[-1]), n_classes

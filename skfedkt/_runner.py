@@ -1,6 +1,7 @@
 """The experiment runner: the papers' comparisons on one dataset, over several trials."""
 
 import time
+import warnings
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -11,6 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
+from ._base import LabelCollapseWarning
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
 from ._fitting import seeded_clone
@@ -70,6 +72,8 @@ class Result:
     """Mean bytes a party sent (NaN where nothing federated was sent)."""
     epsilon: float
     """Privacy budget spent (NaN without differential privacy)."""
+    collapse_warned: bool = False
+    """Whether fit warned that the labels a tier learned from lost classes."""
 
 
 def _make(algorithm, estimator, options, seed, n_jobs):
@@ -127,11 +131,19 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
         if progress is None and make_progress is not None:
             progress = make_progress(n_trials * len(algorithms))
         for algorithm in algorithms:
-            accuracy, seconds, upload, epsilon = run_trial(
-                data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial, n_jobs
-            )
+            # counted in the table rather than printed into the progress bar
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", LabelCollapseWarning)
+                accuracy, seconds, upload, epsilon = run_trial(
+                    data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial, n_jobs
+                )
+            collapse = [w for w in caught if issubclass(w.category, LabelCollapseWarning)]
+            for other in caught:
+                if other not in collapse:
+                    warnings.showwarning(other.message, other.category, other.filename,
+                                         other.lineno)
             results.append(Result(dataset, estimator, algorithm, trial, float(accuracy),
-                                  seconds, upload, epsilon))
+                                  seconds, upload, epsilon, bool(collapse)))
             if progress is not None:
                 progress.update(1)
     return results
@@ -145,9 +157,13 @@ def _mean_std(values, digits):
 
 
 def summary_table(results, algorithms):
-    """The paper's Table 1 layout: one row per algorithm, mean ± std over trials."""
+    """The paper's Table 1 layout: one row per algorithm, mean ± std over trials.
+
+    The last column counts the trials whose fit warned that labels collapsed
+    (`LabelCollapseWarning`; ``class_shares_`` of the estimator has the details).
+    """
     header = (f"{'algorithm':<12}{'accuracy':>16}{'fit time (s)':>16}"
-              f"{'upload/party (KiB)':>20}{'epsilon':>16}")
+              f"{'upload/party (KiB)':>20}{'epsilon':>16}{'collapse':>10}")
     lines = [header, "-" * len(header)]
     for algorithm in algorithms:
         rows = [r for r in results if r.algorithm == algorithm]
@@ -156,6 +172,7 @@ def summary_table(results, algorithms):
             f"{algorithm:<12}{_mean_std([r.accuracy for r in rows], 3):>16}"
             f"{_mean_std([r.fit_seconds for r in rows], 2):>16}"
             f"{_mean_std(upload, 1):>20}{_mean_std([r.epsilon for r in rows], 2):>16}"
+            f"{f'{sum(r.collapse_warned for r in rows)}/{len(rows)}':>10}"
         )
     return "\n".join(lines)
 

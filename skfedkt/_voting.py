@@ -105,3 +105,81 @@ def class_shares(votes):
     """
     totals = np.asarray(votes, dtype=float).sum(axis=0)
     return totals / totals.sum() if totals.sum() > 0 else totals
+
+
+def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=50,
+                          chunk_size=4096):
+    """Class probabilities pooled from label-skewed parties, corrected for their priors.
+
+    Under label skew the parties share the class-conditional distributions
+    ``p(x | k)`` and differ in their class shares ``pi_i``, so party ``i``'s
+    probabilities satisfy ``log p_i(k | x) - log pi_i(k) = log p(x | k) + c_i(x)`` for
+    every class ``k`` it holds, with an offset ``c_i(x)`` shared by its classes. The
+    pooled log-likelihoods ``L(k)`` and the offsets are fitted by least squares over the
+    classes each party holds, each term weighted by the party's number of rows of that
+    class (parties holding a single class carry no information and are left out), and
+    the global class shares are added back: ``softmax(L + log pi)``. The result is
+    averaged with the parties' mean probabilities, which hedges against poorly
+    calibrated models (measured on ``benchmarks/bench_label_skew.py``).
+
+    Parameters
+    ----------
+    party_proba : ndarray of shape (n_parties, n_samples, n_classes)
+        Each party's class probabilities for every example.
+    class_counts : ndarray of shape (n_parties, n_classes)
+        Each party's number of training rows per class.
+    smoothing : float, default=0.003
+        Additive smoothing of the probabilities before their logarithm: a model's
+        probability of 0 for a class its party holds is not taken literally.
+    n_iter : int, default=50
+        Alternating least-squares sweeps.
+    chunk_size : int, default=4096
+        Examples pooled at a time, which bounds memory.
+
+    Returns
+    -------
+    proba : ndarray of shape (n_samples, n_classes)
+        Each row sums to one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedkt._voting import prior_corrected_proba
+    >>> # party 0 holds 90% class 0 yet gives class 1 three times its share: evidence
+    >>> # for class 1; party 1 holds 90% class 1 and says 0.9: its prior, no evidence
+    >>> proba = np.array([[[0.7, 0.3]], [[0.1, 0.9]]])
+    >>> prior_corrected_proba(proba, np.array([[90, 10], [10, 90]])).round(2)
+    array([[0.37, 0.63]])
+    """
+    n_parties, n_samples, n_classes = party_proba.shape
+    counts = np.asarray(class_counts, dtype=float)
+    held = counts > 0
+    informative = held.sum(axis=1) >= 2
+    weights = counts * informative[:, None]  # (n_parties, n_classes)
+    class_weight = weights.sum(axis=0)
+    shares = counts / counts.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        log_prior = np.log(counts.sum(axis=0) / counts.sum())
+        log_shares = np.where(held, np.log(np.where(held, shares, 1.0)), 0.0)
+    pooled = np.empty((n_samples, n_classes))
+    for start in range(0, n_samples, chunk_size):
+        block = party_proba[:, start : start + chunk_size]
+        smoothed = (block + smoothing) / (1 + n_classes * smoothing)
+        # (n_block, n_parties, n_classes): each party's log-likelihood up to its offset
+        ell = np.where(held[:, None], np.log(smoothed) - log_shares[:, None], 0.0)
+        ell = ell.transpose(1, 0, 2)
+        offsets = np.zeros(ell.shape[:2])
+        for _ in range(n_iter):
+            log_lik = ((ell + offsets[..., None]) * weights).sum(axis=1) / np.maximum(
+                class_weight, 1e-300
+            )
+            offsets = ((log_lik[:, None] - ell) * weights).sum(axis=2) / np.maximum(
+                weights.sum(axis=1), 1e-300
+            )
+        # a class no informative party holds gets no pooled probability
+        scores = np.where(class_weight > 0, log_lik + log_prior, -np.inf)
+        scores -= scores.max(axis=1, keepdims=True)
+        pooled[start : start + chunk_size] = np.exp(scores) / np.exp(scores).sum(
+            axis=1, keepdims=True
+        )
+    return (pooled + party_proba.mean(axis=0)) / 2

@@ -6,27 +6,31 @@ import sys
 
 import pytest
 
+from skfedkt import LabelCollapseWarning
 from skfedkt.__main__ import build_parser, main
 
 
-def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys):
+def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn):
     pytest.importorskip("matplotlib")
     output, plot = tmp_path / "results.csv", tmp_path / "results.png"
+    algorithms = ["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "central"]
     status = main([
         "run", "--dataset", "iris", "--estimator", "dt", "--parties", "3", "--trials", "2",
-        "--algorithms", "fedkt", "fedct", "oneshot", "solo", "central", "--quiet",
+        "--algorithms", *algorithms, "--quiet",
         "--output", str(output), "--plot", str(plot), "--n-jobs", "1",
     ])
     assert status == 0
     printed = capsys.readouterr().out
-    for algorithm in ["fedkt", "fedct", "oneshot", "solo", "central"]:
-        assert any(line.startswith(algorithm) for line in printed.splitlines())
-    assert "upload/party (KiB)" in printed
+    for algorithm in algorithms:
+        assert any(line.split()[0] == algorithm for line in printed.splitlines()[2:])
+    assert "upload/party (KiB)" in printed and "collapse" in printed
+    # collapse warnings are counted in the table, not printed
+    assert not [w for w in recwarn if issubclass(w.category, LabelCollapseWarning)]
     with output.open() as handle:
         rows = list(csv.DictReader(handle))
-    assert len(rows) == 5 * 2
-    assert {row["algorithm"] for row in rows} == {"fedkt", "fedct", "oneshot", "solo",
-                                                  "central"}
+    assert len(rows) == len(algorithms) * 2
+    assert {row["algorithm"] for row in rows} == set(algorithms)
+    assert {row["collapse_warned"] for row in rows} <= {"True", "False"}
     assert all(0 <= float(row["accuracy"]) <= 1 for row in rows)
     assert plot.stat().st_size > 0
 
@@ -43,7 +47,7 @@ def test_privacy_options_reach_the_estimators(capsys):
     # both private algorithms report a finite epsilon in the last column
     for algorithm in ("fedkt", "fedct"):
         line = next(line for line in table if line.startswith(algorithm))
-        assert line.split()[-3] not in ("-", "inf")
+        assert line.split()[-4] not in ("-", "inf")
 
 
 def test_defaults_match_the_documented_main_job():
@@ -51,7 +55,8 @@ def test_defaults_match_the_documented_main_job():
     assert (args.dataset, args.estimator, args.parties, args.beta, args.trials) == (
         "digits", "rf", 10, 0.5, 3
     )
-    assert args.algorithms == ["fedkt", "fedct", "oneshot", "solo", "pate", "central"]
+    assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
+                               "central"]
 
 
 @pytest.mark.parametrize(

@@ -220,7 +220,7 @@ def test_privacy_report_with_the_worst_case_sensitivity(parties_data):
 
 def test_little_noise_keeps_the_consensus_and_heavy_noise_destroys_it(parties_data):
     X, y, party, X_public = parties_data
-    plain = FedCTClassifier(LogisticRegression(), n_rounds=1).fit(
+    plain = FedCTClassifier(LogisticRegression(), n_rounds=1, random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
     quiet = clone(plain).set_params(dp_epsilon=1000.0, dp_sensitivity=2, random_state=0)

@@ -1,0 +1,314 @@
+"""FedKT under label skew: soft votes, students on party rows, class shares, warnings."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn import config_context
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+from xgboost import XGBClassifier
+
+from skfedkt import FedKTClassifier, LabelCollapseWarning
+from skfedkt.datasets import load_federated
+from skfedkt._voting import prior_corrected_proba
+from skfedkt.privacy import data_independent_epsilon, pate_epsilon
+
+
+class ProbabilityOnlyTeacher(ClassifierMixin, BaseEstimator):
+    """Predicts its first class, yet gives its second class the larger probability."""
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.classes_[0])
+
+    def predict_proba(self, X):
+        return np.tile([0.4, 0.6], (len(X), 1))
+
+
+class WeightRecordingTree(DecisionTreeClassifier):
+    """A decision tree that remembers the rows, labels and sample weights it was fit on."""
+
+    def fit(self, X, y, sample_weight=None, check_input=True):
+        self.fit_rows_, self.fit_labels_, self.fit_weights_ = len(X), np.asarray(y), sample_weight
+        return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)
+
+
+@pytest.fixture(scope="module")
+def two_class_data():
+    X, y = make_classification(n_samples=400, n_features=5, n_informative=3, random_state=0)
+    party = np.arange(320) % 4
+    return X[:320], y[:320], party, X[320:]
+
+
+def _fit_quietly(clf, X, y, **fit_params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LabelCollapseWarning)
+        return clf.fit(X, y, **fit_params)
+
+
+@pytest.mark.parametrize("voting, expected", [("soft", 1), ("hard", 0)])
+def test_teachers_vote_with_probabilities_under_soft_voting(two_class_data, voting, expected):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(ProbabilityOnlyTeacher(), student_estimator=DecisionTreeClassifier(),
+                          voting=voting, student_data="public", random_state=0)
+    _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
+    # soft: 0.6 > 0.4 for the second class in every teacher; hard: every vote the first
+    assert_array_equal(clf.class_shares_["students"][..., expected], 1.0)
+    assert_array_equal(clf.public_labels_, np.full(len(X_public), expected))
+
+
+def test_server_sums_the_students_probabilities(two_class_data):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(LogisticRegression(), pooling="sum", random_state=0).fit(
+        X, y, groups=party, X_unlabeled=X_public
+    )
+    expected = sum(student.predict_proba(X_public) for students in clf.students_
+                   for student in students)
+    assert_allclose(clf.vote_counts_, expected)
+    # every student's vote has L1 mass one: the sensitivity argument of the privacy docs
+    assert_allclose(clf.vote_counts_.sum(axis=1), 4 * clf.n_partitions)
+    assert_array_equal(clf.public_labels_, clf.vote_counts_.argmax(axis=1))
+
+
+def test_server_pools_prior_corrected_probabilities_by_default(two_class_data):
+    X, y, _, X_public = two_class_data
+    party = np.where(y == 1, np.arange(len(y)) % 2, 2 + np.arange(len(y)) % 2)
+    party[:20] = 3 - party[:20]  # four parties of skewed class mixes
+    clf = FedKTClassifier(LogisticRegression(), random_state=0).fit(
+        X, y, groups=party, X_unlabeled=X_public
+    )
+    party_proba = np.array([
+        np.mean([student.predict_proba(X_public) for student in students], axis=0)
+        for students in clf.students_
+    ])
+    counts = np.array([np.bincount(y[party == p], minlength=2) for p in clf.parties_])
+    expected = 2 * 4 * prior_corrected_proba(party_proba, counts)
+    assert_allclose(clf.vote_counts_, expected)
+    assert_allclose(clf.vote_counts_.sum(axis=1), 8)
+
+
+def test_prior_corrected_pooling_recovers_the_global_posterior_under_label_skew():
+    # parties share p(x | k) and differ in class shares: p_i(k | x) ~ pi_i(k) * lik(k)
+    rng = np.random.RandomState(0)
+    likelihood = rng.dirichlet(np.ones(3), size=50)
+    counts = np.array([[80, 15, 5], [5, 90, 5], [30, 30, 40], [10, 10, 80]])
+    shares = counts / counts.sum(axis=1, keepdims=True)
+    party_proba = shares[:, None] * likelihood
+    party_proba /= party_proba.sum(axis=2, keepdims=True)
+    pooled = prior_corrected_proba(party_proba, counts, smoothing=0.0, n_iter=200)
+    truth = counts.sum(axis=0) * likelihood
+    truth /= truth.sum(axis=1, keepdims=True)
+    # half the exact posterior, half the parties' plain mean (the documented hedge)
+    assert_allclose(pooled, (truth + party_proba.mean(axis=0)) / 2, atol=1e-6)
+
+
+def _pooled_half(party_proba, counts):
+    """The prior-corrected half of `prior_corrected_proba`, without smoothing."""
+    pooled = prior_corrected_proba(party_proba, counts, smoothing=0.0, n_iter=200)
+    return 2 * pooled - party_proba.mean(axis=0)
+
+
+def test_prior_corrected_pooling_ignores_what_a_party_never_saw():
+    rng = np.random.RandomState(1)
+    party_proba = rng.dirichlet(np.ones(3), size=(3, 20))
+    counts = np.array([[50, 30, 20], [20, 40, 40], [0, 60, 40]])
+    before = _pooled_half(party_proba, counts)
+    # party 2 never saw class 0: how sure it is of class 0 does not matter, only how it
+    # ranks the classes it holds
+    changed = party_proba.copy()
+    held = changed[2, :, 1:] / changed[2, :, 1:].sum(axis=1, keepdims=True)
+    changed[2] = np.column_stack([np.full(20, 0.98), 0.02 * held])
+    assert_allclose(_pooled_half(changed, counts), before, atol=1e-6)
+    # a party holding one class carries no evidence: only the global prior moves
+    single = np.concatenate([party_proba, np.tile([0.0, 1.0, 0.0], (1, 20, 1))])
+    single_counts = np.vstack([counts, [0, 100, 0]])
+    reweighted = before * single_counts.sum(axis=0) / counts.sum(axis=0)
+    assert_allclose(_pooled_half(single, single_counts),
+                    reweighted / reweighted.sum(axis=1, keepdims=True), atol=1e-6)
+
+
+@pytest.mark.parametrize("options", [dict(privacy_level="L1"), dict(privacy_level="L2"),
+                                     dict(voting="hard")])
+def test_prior_corrected_pooling_is_refused_where_unsupported(two_class_data, options):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(pooling="prior-corrected", **options)
+    with pytest.raises(ValueError, match="pooling='prior-corrected'.*no privacy accountant"):
+        clf.fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+def test_auto_teachers_and_students_follow_voting_and_privacy_level(two_class_data):
+    X, y, party, X_public = two_class_data
+    tiny = np.r_[np.zeros(len(X) - 3), np.ones(3)]  # party 1 holds only three rows
+    # soft votes without L2 noise: one teacher per partition, which three rows can feed
+    _fit_quietly(FedKTClassifier(random_state=0), X, y, groups=tiny, X_unlabeled=X_public)
+    for options in (dict(voting="hard"), dict(privacy_level="L2")):
+        with pytest.raises(ValueError, match="Party 1.0 has 3 sample.*n_subsets=5"):
+            FedKTClassifier(**options).fit(X, y, groups=tiny, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("student_data, party_rows", [("public", False),
+                                                      ("party+public", True)])
+def test_students_learn_their_party_rows_when_asked(two_class_data, student_data, party_rows):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(DecisionTreeClassifier(), student_estimator=WeightRecordingTree(),
+                          student_data=student_data, random_state=0)
+    _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
+    for label, students in zip(clf.parties_, clf.students_):
+        n_party = np.sum(party == label) if party_rows else 0
+        assert all(s.fit_rows_ == len(X_public) + n_party for s in students)
+    if party_rows:
+        # the party's own rows come with their true labels, after the public rows
+        student = clf.students_[0][0]
+        assert_array_equal(student.fit_labels_[len(X_public):], y[party == 0])
+
+
+def test_students_on_party_rows_are_refused_at_l2(two_class_data):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(student_data="party+public", privacy_level="L2")
+    with pytest.raises(ValueError, match=r"student_data='party\+public'.*privacy_level='L2'"):
+        clf.fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("routing", [False, True])
+def test_soft_labels_reach_students_and_final_model_as_weights(two_class_data, routing):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
+                          final_estimator=make_pipeline(StandardScaler(), WeightRecordingTree()),
+                          soft_labels=True, student_data="public", random_state=0)
+    with config_context(enable_metadata_routing=routing):
+        _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
+    student = clf.students_[0][0]
+    # one row per public example and class of positive probability, weights summing to 1
+    assert len(student.fit_labels_) > len(X_public)
+    assert_allclose(student.fit_weights_.sum(), len(X_public))
+    final = clf.final_estimator_[-1]
+    assert_allclose(final.fit_weights_.sum(), len(X_public))
+    assert_allclose(clf.class_shares_["final"].sum(), 1.0)
+    assert 0 < clf.class_shares_["final"][0] < 1
+
+
+def test_soft_labels_need_sample_weight(two_class_data):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(student_estimator=KNeighborsClassifier(), soft_labels=True)
+    with pytest.raises(ValueError, match="student_estimator KNeighborsClassifier takes no "
+                                         "sample_weight"):
+        clf.fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+def test_class_shares_of_every_tier(two_class_data):
+    X, y, party, X_public = two_class_data
+    clf = _fit_quietly(FedKTClassifier(voting="hard", random_state=0), X, y, groups=party,
+                       X_unlabeled=X_public)
+    shares = clf.class_shares_
+    assert_allclose(shares["training"], np.bincount(y) / len(y))
+    assert_allclose(shares["parties"][1], np.bincount(y[party == 1], minlength=2)
+                    / np.sum(party == 1))
+    assert shares["students"].shape == (4, 2, 2)
+    assert_allclose(shares["students"].sum(axis=-1), 1.0)
+    learned = np.searchsorted(clf.classes_, clf.public_labels_)
+    assert_allclose(shares["final"], np.bincount(learned, minlength=2) / len(learned))
+
+
+def test_collapse_to_one_class_warns_at_both_tiers():
+    # every public example lies deep in the region of class 'b': all models label it 'b'
+    rng = np.random.RandomState(0)
+    X = np.r_[rng.normal(-2, 1, size=(100, 2)), rng.normal(2, 1, size=(100, 2))]
+    y = np.repeat(["a", "b"], 100)
+    party = np.arange(200) % 2
+    X_public = rng.normal(2, 0.1, size=(30, 2)) + [20, 0]
+    with pytest.warns(LabelCollapseWarning) as caught:
+        FedKTClassifier(random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
+    messages = [str(w.message) for w in caught]
+    assert any("students learned a single class from a party whose rows hold several"
+               in m and "'a' 50%, 'b' 50%" in m for m in messages)
+    assert any("The final model learned a single class ('b')" in m
+               and "'a': 50% of the training rows, 0% of the server's labels" in m
+               for m in messages)
+
+
+def test_final_model_that_cannot_split_warns(two_class_data):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(LogisticRegression(),
+                          final_estimator=DecisionTreeClassifier(min_samples_leaf=1000),
+                          random_state=0)
+    with pytest.warns(LabelCollapseWarning, match="final model DecisionTreeClassifier "
+                                                  "predicts the single class"):
+        clf.fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+def test_untransformed_public_set_in_a_pipeline_warns():
+    data = load_federated("breast_cancer", n_parties=4, random_state=0)
+    pipe = Pipeline([("scale", StandardScaler()),
+                     ("fedkt", FedKTClassifier(LogisticRegression(), random_state=0))])
+    with pytest.warns(UserWarning, match="X_unlabeled is far from X.*transform_input"):
+        pipe.fit(data.X_train, data.y_train, fedkt__groups=data.groups,
+                 fedkt__X_unlabeled=data.X_public)
+
+
+def test_a_public_set_from_the_same_distribution_raises_no_warning(two_class_data):
+    X, y, party, X_public = two_class_data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        FedKTClassifier(LogisticRegression(), random_state=0).fit(
+            X, y, groups=party, X_unlabeled=X_public
+        )
+
+
+def test_skewed_xgboost_parties_no_longer_collapse():
+    # the issue's reproduction: paper-FedKT labelled (nearly) everything one class here
+    scores = {}
+    for voting in ("soft", "hard"):
+        data = load_federated("breast_cancer", n_parties=10, random_state=1)
+        clf = FedKTClassifier(XGBClassifier(n_estimators=20, max_depth=4), voting=voting,
+                              random_state=1)
+        _fit_quietly(clf, data.X_train, data.y_train, groups=data.groups,
+                     X_unlabeled=data.X_public)
+        scores[voting] = clf.score(data.X_test, data.y_test)
+    assert scores["soft"] > 0.85
+    assert scores["soft"] > scores["hard"] + 0.15
+
+
+def test_soft_votes_keep_the_data_dependent_accountant_at_l1(two_class_data):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(LogisticRegression(), privacy_level="L1", gamma=0.5,
+                          query_fraction=0.25, random_state=0).fit(
+        X, y, groups=party, X_unlabeled=X_public
+    )
+    report = clf.privacy_report_
+    queries = 20  # a quarter of the 80 public examples
+    assert report.n_queries == queries
+    # votes are real-valued; Lemma 4's bound holds for real counts: same formula
+    expected = pate_epsilon(clf.vote_counts_[clf.public_mask_], gamma=0.5, delta=1e-5,
+                            sensitivity=4.0)
+    assert report.data_dependent_epsilon == pytest.approx(expected)
+    independent = data_independent_epsilon(queries, gamma=0.5, delta=1e-5, sensitivity=4.0)
+    assert report.data_independent_epsilon == pytest.approx(independent)
+    assert clf.epsilon_ == pytest.approx(min(expected, independent))
+
+
+@pytest.mark.parametrize("level, sensitivity, releases", [("L1", 4.0, 20), ("L2", 2.0, 40)])
+def test_soft_labels_release_histograms_only_data_independent_epsilon(
+    two_class_data, level, sensitivity, releases
+):
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(LogisticRegression(), privacy_level=level, gamma=0.5,
+                          query_fraction=0.25, soft_labels=True, random_state=0).fit(
+        X, y, groups=party, X_unlabeled=X_public
+    )
+    report = clf.privacy_report_
+    assert np.isnan(report.data_dependent_epsilon)
+    # L2: each party's 2 partitions release 20 histograms each
+    expected = data_independent_epsilon(releases, gamma=0.5, delta=1e-5,
+                                         sensitivity=sensitivity)
+    assert clf.epsilon_ == pytest.approx(expected)
+    assert "noisy histograms (soft labels)" in report.statement
