@@ -109,7 +109,9 @@ def _warn_if_public_shifted(X, X_public):
     The usual cause is a Pipeline: its steps transform X but not fit parameters such as
     X_unlabeled, so the models learn scaled rows and then label raw public rows.
     """
-    if sp.issparse(X) or not all(np.issubdtype(a.dtype, np.number) for a in (X, X_public)):
+    if sp.issparse(X) or sp.issparse(X_public) or not all(
+        np.issubdtype(a.dtype, np.number) for a in (X, X_public)
+    ):
         return
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
@@ -129,6 +131,39 @@ def _warn_if_public_shifted(X, X_public):
             UserWarning,
             stacklevel=3,
         )
+
+
+def _check_groups(groups, n_rows):
+    """Party labels, one per row, all of one kind: numbers or strings, none missing."""
+    groups = np.asarray(groups)
+    if groups.ndim != 1:
+        raise ValueError(
+            "groups must be 1-D, one party label per row; got an array of shape "
+            f"{groups.shape}."
+        )
+    if len(groups) != n_rows:
+        raise ValueError(
+            f"groups has {len(groups)} entries but X has {n_rows} rows; give the party "
+            "of every row."
+        )
+    missing = [
+        i for i, label in enumerate(groups.tolist())
+        if label is None or (isinstance(label, float) and np.isnan(label))
+    ]
+    if missing:
+        raise ValueError(
+            f"groups is missing the party of {len(missing)} row(s) (None or NaN), e.g. "
+            f"row {missing[0]}; give every row a party label."
+        )
+    if groups.dtype == object:
+        kinds = {type(label).__name__ for label in groups.tolist()}
+        numbers = {"int", "float", "bool"}
+        if len(kinds - numbers) > 1 or (kinds & numbers and kinds - numbers):
+            raise TypeError(
+                f"groups mixes party labels of types {sorted(kinds)}; use labels of one "
+                "kind, all numbers or all strings (e.g. groups.astype(str))."
+            )
+    return groups
 
 
 def _keep_frame(original, validated):
@@ -153,7 +188,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        base_tags = [get_tags(estimator) for estimator in self._base_estimators()]
+        # fit reports estimators that are not estimators; tags need not fail on them
+        base_tags = [get_tags(estimator) for estimator in self._base_estimators()
+                     if hasattr(estimator, "fit")]
         tags.input_tags.sparse = all(t.input_tags.sparse for t in base_tags)
         tags.input_tags.allow_nan = all(t.input_tags.allow_nan for t in base_tags)
         return tags
@@ -174,20 +211,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         check_classification_targets(y)
         self.classes_, y_codes = np.unique(y, return_inverse=True)
 
-        if groups is None:
-            groups = np.zeros(len(y_codes), dtype=np.int64)
-        else:
-            groups = np.asarray(groups)
-            if groups.ndim != 1:
-                raise ValueError(
-                    "groups must be 1-D, one party label per row; got an array of shape "
-                    f"{groups.shape}."
-                )
-            if len(groups) != len(y_codes):
-                raise ValueError(
-                    f"groups has {len(groups)} entries but X has {len(y_codes)} rows; "
-                    "give the party of every row."
-                )
+        groups = (np.zeros(len(y_codes), dtype=np.int64) if groups is None
+                  else _check_groups(groups, len(y_codes)))
         self.parties_, party_codes = np.unique(groups, return_inverse=True)
         party_rows = [np.flatnonzero(party_codes == p) for p in range(len(self.parties_))]
 
@@ -204,8 +229,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 X_unlabeled = X_unlabeled[0]
             try:
                 public_valid = validate_data(self, X_unlabeled, reset=False, **check_params)
-            except ValueError as exc:
-                raise ValueError(f"Invalid X_unlabeled: {exc}") from exc
+            except (ValueError, TypeError) as exc:
+                # e.g. sparse public data for a dense-only base estimator (a TypeError)
+                raise type(exc)(f"Invalid X_unlabeled: {exc}") from exc
             _warn_if_public_shifted(X_valid, public_valid)
             X_public = _keep_frame(X_unlabeled, public_valid)
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)

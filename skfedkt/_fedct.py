@@ -6,13 +6,23 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    InvalidParameterError,
+    StrOptions,
+)
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import BaseFederatedClassifier, stack_rows
 from ._fitting import Task, draw_seeds, ensemble_proba, fit_clones
 from ._voting import count_votes, plurality_vote
-from .privacy import BitFlipPrivacyReport, bit_flip_epsilon, bit_flip_probability
+from .privacy import (
+    BitFlipPrivacyReport,
+    bit_flip_epsilon,
+    bit_flip_probability,
+    guarantee_strength,
+)
 
 
 class FedCTClassifier(BaseFederatedClassifier):
@@ -197,6 +207,20 @@ class FedCTClassifier(BaseFederatedClassifier):
             return self.estimator
         return [self.estimator]
 
+    def _check_estimator_entries(self):
+        """Every entry of a list or dict `estimator` must be an estimator."""
+        if not isinstance(self.estimator, (list, dict)):
+            return
+        entries = (self.estimator.items() if isinstance(self.estimator, dict)
+                   else enumerate(self.estimator))
+        for key, entry in entries:
+            if not (hasattr(entry, "fit") and hasattr(entry, "predict")):
+                raise InvalidParameterError(
+                    f"The 'estimator' parameter of {type(self).__name__} must hold "
+                    f"estimators with fit and predict; entry {key!r} is {entry!r} of type "
+                    f"{type(entry).__name__}."
+                )
+
     def _party_estimators(self):
         """One (unfitted) estimator per party, aligned with ``parties_``."""
         if isinstance(self.estimator, dict):
@@ -241,6 +265,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         self : object
             The fitted classifier.
         """
+        self._check_estimator_entries()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
         estimators = self._party_estimators()
         n_classes, n_rows = len(self.classes_), len(data.y)
@@ -335,7 +360,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         )
         statement = (
             f"Every party's shared labels are {guarantee}-differentially private for its "
-            f"training examples over {self.n_rounds_} round(s): each round flips every "
+            f"training examples over {self.n_rounds_} round(s), "
+            f"{guarantee_strength(epsilon)}: each round flips every "
             f"bit of its one-hot label matrix with probability "
             f"{bit_flip_probability(self.dp_epsilon, sensitivity):.4g}, which is "
             f"{self.dp_epsilon:g}-DP per round for a sensitivity of {sensitivity:g} bits "

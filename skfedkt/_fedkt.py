@@ -28,6 +28,7 @@ from .privacy import (
     PrivacyReport,
     data_independent_epsilon,
     epsilon_from_log_moments,
+    guarantee_strength,
     pate_epsilon,
     pate_log_moments,
 )
@@ -692,7 +693,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         moves a histogram by at most 2 either way. With soft labels the whole noisy
         histogram is released, not its argmax: only the data-independent bounds hold.
         """
-        level, n_queries, s = self.privacy_level, len(queries), self.n_partitions
+        level, n_queries = self.privacy_level, len(queries)
         if level == "L0":
             return PrivacyReport(
                 level="L0", unit=None, gamma=None, delta=None, sensitivity=None,
@@ -700,58 +701,43 @@ class FedKTClassifier(BaseFederatedClassifier):
                 data_independent_epsilon=np.inf, epsilon=np.inf,
                 statement="FedKT-L0 adds no noise: no differential privacy (epsilon = inf).",
             )
-        accountant = dict(gamma=self.gamma, delta=self.delta, orders=DEFAULT_ORDERS)
-        if level == "L1":
-            # one party moves all s of its students: a count moves by s (Theorem 1)
-            sensitivity = 2.0 * s
-            data_dependent = np.nan if soft_labels else pate_epsilon(
-                self.vote_counts_[queries], sensitivity=sensitivity, **accountant
+        # said once in the statement rather than warned at every fit
+        with warnings.catch_warnings(record=True) as largest_order:
+            warnings.filterwarnings("always", message=".*largest moment order")
+            data_dependent, data_independent, party_epsilons, sensitivity = self._account(
+                party_moments, queries, soft_labels
             )
-            data_independent = data_independent_epsilon(
-                n_queries, sensitivity=sensitivity, **accountant
-            )
-            party_epsilons = None
-            epsilon = data_independent if soft_labels else min(data_dependent, data_independent)
-            protects = (
-                "party level: the final model and the server's labels hide whether any one "
-                "party took part"
-            )
+        if soft_labels:
+            epsilon = data_independent
+        elif level == "L1":
+            epsilon = min(data_dependent, data_independent)
         else:
-            # an example sits in one teacher of every partition: a party's partitions
-            # compose (their moments were summed per party)
-            sensitivity = 2.0
-            party_data_dependent = [
-                np.nan if soft_labels else
-                epsilon_from_log_moments(moments, delta=self.delta, orders=DEFAULT_ORDERS)
-                for moments in party_moments
-            ]
-            data_dependent = np.nan if soft_labels else max(party_data_dependent)
-            data_independent = data_independent_epsilon(
-                s * n_queries, sensitivity=sensitivity, **accountant
-            )
-            party_epsilons = {
-                party: data_independent if soft_labels else min(eps, data_independent)
-                for party, eps in zip(self.parties_.tolist(), party_data_dependent)
-            }
             # parallel composition over parties (Theorem 4)
             epsilon = max(party_epsilons.values())
-            protects = (
-                "example level: every student, hence the final model, hides any one "
-                "training example of its party, even from the server"
-            )
-        release = "noisy histograms (soft labels)" if soft_labels else "noisy-argmax queries"
-        bounds = (
-            f"data-independent epsilon {data_independent:.4g} (the data-dependent moments "
-            "accountant covers argmax releases only)" if soft_labels else
-            f"data-dependent epsilon {data_dependent:.4g} (moments accountant); "
-            f"data-independent epsilon {data_independent:.4g}. The data-dependent value is "
-            "itself computed from private votes, so publishing it leaks information; only "
-            "the data-independent value may be published as is"
+        protects = (
+            "for each party (whether it took part, with all its rows): the final model and "
+            "the server's labels" if level == "L1" else
+            "for each training example of each party, even towards the server: every "
+            "student, hence the final model"
         )
+        release = "noisy histograms (soft labels)" if soft_labels else "noisy-argmax queries"
+        if soft_labels:
+            bounds = (f"data-independent epsilon {data_independent:.4g} (the data-dependent "
+                      "moments accountant covers argmax releases only)")
+        else:
+            bounds = (
+                f"data-dependent epsilon {data_dependent:.4g} (moments accountant"
+                + (f", still decreasing at the largest moment order {DEFAULT_ORDERS[-1]}"
+                   if largest_order else "")
+                + f"); data-independent epsilon {data_independent:.4g}. The data-dependent "
+                "value is itself computed from private votes, so publishing it leaks "
+                "information; only the data-independent value may be published as is"
+            )
         statement = (
-            f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private at the "
-            f"{protects}. {n_queries} {release} per noisy histogram tier, Laplace "
-            f"scale 1/gamma = {1 / self.gamma:.4g}, sensitivity {sensitivity:g}; {bounds}."
+            f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private "
+            f"{protects}; {guarantee_strength(epsilon)}. {n_queries} {release} per noisy "
+            f"histogram tier, Laplace scale 1/gamma = {1 / self.gamma:.4g}, sensitivity "
+            f"{sensitivity:g}; {bounds}."
         )
         return PrivacyReport(
             level=level, unit="party" if level == "L1" else "example", gamma=self.gamma,
@@ -760,6 +746,40 @@ class FedKTClassifier(BaseFederatedClassifier):
             epsilon=epsilon, party_epsilons=party_epsilons, orders=DEFAULT_ORDERS,
             statement=statement,
         )
+
+    def _account(self, party_moments, queries, soft_labels):
+        """(data-dependent, data-independent, per-party epsilons, sensitivity)."""
+        accountant = dict(gamma=self.gamma, delta=self.delta, orders=DEFAULT_ORDERS)
+        s, n_queries = self.n_partitions, len(queries)
+        if self.privacy_level == "L1":
+            # one party moves all s of its students: a count moves by s (Theorem 1)
+            sensitivity = 2.0 * s
+            data_dependent = np.nan if soft_labels else pate_epsilon(
+                self.vote_counts_[queries], sensitivity=sensitivity, **accountant
+            )
+            data_independent = data_independent_epsilon(
+                n_queries, sensitivity=sensitivity, **accountant
+            )
+            return data_dependent, data_independent, None, sensitivity
+        # an example sits in one teacher of every partition: a party's partitions compose
+        # (their moments were summed per party)
+        sensitivity = 2.0
+        data_independent = data_independent_epsilon(
+            s * n_queries, sensitivity=sensitivity, **accountant
+        )
+        if soft_labels:
+            return np.nan, data_independent, dict.fromkeys(
+                self.parties_.tolist(), data_independent
+            ), sensitivity
+        party_data_dependent = [
+            epsilon_from_log_moments(moments, delta=self.delta, orders=DEFAULT_ORDERS)
+            for moments in party_moments
+        ]
+        party_epsilons = {
+            party: min(eps, data_independent)
+            for party, eps in zip(self.parties_.tolist(), party_data_dependent)
+        }
+        return max(party_data_dependent), data_independent, party_epsilons, sensitivity
 
     def _check_party_sizes(self, party_rows):
         for party, rows in zip(self.parties_.tolist(), party_rows):

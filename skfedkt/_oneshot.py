@@ -214,6 +214,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self : object
             The fitted classifier.
         """
+        scorer = self._scorer() if self.selection == "cv" else None  # before any fit
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
         if self.student_estimator is not None and X_unlabeled is None:
             raise ValueError(
@@ -247,7 +248,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self.estimators_ = [model.estimator for model in local_models]
         if cv:
             self.local_scores_ = self._validation_scores(
-                models[len(party_rows) :], validation_splits, data
+                models[len(party_rows) :], validation_splits, data, scorer
             )
         chosen = self._select(np.array([len(rows) for rows in party_rows]), rng)
         self.selected_parties_ = self.trained_parties_[chosen]
@@ -267,11 +268,22 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         shuffled = rng.permutation(rows)
         return shuffled[n_validation:], shuffled[:n_validation]
 
-    def _validation_scores(self, models, splits, data):
-        scoring = self.scoring
-        if scoring is None:
-            scoring = "roc_auc" if len(self.classes_) == 2 else "accuracy"
-        scorer = get_scorer(scoring) if isinstance(scoring, str) else scoring
+    def _scorer(self):
+        """The scorer of `scoring`; an unknown name fails here, before any fit."""
+        if callable(self.scoring):
+            return self.scoring
+        if self.scoring is None:
+            # ROC AUC for binary problems (the paper), accuracy otherwise: decided once
+            # the classes are known
+            return None
+        try:
+            return get_scorer(self.scoring)
+        except ValueError as exc:
+            raise ValueError(f"Invalid scoring={self.scoring!r}: {exc}") from exc
+
+    def _validation_scores(self, models, splits, data, scorer):
+        if scorer is None:
+            scorer = get_scorer("roc_auc" if len(self.classes_) == 2 else "accuracy")
         scores = []
         for model, (_, validation_rows) in zip(models, splits):
             view = GlobalLabelClassifier(model, self.classes_)

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import expit
 from sklearn.utils._param_validation import Interval, validate_params
 
-DEFAULT_ORDERS = tuple(range(1, 33))
+# every order to 32, then sparser up to 1024: strongly agreeing votes reach their bound
+# at large orders
+DEFAULT_ORDERS = (*range(1, 33), 40, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
+# per-release budget above which laplace_epsilon reports the pure composition
+_PURE_COMPOSITION_ABOVE = 50.0
 
 _ACCOUNTANT_PARAMS = {
     "gamma": [Interval(Real, 0, None, closed="neither")],
@@ -41,7 +46,8 @@ def _probability_not_top(vote_counts, gamma):
     """Papernot et al.'s bound on P[noisy argmax != true argmax], per query (Lemma 4)."""
     n_classes = vote_counts.shape[1]
     gaps = vote_counts.max(axis=1, keepdims=True) - vote_counts
-    terms = (2 + gamma * gaps) / (4 * np.exp(gamma * gaps))
+    with np.errstate(over="ignore"):  # a huge gamma * gap: the term is 0
+        terms = (2 + gamma * gaps) / (4 * np.exp(gamma * gaps))
     # the sum runs over o != o*, and o* contributes (2 + 0) / 4 = 1/2
     return np.minimum(terms.sum(axis=1) - 0.5, 1 - 1 / n_classes)
 
@@ -67,8 +73,8 @@ def pate_log_moments(vote_counts, *, gamma, sensitivity=2.0, orders=DEFAULT_ORDE
         Inverse scale of the Laplace noise added to every count.
     sensitivity : float, default=2.0
         Largest L1 change of one histogram when one protected unit changes.
-    orders : sequence of float, default=range(1, 33)
-        Moment orders ``l``.
+    orders : sequence of float, default=DEFAULT_ORDERS
+        Moment orders ``l``: every integer to 32, then sparser up to 1024.
     data_independent : bool, default=False
         Use ``q = 1`` for every query: a bound that does not look at the counts.
 
@@ -83,8 +89,8 @@ def pate_log_moments(vote_counts, *, gamma, sensitivity=2.0, orders=DEFAULT_ORDE
     moments = np.tile(worst_case, (vote_counts.shape[0], 1))
     if not data_independent and vote_counts.size:
         q = _probability_not_top(vote_counts, gamma)[:, None]
-        usable = q[:, 0] < 1 / (np.exp(eps0) + 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        usable = q[:, 0] < expit(-eps0)  # 1 / (exp(eps0) + 1) without overflow
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             data_dependent = np.logaddexp(
                 np.log1p(-q) + orders * (np.log1p(-q) - np.log1p(-np.exp(eps0) * q)),
                 np.log(q) + eps0 * orders,
@@ -102,7 +108,7 @@ def epsilon_from_log_moments(log_moments, *, delta, orders=DEFAULT_ORDERS):
         Summed log moments, as returned by `pate_log_moments`.
     delta : float
         Failure probability.
-    orders : sequence of float, default=range(1, 33)
+    orders : sequence of float, default=DEFAULT_ORDERS
         The orders of `log_moments`.
 
     Returns
@@ -144,8 +150,8 @@ def pate_epsilon(vote_counts, *, gamma, delta, sensitivity=2.0, orders=DEFAULT_O
         Largest L1 change of one histogram when one protected unit changes: 2 for PATE
         (one teacher moves its vote), ``2 * n_partitions`` for FedKT-L1 (one party moves
         all its students).
-    orders : sequence of float, default=range(1, 33)
-        Moment orders to minimise over.
+    orders : sequence of float, default=DEFAULT_ORDERS
+        Moment orders to minimise over (PATE's code used ``range(1, 33)``).
 
     Returns
     -------
@@ -160,7 +166,7 @@ def pate_epsilon(vote_counts, *, gamma, delta, sensitivity=2.0, orders=DEFAULT_O
     Examples
     --------
     >>> from skfedkt.privacy import pate_epsilon
-    >>> round(pate_epsilon([[10, 0]], gamma=0.1, delta=1e-5), 6)
+    >>> round(pate_epsilon([[10, 0]], gamma=0.1, delta=1e-5, orders=range(1, 33)), 6)
     0.521746
     """
     moments = pate_log_moments(vote_counts, gamma=gamma, sensitivity=sensitivity, orders=orders)
@@ -232,6 +238,10 @@ def laplace_epsilon(n_releases, *, gamma, delta, sensitivity=2.0):
     sensitivity : float, default=2.0
         L1 sensitivity of one histogram.
 
+    Above a per-release budget ``gamma * sensitivity`` of 50 the pure composition
+    ``n_releases * gamma * sensitivity`` is returned: with so little noise the two agree
+    (within 0.2% at 200), and it costs nothing.
+
     Returns
     -------
     epsilon : float
@@ -247,12 +257,53 @@ def laplace_epsilon(n_releases, *, gamma, delta, sensitivity=2.0):
     import dp_accounting
     from dp_accounting.pld import PLDAccountant
 
+    eps0 = gamma * sensitivity
+    if eps0 > _PURE_COMPOSITION_ABOVE:
+        # so little noise that the PLD bound is the pure composition (and dp-accounting
+        # overflows for eps0 above ~700)
+        return float(n_releases * eps0)
     event = dp_accounting.SelfComposedDpEvent(
-        dp_accounting.LaplaceDpEvent(noise_multiplier=1 / (gamma * sensitivity)), n_releases
+        dp_accounting.LaplaceDpEvent(noise_multiplier=1 / eps0), n_releases
     )
-    accountant = PLDAccountant()
+    # the privacy loss of one release spans [-eps0, eps0]: a grid of at most ~2000
+    # points keeps the cost flat in gamma (a coarser pessimistic grid stays an upper
+    # bound; the default 1e-4 applies up to eps0 = 0.1)
+    accountant = PLDAccountant(value_discretization_interval=max(1e-4, eps0 / 1000))
     accountant.compose(event)
     return float(accountant.get_epsilon(delta))
+
+
+def guarantee_strength(epsilon):
+    """How much an epsilon protects, in words, for the statements of the reports.
+
+    An (epsilon, delta) guarantee bounds by ``exp(epsilon)`` how much likelier any
+    outcome can become with or without the protected unit; the words follow that
+    factor.
+
+    Parameters
+    ----------
+    epsilon : float
+
+    Returns
+    -------
+    words : str
+
+    Examples
+    --------
+    >>> from skfedkt.privacy import guarantee_strength
+    >>> guarantee_strength(0.5)
+    'a strong guarantee: no outcome becomes more than 1.65 times likelier'
+    >>> guarantee_strength(77)
+    'a guarantee in name only: a factor of e^77 on how likely an outcome is bounds nothing'
+    """
+    factor = float(np.exp(min(epsilon, 10.0)))
+    if epsilon <= 1:
+        return f"a strong guarantee: no outcome becomes more than {factor:.3g} times likelier"
+    if epsilon <= 10:
+        return (f"a moderate guarantee: no outcome becomes more than {factor:.3g} times "
+                "likelier")
+    return (f"a guarantee in name only: a factor of e^{epsilon:.3g} on how likely an "
+            "outcome is bounds nothing")
 
 
 @dataclass(frozen=True)
@@ -358,7 +409,7 @@ def bit_flip_probability(epsilon, sensitivity):
     >>> round(bit_flip_probability(1.0, 2), 4)
     0.3775
     """
-    return float(1 / (1 + np.exp(epsilon / sensitivity)))
+    return float(expit(-epsilon / sensitivity))  # no overflow for a huge epsilon
 
 
 @validate_params(

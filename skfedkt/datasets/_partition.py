@@ -10,6 +10,21 @@ from sklearn.utils.validation import column_or_1d
 _MAX_ATTEMPTS = 1000
 
 
+def _dirichlet(rng, beta, size):
+    """A Dir(beta) draw over `size` parties that stays valid for a tiny beta.
+
+    numpy's sampler returns NaN when every gamma variate underflows (beta around 1e-3
+    and below); then the draw is made in log space, ``log G = log G' + log(U) / beta``
+    with ``G' ~ Gamma(beta + 1)`` and ``U`` uniform, which has the same distribution.
+    """
+    proportions = rng.dirichlet(np.full(size, beta))
+    if np.all(np.isfinite(proportions)):
+        return proportions
+    log_gamma = np.log(rng.gamma(beta + 1, size=size)) + np.log(rng.random_sample(size)) / beta
+    proportions = np.exp(log_gamma - log_gamma.max())
+    return proportions / proportions.sum()
+
+
 @validate_params(
     {
         "y": ["array-like"],
@@ -85,9 +100,11 @@ def dirichlet_partition(
         sizes = np.zeros(n_parties, dtype=np.int64)
         for rows in class_rows:
             rows = rng.permutation(rows)
-            proportions = rng.dirichlet(np.full(n_parties, beta))
+            proportions = _dirichlet(rng, beta, n_parties)
             if self_balancing:
-                proportions = proportions * (sizes < n_samples / n_parties)
+                balanced = proportions * (sizes < n_samples / n_parties)
+                # all of the draw's mass on full parties: this class goes unbalanced
+                proportions = balanced if balanced.sum() > 0 else proportions
             proportions = proportions / proportions.sum()
             cuts = (np.cumsum(proportions) * len(rows)).astype(int)[:-1]
             for party, share in enumerate(np.split(rows, cuts)):

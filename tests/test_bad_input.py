@@ -1,0 +1,120 @@
+"""What bad input meets: an error that names the argument, before any fit."""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_classification
+from sklearn.naive_bayes import GaussianNB
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt.datasets import dirichlet_partition
+from skfedkt.privacy import bit_flip_probability, laplace_epsilon
+
+ESTIMATORS = [FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(n_samples=120, n_features=4, random_state=0)
+    return X[:80], y[:80], X[80:]
+
+
+class NeverFit(DecisionTreeClassifier):
+    """Fails the test if any model is trained."""
+
+    def fit(self, X, y, **params):
+        raise AssertionError("a model was fit before the input was checked")
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize(
+    "groups, error, message",
+    [
+        (np.r_[np.zeros(40), np.full(40, np.nan)], ValueError,
+         r"groups is missing the party of 40 row\(s\) \(None or NaN\), e.g. row 40"),
+        (np.array([None] + [1] * 79, dtype=object), ValueError,
+         r"groups is missing the party of 1 row\(s\).*row 0"),
+        (np.array([1] * 40 + ["b"] * 40, dtype=object), TypeError,
+         r"groups mixes party labels of types \['int', 'str'\]"),
+    ],
+    ids=["nan", "none", "int-and-str"],
+)
+def test_bad_groups_name_groups_before_any_fit(data, make, groups, error, message):
+    X, y, X_public = data
+    with pytest.raises(error, match=message):
+        make(NeverFit()).fit(X, y, groups=groups, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_sparse_public_data_for_a_dense_only_base_names_x_unlabeled(data, make):
+    X, y, X_public = data
+    with pytest.raises(TypeError, match="Invalid X_unlabeled: Sparse data"):
+        make(GaussianNB()).fit(X, y, groups=np.arange(80) % 2,
+                               X_unlabeled=sp.csr_matrix(X_public))
+
+
+@pytest.mark.parametrize(
+    "estimator", [["tree"] * 2, {0: "tree", 1: DecisionTreeClassifier()},
+                  [DecisionTreeClassifier(), 3]],
+    ids=["strings", "dict-of-strings", "one-bad-entry"],
+)
+def test_fedct_estimator_entries_must_be_estimators(data, estimator):
+    X, y, X_public = data
+    clf = FedCTClassifier(estimator)
+    clf.__sklearn_tags__()  # tags no longer fail on them
+    with pytest.raises(InvalidParameterError, match="'estimator' parameter.*must hold "
+                                                    "estimators"):
+        clf.fit(X, y, groups=np.arange(80) % 2, X_unlabeled=X_public)
+
+
+def test_unknown_scorer_is_refused_before_any_fit(data):
+    X, y, _ = data
+    clf = OneShotEnsembleClassifier(NeverFit(), selection="cv", scoring="no_such_scorer")
+    with pytest.raises(ValueError, match="Invalid scoring='no_such_scorer'"):
+        clf.fit(X, y, groups=np.arange(80) % 2)
+
+
+@pytest.mark.parametrize("level", ["L1", "L2"])
+def test_any_gamma_gives_an_epsilon_quickly_and_quietly(data, level):
+    X, y, X_public = data
+    for gamma in (100.0, 1e6):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            clf = FedKTClassifier(privacy_level=level, gamma=gamma, random_state=0).fit(
+                X, y, groups=np.arange(80) % 2, X_unlabeled=X_public
+            )
+        assert clf.epsilon_ > 0
+        assert time.perf_counter() - start < 30  # was a MemoryError after minutes
+
+
+def test_laplace_epsilon_is_pure_composition_when_noise_is_negligible():
+    assert laplace_epsilon(50, gamma=1e6, delta=1e-5) == pytest.approx(50 * 2e6)
+    # just below the switch the PLD accountant still answers, close to pure composition
+    assert laplace_epsilon(50, gamma=24.0, delta=1e-5) == pytest.approx(50 * 48, rel=0.01)
+
+
+def test_bit_flips_with_a_huge_epsilon_raise_no_overflow():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert bit_flip_probability(1e6, 2) == 0.0
+        X, y = make_classification(n_samples=60, random_state=0)
+        FedCTClassifier(dp_epsilon=1e6, n_rounds=1, random_state=0).fit(
+            X[:40], y[:40], groups=np.arange(40) % 2, X_unlabeled=X[40:]
+        )
+
+
+@pytest.mark.parametrize("beta", [1e-7, 1e-3])
+def test_tiny_beta_gives_each_class_to_one_party(beta):
+    y = np.repeat(np.arange(5), 40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parties = dirichlet_partition(y, 10, beta=beta, min_party_size=0, random_state=0)
+    # no NaN proportions piling every row into one party: each class lands whole
+    assert all(np.unique(parties[y == label]).size == 1 for label in range(5))
+    assert np.unique(parties).size > 1
