@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gallery_order
 import skfedkt  # noqa: E402
 
 project = "skfedkt"
@@ -15,6 +16,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax shipped with the pages: math renders offline too
+    "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
 ]
@@ -36,7 +39,9 @@ sphinx_gallery_conf = {
     # SKFEDKT_PLOT_GALLERY=0 builds the gallery pages without running the examples
     "plot_gallery": os.environ.get("SKFEDKT_PLOT_GALLERY", "True"),
     "filename_pattern": r"/plot_",
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "gallery_order.QuickstartFirst",
+    # the build must not rewrite a tracked file with its run times
+    "write_computation_times": False,
     "download_all_examples": False,
     "doc_module": ("skfedkt",),
     "backreferences_dir": "generated/backreferences",

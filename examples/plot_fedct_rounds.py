@@ -102,7 +102,7 @@ for name, clf in last.items():
 # usable setting is no bargain: the printed report composes 30 per round into an
 # epsilon in the hundreds over 10 rounds. Label sharing is cheap in bytes but not in
 # privacy when the public set is small.
-fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
 for name in settings:
     axes[0].plot(list(rounds), ensemble[name], marker="o", label=name)
     axes[1].plot(list(rounds), own_model[name], marker="o", label=name)
@@ -117,8 +117,10 @@ axes[0].set_title("The federation's vote")
 axes[1].set_title("Each hospital's own tree (mean)")
 axes[2].set(xlabel="round", ylabel="fraction of consensus labels changed",
             title="Convergence of the consensus")
-axes[1].legend(fontsize=8, loc="lower left")
-fig.tight_layout()
+# one legend for the three panels, below them, where it hides no curve
+handles, labels = axes[1].get_legend_handles_labels()
+fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9)
+fig.tight_layout(rect=(0, 0.08, 1, 1))
 plt.show()
 
 # %%

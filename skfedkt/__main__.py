@@ -6,6 +6,7 @@ and prints the table.
 """
 
 import argparse
+import re
 import sys
 
 from tqdm import tqdm
@@ -66,6 +67,7 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     run = commands.add_parser(
         "run", help="compare algorithms on one dataset (the default command)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Compare federated algorithms and baselines on one dataset: mean ± "
         "std test accuracy over trials, fit time, bytes each party uploads, epsilon.",
     )
@@ -75,53 +77,90 @@ def build_parser():
 
 def _add_run_arguments(run):
     data = run.add_argument_group("data")
-    data.add_argument("--dataset", choices=DATASETS, default="digits")
+    data.add_argument("--dataset", choices=DATASETS, default="digits",
+                      help="adult, cod-rna and covtype need --data-path or the network")
     data.add_argument("--data-path", help="local LIBSVM or CSV file for adult, cod-rna, covtype")
-    data.add_argument("--parties", type=_positive(int), default=10)
+    data.add_argument("--parties", type=_positive(int), default=None,
+                      help="number of parties; default: "
+                      + ", ".join(f"{n} for {d}" for d, n in DEFAULT_PARTIES.items())
+                      + ", 10 otherwise")
     data.add_argument("--beta", type=_positive(float), default=0.5,
-                      help="Dirichlet concentration of the label skew")
+                      help="Dirichlet concentration of the label skew (small: strong skew)")
+    data.add_argument("--min-party-size", type=_positive(int), default=10,
+                      help="smallest party a Dirichlet draw may give")
     data.add_argument("--iid", action="store_true", help="split rows evenly at random")
-    data.add_argument("--public-fraction", type=_fraction(closed=False), default=0.125)
-    data.add_argument("--test-fraction", type=_fraction(closed=False), default=0.125)
+    data.add_argument("--public-fraction", type=_fraction(closed=False), default=0.125,
+                      help="share of the rows held out as the unlabelled public set")
+    data.add_argument("--test-fraction", type=_fraction(closed=False), default=0.125,
+                      help="share of the rows held out for testing")
     data.add_argument("--n-samples", type=_positive(int), default=10000,
                       help="rows of the synthetic dataset")
 
     models = run.add_argument_group("models")
-    models.add_argument("--estimator", choices=sorted(ESTIMATORS), default="rf")
+    models.add_argument("--estimator", choices=sorted(ESTIMATORS), default="rf",
+                        help="the model of every algorithm: random forest, decision tree, "
+                        "logistic regression, histogram gradient boosting, MLP, XGBoost")
     models.add_argument("--algorithms", nargs="+", choices=ALGORITHMS,
                         default=["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
                                  "central"],
                         metavar="ALGORITHM",
                         help="; ".join(f"{a}: {d}" for a, d in DESCRIPTIONS.items()))
-    models.add_argument("--trials", type=_positive(int), default=3)
-    models.add_argument("--n-jobs", type=int, default=-1)
+    models.add_argument("--trials", type=_positive(int), default=3,
+                        help="random splits and partitions; the table gives mean ± std")
+    models.add_argument("--n-jobs", type=int, default=-1,
+                        help="parallel jobs inside every fit (-1: all cores)")
 
     fedkt = run.add_argument_group("FedKT")
-    fedkt.add_argument("--partitions", type=_positive(int), default=2)
+    fedkt.add_argument("--partitions", type=_positive(int), default=2,
+                       help="partitions (students) per party")
     fedkt.add_argument("--subsets", type=_positive_or_auto, default="auto",
                        help="teachers per partition; auto: 5 for the paper's hard votes "
                        "and at L2, else 1")
     fedkt.add_argument("--voting", choices=["soft", "hard"], default="soft",
                        help="FedKT's votes: class probabilities (soft) or the paper's "
                        "hard votes")
-    fedkt.add_argument("--privacy-level", choices=["L0", "L1", "L2"], default="L0")
-    fedkt.add_argument("--gamma", type=_positive(float), default=0.05)
-    fedkt.add_argument("--query-fraction", type=_fraction(closed=True), default=1.0)
+    fedkt.add_argument("--privacy-level", choices=["L0", "L1", "L2"], default="L0",
+                       help="L1: Laplace noise at the server (party-level DP); L2: in the "
+                       "parties' teacher votes (example-level DP)")
+    fedkt.add_argument("--gamma", type=_positive(float), default=0.05,
+                       help="inverse Laplace scale: larger is less noise, larger epsilon")
+    fedkt.add_argument("--query-fraction", type=_fraction(closed=True), default=1.0,
+                       help="share of the public set the noisy tier labels")
 
     fedct = run.add_argument_group("FedCT")
-    fedct.add_argument("--rounds", type=_positive(int), default=20)
-    fedct.add_argument("--dp-epsilon", type=_positive(float))
-    fedct.add_argument("--dp-sensitivity", type=_positive(float))
+    fedct.add_argument("--rounds", type=_positive(int), default=20,
+                       help="largest number of co-training rounds")
+    fedct.add_argument("--dp-epsilon", type=_positive(float),
+                       help="per-round epsilon of the bit flips on shared labels")
+    fedct.add_argument("--dp-sensitivity", type=_positive(float),
+                       help="bits one example may change (default: 2 x public rows)")
 
     oneshot = run.add_argument_group("one-shot ensemble")
-    oneshot.add_argument("--selection", choices=["all", "cv", "data", "random"], default="cv")
-    oneshot.add_argument("--n-selected", type=_positive(int), default=5)
-    oneshot.add_argument("--min-samples", type=_positive(int), default=1)
+    oneshot.add_argument("--selection", choices=["all", "cv", "data", "random"], default="cv",
+                         help="which local models form the ensemble")
+    oneshot.add_argument("--n-selected", type=_positive(int), default=5,
+                         help="ensemble size for cv, data and random selection")
+    oneshot.add_argument("--min-samples", type=_positive(int), default=1,
+                         help="parties with fewer rows send no model")
 
     output = run.add_argument_group("output")
     output.add_argument("--output", help="write one CSV line per algorithm and trial")
     output.add_argument("--plot", help="save a bar chart of the accuracies (PNG, PDF...)")
     output.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+# the datasets too small for 10 Dirichlet parties of at least 10 rows each
+DEFAULT_PARTIES = {"iris": 3, "wine": 4}
+# the library's parameter names in errors, as the flags a user of the runner types
+_FLAGS = {"min_party_size": "--min-party-size", "n_parties": "--parties", "beta": "--beta",
+          "n_samples": "--n-samples", "public_fraction": "--public-fraction",
+          "test_fraction": "--test-fraction", "n_subsets": "--subsets"}
+
+
+def _in_flags(message):
+    for name, flag in _FLAGS.items():
+        message = re.sub(rf"\b{name}\b", flag, message)
+    return message
 
 
 def main(argv=None):
@@ -133,8 +172,17 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
+    if args.parties is None:
+        args.parties = DEFAULT_PARTIES.get(args.dataset, 10)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (checked before any fit)
+        except ImportError:
+            print("skfedkt run: error: --plot needs matplotlib: pip install matplotlib",
+                  file=sys.stderr)
+            return 1
     dataset_options = dict(
-        n_parties=args.parties, beta=args.beta,
+        n_parties=args.parties, beta=args.beta, min_party_size=args.min_party_size,
         partition="iid" if args.iid else "dirichlet",
         public_fraction=args.public_fraction, test_fraction=args.test_fraction,
     )
@@ -162,14 +210,17 @@ def main(argv=None):
         return bars[-1]
 
     try:
-        results = run_experiment(
-            dataset=args.dataset, estimator=args.estimator, algorithms=args.algorithms,
-            n_trials=args.trials, dataset_options=dataset_options,
-            algorithm_options=algorithm_options, n_jobs=args.n_jobs,
-            make_progress=make_progress,
-        )
-        for bar in bars:
-            bar.close()
+        try:
+            results = run_experiment(
+                dataset=args.dataset, estimator=args.estimator, algorithms=args.algorithms,
+                n_trials=args.trials, dataset_options=dataset_options,
+                algorithm_options=algorithm_options, n_jobs=args.n_jobs,
+                make_progress=make_progress,
+            )
+        finally:
+            # an error is printed on a line of its own, not on the bar's
+            for bar in bars:
+                bar.close()
         print(summary_table(results, args.algorithms))
         if args.output:
             write_csv(results, args.output)
@@ -178,7 +229,7 @@ def main(argv=None):
             plot_results(results, args.algorithms, args.plot)
             print(f"wrote {args.plot}")
     except (ValueError, FileNotFoundError, OSError) as exc:
-        print(f"skfedkt run: error: {exc}", file=sys.stderr)
+        print(f"skfedkt run: error: {_in_flags(str(exc))}", file=sys.stderr)
         return 1
     return 0
 

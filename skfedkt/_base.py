@@ -1,11 +1,13 @@
 """The base class shared by the federated meta-estimators: input validation and tags."""
 
 import pickle
+import sys
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
@@ -133,6 +135,30 @@ def _warn_if_public_shifted(X, X_public):
         )
 
 
+def _warn_if_groups_lost_to_a_splitter(name):
+    """Warn when scikit-learn's cross-validation fits us without groups, routing off.
+
+    Then GridSearchCV, cross_validate and their kin give ``groups`` to the splitter only,
+    and every candidate would silently be fit as a single party.
+    """
+    if get_config()["enable_metadata_routing"]:
+        return
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_fit_and_score" and "model_selection" in code.co_filename:
+            warnings.warn(
+                f"{name} is fit by scikit-learn's cross-validation without groups: with "
+                "metadata routing off, GridSearchCV, cross_validate and their kin give "
+                "groups to the splitter only, so every candidate is fit as one single "
+                "party. Turn routing on, sklearn.set_config(enable_metadata_routing=True): "
+                "skfedkt's estimators request groups and X_unlabeled by default.",
+                UserWarning,
+            )
+            return
+        frame = frame.f_back
+
+
 def _check_groups(groups, n_rows):
     """Party labels, one per row, all of one kind: numbers or strings, none missing."""
     groups = np.asarray(groups)
@@ -211,8 +237,11 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         check_classification_targets(y)
         self.classes_, y_codes = np.unique(y, return_inverse=True)
 
-        groups = (np.zeros(len(y_codes), dtype=np.int64) if groups is None
-                  else _check_groups(groups, len(y_codes)))
+        if groups is None:
+            _warn_if_groups_lost_to_a_splitter(type(self).__name__)
+            groups = np.zeros(len(y_codes), dtype=np.int64)
+        else:
+            groups = _check_groups(groups, len(y_codes))
         self.parties_, party_codes = np.unique(groups, return_inverse=True)
         party_rows = [np.flatnonzero(party_codes == p) for p in range(len(self.parties_))]
 
@@ -235,6 +264,11 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             _warn_if_public_shifted(X_valid, public_valid)
             X_public = _keep_frame(X_unlabeled, public_valid)
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
+
+    def _say(self, message):
+        """Print a stage of `fit` when ``verbose`` is set."""
+        if self.verbose:
+            print(f"[{type(self).__name__}] {message}", flush=True)
 
     def _validate_predict_data(self, X):
         X_valid = validate_data(self, X, reset=False, **self._check_params())

@@ -72,7 +72,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         Controls one seed per party and round (set on every ``random_state`` parameter of
         a clone, and on torch's RNG for skorch nets) and the bit flips.
     verbose : int, default=0
-        Verbosity of the parallel fitting.
+        If positive, `fit` prints every round's consensus change; larger values also
+        make the parallel fitting verbose.
 
     Attributes
     ----------
@@ -290,7 +291,7 @@ class FedCTClassifier(BaseFederatedClassifier):
                 n_classes=n_classes,
                 seeds=draw_seeds(rng, len(estimators)),
                 n_jobs=self.n_jobs,
-                verbose=self.verbose,
+                verbose=max(self.verbose - 1, 0),
                 X_predict=data.X_public,
                 score_training=True,
             )
@@ -314,6 +315,10 @@ class FedCTClassifier(BaseFederatedClassifier):
                     "train_accuracy": float(np.mean(fits.training_accuracy)),
                     "bytes_sent": bytes_sent,
                 }
+            )
+            self._say(
+                f"round {round_}: {changed:.1%} of the consensus labels changed; mean "
+                f"training accuracy {self.history_[-1]['train_accuracy']:.3f}"
             )
             if stalled >= self.n_iter_no_change:
                 break

@@ -165,7 +165,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         backend, except for skorch nets under the threading backend, whose threads share
         torch's RNG.
     verbose : int, default=0
-        Verbosity of the parallel fitting.
+        If positive, `fit` prints each stage (teachers, students, server); larger
+        values also make the parallel fitting verbose.
 
     Attributes
     ----------
@@ -394,7 +395,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         party_queries, server_queries = (
             (queries, every_public) if self.privacy_level == "L2" else (every_public, queries)
         )
-        fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs, verbose=self.verbose)
+        fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs,
+                           verbose=max(self.verbose - 1, 0))
 
         # Party side, lines 2-10: the teachers of every partition of every party vote.
         teacher_rows = [
@@ -403,6 +405,11 @@ class FedKTClassifier(BaseFederatedClassifier):
             for _ in range(self.n_partitions)
             for subset in np.array_split(rng.permutation(rows), n_subsets)
         ]
+        self._say(
+            f"party tier: {len(teacher_rows)} teachers ({n_parties} parties x "
+            f"{self.n_partitions} partitions x {n_subsets} subsets) vote on "
+            f"{len(party_queries)} public rows, {'soft' if soft_votes else 'hard'} votes"
+        )
         teacher_fits = iter_clone_fits(
             [Task(self._teacher_template(), data.y[rows], rows) for rows in teacher_rows],
             data.X,
@@ -431,6 +438,8 @@ class FedKTClassifier(BaseFederatedClassifier):
                                  data.y)
                 for i, task in enumerate(student_tasks)
             ]
+        self._say(f"party tier: {len(student_tasks)} students learn "
+                  f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
         student_models, student_votes, _ = fit_clones(
             student_tasks,
             X_students,
@@ -458,6 +467,9 @@ class FedKTClassifier(BaseFederatedClassifier):
             [self.vote_counts_[server_queries]], "L1", soft_labels, noise_rng, tie_rng
         )
         final_task = self._target_task(self._final_template(), final_targets, server_queries)
+        self._say(f"server: {self._pooling() if soft_votes else 'hard'} vote of "
+                  f"{len(student_tasks)} students; the final model learns "
+                  f"{len(np.unique(final_task.y))} classes on the public rows")
         (self._final_model,), _, _ = fit_clones(
             [final_task], data.X_public, seeds=draw_seeds(rng, 1), **fit_options
         )

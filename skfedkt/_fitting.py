@@ -122,7 +122,8 @@ class ClassCodeModel:
     def fit(cls, estimator, X, y, n_classes, sample_weight=None):
         present = np.unique(y)
         if present.size == 1:
-            estimator, codes, sample_weight = DummyClassifier(strategy="most_frequent"), present, None
+            estimator, codes = DummyClassifier(strategy="most_frequent"), present
+            sample_weight = None
         elif _predicts_output_positions(estimator):
             codes = np.arange(n_classes)
         else:

@@ -89,7 +89,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     random_state : int, RandomState instance or None, default=None
         Controls the validation splits, the random selection and one seed per clone.
     verbose : int, default=0
-        Verbosity of the parallel fitting.
+        If positive, `fit` prints its stages; larger values also make the parallel
+        fitting verbose.
 
     Attributes
     ----------
@@ -242,7 +243,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         tasks += [Task(template, data.y[fit_rows], fit_rows) for fit_rows, _ in validation_splits]
         models = fit_clones(
             tasks, data.X, n_classes=n_classes, seeds=draw_seeds(rng, len(tasks)),
-            n_jobs=self.n_jobs, verbose=self.verbose,
+            n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0),
         ).models
         local_models = models[: len(party_rows)]
         self.estimators_ = [model.estimator for model in local_models]
@@ -251,6 +252,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                 models[len(party_rows) :], validation_splits, data, scorer
             )
         chosen = self._select(np.array([len(rows) for rows in party_rows]), rng)
+        self._say(f"{len(party_rows)} parties trained a local model; the ensemble keeps "
+                  f"{len(chosen)} ({self.selection!r} selection)")
         self.selected_parties_ = self.trained_parties_[chosen]
         self._ensemble = [local_models[i] for i in chosen]
         # the server asks only the selected parties for their models

@@ -117,8 +117,9 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
 
     Trial ``i`` uses ``random_state=i`` for the split, the partition and the models, so
     every algorithm sees the same parties in a trial. ``make_progress(total)``, called
-    once the first split has loaded, returns an object whose ``update(1)`` is called
-    after every fit.
+    once the first split has loaded, returns an object whose ``set_description`` is
+    called with the algorithm and trial about to be fit, and ``update(1)`` after every
+    fit (a tqdm bar does both).
 
     Returns
     -------
@@ -131,6 +132,8 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
         if progress is None and make_progress is not None:
             progress = make_progress(n_trials * len(algorithms))
         for algorithm in algorithms:
+            if progress is not None:
+                progress.set_description(f"trial {trial + 1}/{n_trials}: {algorithm}")
             # counted in the table rather than printed into the progress bar
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", LabelCollapseWarning)
@@ -149,11 +152,21 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
     return results
 
 
-def _mean_std(values, digits):
+def _mean_std(values, digits, unit=""):
     values = np.asarray(values, dtype=float)
     if np.isnan(values).all():
         return "-"
-    return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}"
+    return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}{unit}"
+
+
+def _bytes(values):
+    """Mean ± std of byte counts in the unit that fits their mean (B, KiB or MiB)."""
+    values = np.asarray(values, dtype=float)
+    mean = np.nanmean(values) if not np.isnan(values).all() else 0.0
+    for unit, size in (("MiB", 2**20), ("KiB", 2**10)):
+        if mean >= size:
+            return _mean_std(values / size, 1, f" {unit}")
+    return _mean_std(values, 0, " B")
 
 
 def summary_table(results, algorithms):
@@ -163,16 +176,27 @@ def summary_table(results, algorithms):
     (`LabelCollapseWarning`; ``class_shares_`` of the estimator has the details).
     """
     header = (f"{'algorithm':<12}{'accuracy':>16}{'fit time (s)':>16}"
-              f"{'upload/party (KiB)':>20}{'epsilon':>16}{'collapse':>10}")
+              f"{'upload/party':>22}{'epsilon':>16}{'collapse':>10}")
     lines = [header, "-" * len(header)]
     for algorithm in algorithms:
         rows = [r for r in results if r.algorithm == algorithm]
-        upload = np.array([r.upload_bytes for r in rows]) / 1024
         lines.append(
             f"{algorithm:<12}{_mean_std([r.accuracy for r in rows], 3):>16}"
             f"{_mean_std([r.fit_seconds for r in rows], 2):>16}"
-            f"{_mean_std(upload, 1):>20}{_mean_std([r.epsilon for r in rows], 2):>16}"
+            f"{_bytes([r.upload_bytes for r in rows]):>22}"
+            f"{_mean_std([r.epsilon for r in rows], 2):>16}"
             f"{f'{sum(r.collapse_warned for r in rows)}/{len(rows)}':>10}"
+        )
+    if any(np.isfinite(r.epsilon) for r in results):
+        lines.append(
+            "epsilon at delta = 1e-05: FedKT the smaller of the data-dependent moments "
+            "accountant and the data-independent bounds, FedCT the smaller of pure and RDP "
+            "composition of its bit flips (privacy_report_ states each)."
+        )
+    if any(r.collapse_warned for r in results):
+        lines.append(
+            "collapse: trials whose fit warned that the labels a model learned lost "
+            "classes (LabelCollapseWarning; see class_shares_)."
         )
     return "\n".join(lines)
 

@@ -6,7 +6,9 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn import config_context
 from sklearn.datasets import make_classification
+from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.naive_bayes import GaussianNB
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import InvalidParameterError
@@ -118,3 +120,19 @@ def test_tiny_beta_gives_each_class_to_one_party(beta):
     # no NaN proportions piling every row into one party: each class lands whole
     assert all(np.unique(parties[y == label]).size == 1 for label in range(5))
     assert np.unique(parties).size > 1
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_search_with_routing_off_warns_that_groups_never_reach_fit(data, make):
+    X, y, X_public = data
+    party = np.arange(80) % 4
+    search = GridSearchCV(make(DecisionTreeClassifier(max_depth=2)),
+                          {"estimator__max_depth": [2]}, cv=GroupKFold(n_splits=2))
+    with pytest.warns(UserWarning, match="cross-validation without groups.*routing off"):
+        search.fit(X, y, groups=party)
+    # with routing on the groups arrive, and a plain fit without groups is a choice
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with config_context(enable_metadata_routing=True):
+            search.fit(X, y, groups=party)
+        make(DecisionTreeClassifier(max_depth=2)).fit(X, y)

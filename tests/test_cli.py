@@ -4,10 +4,11 @@ import csv
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from skfedkt import LabelCollapseWarning
-from skfedkt.__main__ import build_parser, main
+from skfedkt.__main__ import DEFAULT_PARTIES, build_parser, main
 
 
 def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn):
@@ -23,7 +24,8 @@ def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn)
     printed = capsys.readouterr().out
     for algorithm in algorithms:
         assert any(line.split()[0] == algorithm for line in printed.splitlines()[2:])
-    assert "upload/party (KiB)" in printed and "collapse" in printed
+    assert "upload/party" in printed and "collapse" in printed
+    assert " KiB" in printed and " B " in printed  # student models; FedCT's label bits
     # collapse warnings are counted in the table, not printed
     assert not [w for w in recwarn if issubclass(w.category, LabelCollapseWarning)]
     with output.open() as handle:
@@ -52,9 +54,9 @@ def test_privacy_options_reach_the_estimators(capsys):
 
 def test_defaults_match_the_documented_main_job():
     args = build_parser().parse_args(["run"])
-    assert (args.dataset, args.estimator, args.parties, args.beta, args.trials) == (
-        "digits", "rf", 10, 0.5, 3
-    )
+    assert (args.dataset, args.estimator, args.beta, args.trials) == ("digits", "rf", 0.5, 3)
+    # parties: 10 unless the dataset is too small for them
+    assert args.parties is None and "digits" not in DEFAULT_PARTIES
     assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
                                "central"]
 
@@ -93,3 +95,101 @@ def test_module_entry_point_runs_in_a_subprocess():
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "invalid choice: 'no-such-data'" in result.stderr
+
+
+@pytest.mark.parametrize("dataset", ["iris", "wine"])
+def test_small_datasets_run_with_the_default_parties(dataset, capsys):
+    status = main(["--dataset", dataset, "--estimator", "dt", "--trials", "1", "--quiet",
+                   "--algorithms", "fedkt", "solo", "--n-jobs", "1"])
+    assert status == 0
+    out = capsys.readouterr().out
+    assert f"{DEFAULT_PARTIES[dataset]} parties" in out
+
+
+def _write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "No data rows in"),
+        ("a,b,label\n", "No data rows in"),
+        ("".join(f"{i},{i * 0.37 % 1:.4f}\n" for i in range(60)),
+         "looks continuous: 60 distinct values"),
+    ],
+    ids=["empty", "header-only", "continuous-label"],
+)
+def test_bad_data_files_exit_with_one_short_line(tmp_path, capsys, content, message):
+    path = _write(tmp_path / "data.csv", content)
+    status = main(["--dataset", "adult", "--data-path", path, "--quiet"])
+    assert status == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0] and len(err[0]) < 300
+
+
+def test_too_few_rows_and_parties_name_the_flags(capsys):
+    assert main(["--dataset", "synthetic", "--n-samples", "10", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "--n-samples" in err and "Traceback" not in err
+    assert main(["--dataset", "iris", "--parties", "20", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == ("skfedkt run: error: Cannot give 20 parties at least "
+                   "--min-party-size=10 rows each from 112 rows.")
+
+
+def test_plot_without_matplotlib_fails_before_any_fit(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
+    monkeypatch.setattr("skfedkt.__main__.run_experiment",
+                        lambda **kwargs: pytest.fail("fitted before checking --plot"))
+    assert main(["--plot", "out.png", "--quiet"]) == 1
+    assert "--plot needs matplotlib" in capsys.readouterr().err
+
+
+def test_an_error_during_fitting_is_printed_on_its_own_line(monkeypatch, capsys):
+    def fail_after_a_fit(make_progress, **kwargs):
+        make_progress(2).update(1)
+        raise ValueError("something went wrong")
+
+    monkeypatch.setattr("skfedkt.__main__.run_experiment", fail_after_a_fit)
+    assert main(["--trials", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "\nskfedkt run: error: something went wrong" in err
+
+
+def test_offline_download_points_to_data_path(monkeypatch, capsys):
+    def offline(**kwargs):
+        raise OSError("<urlopen error [Errno -2] Name or service not known>")
+
+    monkeypatch.setattr("skfedkt.datasets._loaders.fetch_openml", offline)
+    assert main(["--dataset", "adult", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--data-path" in err[0]
+
+
+def test_help_shows_defaults_and_version_prints(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    help_text = capsys.readouterr().out
+    assert "(default: digits)" in help_text and "(default: 0.5)" in help_text
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.startswith("skfedkt ")
+
+
+def test_verbose_fits_say_their_stages(capsys):
+    from sklearn.datasets import make_classification
+
+    from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+
+    X, y = make_classification(n_samples=120, random_state=0)
+    fit = dict(groups=np.arange(80) % 4, X_unlabeled=X[80:])
+    FedKTClassifier(verbose=1, random_state=0).fit(X[:80], y[:80], **fit)
+    FedCTClassifier(n_rounds=2, verbose=1, random_state=0).fit(X[:80], y[:80], **fit)
+    OneShotEnsembleClassifier(verbose=1).fit(X[:80], y[:80], groups=fit["groups"])
+    out = capsys.readouterr().out
+    assert "[FedKTClassifier] party tier: 8 teachers (4 parties x 2 partitions x 1 " in out
+    assert "[FedKTClassifier] server: prior-corrected vote of 8 students" in out
+    assert "[FedCTClassifier] round 1: " in out and "consensus labels changed" in out
+    assert "[OneShotEnsembleClassifier] 4 parties trained a local model" in out

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-for module in ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme"):
+for module in ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme",
+               "sphinx-mathjax-offline"):
     pytest.importorskip(module)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,3 +30,13 @@ def test_sphinx_build_has_no_warnings(tmp_path):
     assert result.returncode == 0, result.stderr[-4000:]
     assert (tmp_path / "html" / "generated" / "skfedkt.FedKTClassifier.html").exists()
     assert (tmp_path / "html" / "auto_examples" / "plot_quickstart.html").exists()
+    # math renders offline: MathJax ships with the pages, no CDN
+    assert (tmp_path / "html" / "_static" / "mathjax" / "tex-chtml.js").exists()
+    page = (tmp_path / "html" / "user_guide" / "fedkt.html").read_text()
+    assert "cdn.jsdelivr" not in page and "_static/mathjax/tex-chtml.js" in page
+    # the quickstart leads the gallery; the build leaves no run-time table behind
+    gallery = (tmp_path / "html" / "auto_examples" / "index.html").read_text()
+    assert gallery.index("plot_quickstart.html") < min(
+        gallery.index(f"{name}.html") for name in ("plot_consistent_voting", "plot_grid_search")
+    )
+    assert not (tmp_path / "doc" / "sg_execution_times.rst").exists()

@@ -1,5 +1,6 @@
 """Federated datasets: train / public / test splits with the rows of train split by party."""
 
+import warnings
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from sklearn.datasets import (
 )
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch, check_random_state
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ._partition import dirichlet_partition, iid_partition
@@ -59,10 +61,22 @@ def load_local_file(path):
             skip = 0
         except ValueError:
             skip = 1
-        table = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2)
-        return table[:, :-1], table[:, -1]
-    X, y = load_svmlight_file(str(path))
-    return X.toarray(), y
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # numpy: "input contained no data"
+            table = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2)
+        X, y = table[:, :-1], table[:, -1]
+    else:
+        X, y = load_svmlight_file(str(path))
+        X = X.toarray()
+    if len(y) == 0:
+        raise ValueError(f"No data rows in {path}.")
+    if type_of_target(y) == "continuous":
+        raise ValueError(
+            f"The label column of {path} (the last column of a CSV, the first field of a "
+            f"LIBSVM line) looks continuous: {len(np.unique(y))} distinct values such as "
+            f"{y[0]:g}; FedKT classifies, so it needs class labels."
+        )
+    return X, y
 
 
 def _load(name, *, path, n_samples, n_features, n_classes, random_state):
@@ -76,7 +90,15 @@ def _load(name, *, path, n_samples, n_features, n_classes, random_state):
     if path is not None:
         return load_local_file(path)
     # needs the network; a local copy is read with `path`
-    X, y = fetch_openml(data_id=REAL[name], return_X_y=True, as_frame=False)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="A network error occurred")
+            X, y = fetch_openml(data_id=REAL[name], return_X_y=True, as_frame=False)
+    except OSError as exc:  # URLError and its kin, e.g. offline
+        raise OSError(
+            f"Could not download {name!r} from OpenML ({exc}). Without the network, pass "
+            "a local LIBSVM or CSV copy of it as path (--data-path on the command line)."
+        ) from exc
     return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float), y
 
 
@@ -170,13 +192,20 @@ def load_federated(
     rng = check_random_state(random_state)
     X, y = _load(name, path=path, n_samples=n_samples, n_features=n_features,
                  n_classes=n_classes, random_state=rng)
-    X_train, X_rest, y_train, y_rest = train_test_split(
-        X, y, test_size=public_fraction + test_fraction, stratify=y, random_state=rng
-    )
-    X_public, X_test, _, y_test = train_test_split(
-        X_rest, y_rest, test_size=test_fraction / (public_fraction + test_fraction),
-        stratify=y_rest, random_state=rng,
-    )
+    try:
+        X_train, X_rest, y_train, y_rest = train_test_split(
+            X, y, test_size=public_fraction + test_fraction, stratify=y, random_state=rng
+        )
+        X_public, X_test, _, y_test = train_test_split(
+            X_rest, y_rest, test_size=test_fraction / (public_fraction + test_fraction),
+            stratify=y_rest, random_state=rng,
+        )
+    except ValueError as exc:
+        raise ValueError(
+            f"Cannot split the {len(y)} rows of {name!r} into training, public and test "
+            f"rows that each hold every class ({exc}); use more rows (n_samples for "
+            "'synthetic') or larger public_fraction and test_fraction."
+        ) from exc
     if n_parties > len(y_train):
         raise ValueError(
             f"Cannot split {len(y_train)} training rows of {name!r} into {n_parties} parties."
