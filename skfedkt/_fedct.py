@@ -118,9 +118,10 @@ class FedCTClassifier(BaseFederatedClassifier):
     retrained from scratch each round.
 
     The consensus is the plurality of the parties' (possibly noisy) labels; a tie is
-    broken uniformly at random among the tied classes (from `random_state`), so no
-    class, the majority one in particular, gains from ties; an example without any vote
-    is left out of that round.
+    broken uniformly at random among the tied classes (from `random_state`, with the
+    same draw in every round, so a tie cannot flip back and forth), so no class, the
+    majority one in particular, gains from ties; an example without any vote is left
+    out of that round.
 
     Privacy: the paper's XOR mechanism adds a correlated Bernoulli matrix and calibrates
     it through its eigenvalues (Ji et al., 2021). Independent bit flips are the special
@@ -272,8 +273,10 @@ class FedCTClassifier(BaseFederatedClassifier):
         n_classes, n_rows = len(self.classes_), len(data.y)
         n_public = _num_samples(data.X_public)
         rng = check_random_state(self.random_state)
-        # own streams for the bit flips and the consensus's tie breaks
+        # own streams for the bit flips and the consensus's tie breaks; the tie keys are
+        # drawn once, so a tied example keeps its label from round to round
         flip_rng, tie_rng = (np.random.RandomState(seed) for seed in draw_seeds(rng, 2))
+        tie_keys = tie_rng.random_sample((n_public, n_classes))
         # the parties' rows, then the public rows: tasks index one matrix
         X_all = stack_rows(data.X, data.X_public)
         public_rows = n_rows + np.arange(n_public)
@@ -302,7 +305,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         stalled = 0
         for round_ in range(1, self.n_rounds + 1):
             shared = self._share_labels(fits.predictions, n_classes, n_public, flip_rng)
-            new_consensus = plurality_vote(count_votes(shared, n_classes), tie_rng)
+            new_consensus = plurality_vote(count_votes(shared, n_classes), tie_keys)
             changed = float(np.mean(new_consensus != consensus))
             consensus = new_consensus
             stalled = stalled + 1 if changed <= self.tol else 0

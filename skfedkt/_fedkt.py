@@ -273,7 +273,7 @@ class FedKTClassifier(BaseFederatedClassifier):
     >>> clf.vote_counts_.shape  # the server's votes on the public set
     (107, 2)
     >>> clf.class_shares_["final"].round(2)  # the classes the final model learned
-    array([0.4, 0.6])
+    array([0.38, 0.62])
     >>> print(f"{clf.score(X_test, y_test):.2f}")
     0.9...
     """
@@ -802,13 +802,14 @@ class FedKTClassifier(BaseFederatedClassifier):
                     "one sample."
                 )
 
-    def _server_votes(self, student_votes, n_classes, party_counts):
+    def _server_votes(self, student_votes, n_classes, party_counts=None):
         """Vote-2 histogram of the students' votes on the public set.
 
         `student_votes` has shape (n_parties, n_partitions, n_public): class codes
         (hard voting), or (n_parties, n_partitions, n_public, n_classes): class
         probabilities (soft voting), summed over every student or pooled with the
-        parties' class counts `party_counts`, then scaled to as many votes.
+        parties' class counts `party_counts` (needed for ``"prior-corrected"`` pooling
+        only), then scaled to as many votes.
         """
         if student_votes.ndim == 4:
             if self._pooling() == "prior-corrected":

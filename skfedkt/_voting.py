@@ -46,7 +46,7 @@ def count_votes(predictions, n_classes, weights=1):
     return votes
 
 
-def plurality_vote(votes, random_state):
+def plurality_vote(votes, tie_break):
     """Winning class code per example of a vote histogram.
 
     Ties are broken uniformly at random among the tied classes, so no class gains from
@@ -59,9 +59,11 @@ def plurality_vote(votes, random_state):
     ----------
     votes : array-like of shape (n_samples, n_classes)
         Vote counts or summed class probabilities, possibly noisy (real-valued).
-    random_state : int or RandomState instance
-        Draws the tie breaks; pass the fitting estimator's own stream so that results
-        are reproducible.
+    tie_break : int, RandomState instance or ndarray of shape (n_samples, n_classes)
+        Uniform keys, one per example and class, of which the largest among the tied
+        classes wins; or the random state that draws them (pass the fitting estimator's
+        own stream, so that results are reproducible). Votes repeated over rounds pass
+        the same keys every round, so a tie does not flip back and forth.
 
     Returns
     -------
@@ -71,13 +73,13 @@ def plurality_vote(votes, random_state):
     Examples
     --------
     >>> from skfedkt._voting import plurality_vote
-    >>> plurality_vote([[1, 3, 0], [0, 0, 0], [2, 2, 0]], random_state=0)
+    >>> plurality_vote([[1, 3, 0], [0, 0, 0], [2, 2, 0]], tie_break=0)
     array([ 1, -1,  1])
     """
     votes = np.asarray(votes)
-    rng = check_random_state(random_state)
+    keys = (tie_break if isinstance(tie_break, np.ndarray)
+            else check_random_state(tie_break).random_sample(votes.shape))
     # a uniform key on every tied cell picks one of the tied classes uniformly
-    keys = rng.random_sample(votes.shape)
     is_top = votes == votes.max(axis=1, keepdims=True)
     labels = np.where(is_top, keys, -1.0).argmax(axis=1).astype(np.int64)
     labels[~votes.any(axis=1)] = -1

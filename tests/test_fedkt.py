@@ -306,7 +306,7 @@ def test_party_smaller_than_n_subsets_is_named(federated_data):
     party[:3] = 99  # exactly three rows in party 99
     message = r"Party 99 has 3 sample\(s\), fewer than n_subsets=5"
     with pytest.raises(ValueError, match=message):
-        FedKTClassifier().fit(X, y, groups=party, X_unlabeled=X_public)
+        FedKTClassifier(n_subsets=5).fit(X, y, groups=party, X_unlabeled=X_public)
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,9 @@ def test_private_fit_is_reproducible(many_parties, level):
                  random_state=1)
     assert_array_equal(first.public_labels_, again.public_labels_)
     assert first.epsilon_ == again.epsilon_
-    assert not np.array_equal(first.vote_counts_, other.vote_counts_)
+    # another seed draws other queries and noise (and, at L2, other teacher subsets)
+    assert not (np.array_equal(first.public_mask_, other.public_mask_)
+                and np.array_equal(first.public_labels_, other.public_labels_))
 
 
 @pytest.mark.parametrize("level", ["L1", "L2"])
@@ -186,7 +188,8 @@ def test_privacy_report_states_the_guarantee(many_parties):
         15, gamma=0.05, delta=1e-5, sensitivity=4.0
     )
     assert l1.epsilon_ == report.epsilon
-    assert "party level" in str(report) and "leaks information" in str(report)
+    assert "for each party" in str(report) and "leaks information" in str(report)
+    assert "a moderate guarantee" in str(report)
     assert l1.public_mask_.sum() == 15
 
     l2 = _fit(many_parties, privacy_level="L2", gamma=0.2, query_fraction=0.01)
@@ -201,11 +204,13 @@ def test_privacy_report_states_the_guarantee(many_parties):
 def test_private_fedkt_stays_accurate(many_parties):
     *_, X_test, y_test = many_parties
     l0 = _fit(many_parties).score(X_test, y_test)
-    # 60 parties, 30 queries; measured: L0 0.849, L1 0.812 (epsilon 4.4), L2 0.771 (9.5)
+    # 60 parties, 30 queries, soft votes; measured: L0 0.859, L1 (epsilon 3.8) and L2
+    # (epsilon 9.5) below; over 3 seeds L0 0.839, L1 0.792, L2 0.722 (hard votes: 0.837,
+    # 0.780 at epsilon 4.3, 0.728)
     l1 = _fit(many_parties, privacy_level="L1", gamma=0.1, query_fraction=0.02)
     l2 = _fit(many_parties, privacy_level="L2", gamma=0.2, query_fraction=0.02)
     assert l1.epsilon_ < 5 and l1.score(X_test, y_test) > l0 - 0.06
-    assert l2.epsilon_ < 12 and l2.score(X_test, y_test) > l0 - 0.10
+    assert l2.epsilon_ < 12 and l2.score(X_test, y_test) > l0 - 0.13
 
 
 def test_l1_releases_the_histogram_without_the_consistent_voting_fallback():
@@ -213,10 +218,9 @@ def test_l1_releases_the_histogram_without_the_consistent_voting_fallback():
     # that data-dependent switch would leak, so the empty histogram is released
     disagreeing = np.array([[[0, 1], [1, 0]], [[1, 0], [0, 1]]])
     with pytest.warns(UserWarning, match="consistent voting leaves nothing"):
-        FedKTClassifier(n_partitions=2)._server_votes(disagreeing, 2)
+        FedKTClassifier(n_partitions=2, voting="hard")._server_votes(disagreeing, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        votes = FedKTClassifier(n_partitions=2, privacy_level="L1")._server_votes(
-            disagreeing, 2
-        )
+        server = FedKTClassifier(n_partitions=2, voting="hard", privacy_level="L1")
+        votes = server._server_votes(disagreeing, 2)
     assert_array_equal(votes, np.zeros((2, 2)))
