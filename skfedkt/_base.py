@@ -14,6 +14,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 
+# classes below this share of the training rows are not missed when a model drops them
+_MIN_CLASS_SHARE = 0.05
 # a public set with a quarter of its feature means further than this many training
 # standard deviations from the training means is almost surely in another feature space
 _SHIFT_WARNING_STDS = 5.0
@@ -264,6 +266,19 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             _warn_if_public_shifted(X_valid, public_valid)
             X_public = _keep_frame(X_unlabeled, public_valid)
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
+
+    def _warn_if_single_class(self, predicted, what, y):
+        """Warn when `predicted` (class codes) holds one class while `y` holds several."""
+        training_classes = np.flatnonzero(np.bincount(y) >= _MIN_CLASS_SHARE * len(y))
+        if np.unique(predicted).size == 1 and training_classes.size > 1:
+            warnings.warn(
+                f"{what} a single class, {self.classes_.tolist()[predicted[0]]!r}, although "
+                f"the training rows hold {training_classes.size} classes of at least "
+                f"{_MIN_CLASS_SHARE:.0%} each: under strong label skew the parties' models "
+                "may all favour it. Inspect the parties' class mixes, or use more public "
+                "data or a model that predicts probabilities.",
+                LabelCollapseWarning,
+            )
 
     def _say(self, message):
         """Print a stage of `fit` when ``verbose`` is set."""

@@ -11,7 +11,13 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import BaseFederatedClassifier, LabelCollapseWarning, pickled_bytes, stack_rows
+from ._base import (
+    _MIN_CLASS_SHARE,
+    BaseFederatedClassifier,
+    LabelCollapseWarning,
+    pickled_bytes,
+    stack_rows,
+)
 from ._fitting import (
     Task,
     code_dtype,
@@ -44,14 +50,10 @@ def _with_party_rows(task, n_public, party_rows, y):
                 np.concatenate([public_rows, n_public + party_rows]), weights)
 
 
-# a class below this share of a party's or of all training rows is not checked for collapse
-_MIN_SHARE = 0.05
-
-
 def _lost_classes(learned, reference, ratio=0.5):
-    """Classes holding at least `_MIN_SHARE` of `reference` but under `ratio` of that
-    share in `learned` (both arrays of class shares)."""
-    return np.flatnonzero((reference >= _MIN_SHARE) & (learned < ratio * reference))
+    """Classes holding at least `_MIN_CLASS_SHARE` of `reference` but under `ratio` of
+    that share in `learned` (both arrays of class shares)."""
+    return np.flatnonzero((reference >= _MIN_CLASS_SHARE) & (learned < ratio * reference))
 
 
 def _final_estimator_has(attr):
@@ -602,7 +604,7 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     def _warn_if_final_model_constant(self, X_public, rows):
         """Warn when the final model predicts one class on rows labelled with several."""
-        if np.count_nonzero(self.class_shares_["final"] >= _MIN_SHARE) < 2:
+        if np.count_nonzero(self.class_shares_["final"] >= _MIN_CLASS_SHARE) < 2:
             return  # the label warning already spoke
         predicted = self._final_model.predict(_safe_indexing(X_public, np.unique(rows)))
         if np.unique(predicted).size == 1:
@@ -651,12 +653,12 @@ class FedKTClassifier(BaseFederatedClassifier):
                 self.parties_.tolist(), shares["parties"], shares["students"]
             )
             for partition, learned in enumerate(student_shares)
-            if np.count_nonzero(learned) == 1 and np.sum(party_shares >= _MIN_SHARE) > 1
+            if np.count_nonzero(learned) == 1 and np.sum(party_shares >= _MIN_CLASS_SHARE) > 1
         ]
         if collapsed_students:
             party, partition, party_shares, (c,) = collapsed_students[0]
             held = ", ".join(f"{names[k]!r} {share:.0%}" for k, share in
-                             enumerate(party_shares) if share >= _MIN_SHARE)
+                             enumerate(party_shares) if share >= _MIN_CLASS_SHARE)
             warnings.warn(
                 f"{len(collapsed_students)} of {shares['students'][..., 0].size} students "
                 "learned a single class from a party whose rows hold several; e.g. party "

@@ -264,6 +264,9 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
 
         if self.student_estimator is not None:
             self._distil(data, rng)
+        if X_unlabeled is not None:
+            self._warn_if_single_class(self._predict_codes(data.X_public),
+                                       "The model predicts on the public set", data.y)
         return self
 
     def _validation_split(self, rows, rng):
@@ -348,14 +351,14 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             The predicted classes.
         """
         check_is_fitted(self)
-        X = self._validate_predict_data(X)
+        return self.classes_[self._predict_codes(self._validate_predict_data(X))]
+
+    def _predict_codes(self, X):
         if self.student_estimator is None:
-            codes = ensemble_proba(self._ensemble, X, len(self.classes_), self.voting).argmax(1)
-        elif self._student is None:
-            codes = self._student_outputs(X).argmax(axis=1)
-        else:
-            codes = self._student.predict(X)
-        return self.classes_[codes]
+            return ensemble_proba(self._ensemble, X, len(self.classes_), self.voting).argmax(1)
+        if self._student is None:
+            return self._student_outputs(X).argmax(axis=1)
+        return self._student.predict(X)
 
     @available_if(_student_is("proba"))
     def predict_proba(self, X):

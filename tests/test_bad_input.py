@@ -136,3 +136,20 @@ def test_search_with_routing_off_warns_that_groups_never_reach_fit(data, make):
         with config_context(enable_metadata_routing=True):
             search.fit(X, y, groups=party)
         make(DecisionTreeClassifier(max_depth=2)).fit(X, y)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: OneShotEnsembleClassifier(random_state=0),
+    lambda: FedCTClassifier(n_rounds=2, random_state=0),
+], ids=["oneshot", "fedct"])
+def test_single_class_predictions_warn_for_every_estimator(make):
+    from skfedkt import LabelCollapseWarning
+
+    # every public example lies deep in class 1's region: every model says 1 there
+    rng = np.random.RandomState(0)
+    X = np.r_[rng.normal(-2, 1, size=(60, 2)), rng.normal(2, 1, size=(60, 2))]
+    y = np.repeat([0, 1], 60)
+    X_public = rng.normal(2, 0.1, size=(20, 2)) + [3, 0]
+    with pytest.warns(LabelCollapseWarning, match="a single class, 1, although the "
+                                                  "training rows hold 2 classes"):
+        make().fit(X, y, groups=np.arange(120) % 3, X_unlabeled=X_public)
