@@ -125,6 +125,18 @@ def run_seed(dataset, beta, seed, methods):
     return dataset, beta, n_parties, seed, truth, results
 
 
+def _mean_std(values):
+    return f"{np.mean(values):.3f} ± {np.std(values):.3f}"
+
+
+def print_table(header, rows):
+    """A Markdown table, as the README and the docs show it."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", choices=list(PARTIES), default=list(PARTIES))
@@ -149,39 +161,32 @@ def main():
 
     print(f"Test accuracy, mean ± std over {args.seeds} seeds; random forests (50 trees, "
           "depth 6) at every tier\n")
-    print("| dataset | beta | parties | " + " | ".join(methods) + " |")
-    print("|---|---|---|" + "---|" * len(methods))
-    for (dataset, beta, n_parties), rows in table.items():
-        cells = []
-        for method in methods:
-            accuracy = [results[method][0] for _, results in rows]
-            cells.append(f"{np.mean(accuracy):.3f} ± {np.std(accuracy):.3f}")
-        print(f"| {dataset} | {beta:g} | {n_parties} | " + " | ".join(cells) + " |")
-
+    print_table(["dataset", "beta", "parties", *methods], [
+        [dataset, f"{beta:g}", n_parties, *(
+            _mean_std([r[method][0] for _, r in rows])
+            for method in methods
+        )]
+        for (dataset, beta, n_parties), rows in table.items()
+    ])
     print("\nBinary tasks: predicted positive rate of the final model (mean over seeds), "
           "and the truth\n")
-    print("| dataset | beta | truth | " + " | ".join(compared) + " |")
-    print("|---|---|---|" + "---|" * len(compared))
-    for (dataset, beta, _), rows in table.items():
-        if np.isnan(rows[0][1]["FedKT"][1]):
-            continue
-        rates = [np.mean([results[m][1] for _, results in rows]) for m in compared]
-        truth = np.mean([truth for truth, _ in rows])
-        print(f"| {dataset} | {beta:g} | {truth:.3f} | "
-              + " | ".join(f"{rate:.3f}" for rate in rates) + " |")
-
+    print_table(["dataset", "beta", "truth", *compared], [
+        [dataset, f"{beta:g}", f"{np.mean([truth for truth, _ in rows]):.3f}", *(
+            f"{np.mean([r[method][1] for _, r in rows]):.3f}" for method in compared
+        )]
+        for (dataset, beta, _), rows in table.items()
+        if not np.isnan(rows[0][1]["FedKT"][1])
+    ])
     print("\nSeeds with a LabelCollapseWarning / with a single-class final model, and mean "
           "fit seconds (one core)\n")
-    print("| dataset | beta | " + " | ".join(compared) + " |")
-    print("|---|---|" + "---|" * len(compared))
-    for (dataset, beta, _), rows in table.items():
-        cells = []
-        for method in compared:
-            warned = sum(results[method][2] for _, results in rows)
-            single = sum(results[method][3] for _, results in rows)
-            seconds = np.mean([results[method][4] for _, results in rows])
-            cells.append(f"{warned} / {single}, {seconds:.1f} s")
-        print(f"| {dataset} | {beta:g} | " + " | ".join(cells) + " |")
+    print_table(["dataset", "beta", *compared], [
+        [dataset, f"{beta:g}", *(
+            f"{sum(r[method][2] for _, r in rows)} / {sum(r[method][3] for _, r in rows)}, "
+            f"{np.mean([r[method][4] for _, r in rows]):.1f} s"
+            for method in compared
+        )]
+        for (dataset, beta, _), rows in table.items()
+    ])
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 
 
