@@ -331,10 +331,10 @@ class FedCTClassifier(BaseFederatedClassifier):
         self.estimators_ = [model.estimator for model in self._models]
         self.consensus_mask_ = consensus >= 0
         self.consensus_labels_ = self.classes_[consensus[self.consensus_mask_]]
-        if self.consensus_mask_.any():
-            self._warn_if_single_class(consensus[self.consensus_mask_],
-                                       "The parties' last consensus on the public set holds",
-                                       data.y)
+        self._warn_if_single_class(
+            ensemble_proba(self._models, data.X_public, n_classes, self.voting).argmax(axis=1),
+            "The parties' vote predicts on the public set", data.y,
+        )
         self.privacy_report_ = self._privacy_report(n_public)
         self.epsilon_ = np.inf if self.privacy_report_ is None else self.privacy_report_.epsilon
         return self

@@ -122,7 +122,10 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
     class (parties holding a single class carry no information and are left out), and
     the global class shares are added back: ``softmax(L + log pi)``. The result is
     averaged with the parties' mean probabilities, which hedges against poorly
-    calibrated models (measured on ``benchmarks/bench_label_skew.py``).
+    calibrated models (measured on ``benchmarks/bench_label_skew.py``): with weight
+    one half when every party holds several classes, and in proportion to the share of
+    training rows held by such parties otherwise, so that evidence from a few rows
+    (say, the one mixed party among single-class ones) cannot outvote the rest.
 
     Parameters
     ----------
@@ -184,4 +187,5 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
         pooled[start : start + chunk_size] = np.exp(scores) / np.exp(scores).sum(
             axis=1, keepdims=True
         )
-    return (pooled + party_proba.mean(axis=0)) / 2
+    weight = counts[informative].sum() / counts.sum() / 2
+    return weight * pooled + (1 - weight) * party_proba.mean(axis=0)

@@ -113,9 +113,11 @@ def test_prior_corrected_pooling_recovers_the_global_posterior_under_label_skew(
 
 
 def _pooled_half(party_proba, counts):
-    """The prior-corrected half of `prior_corrected_proba`, without smoothing."""
+    """The prior-corrected part of `prior_corrected_proba`, without smoothing."""
     pooled = prior_corrected_proba(party_proba, counts, smoothing=0.0, n_iter=200)
-    return 2 * pooled - party_proba.mean(axis=0)
+    informative = (counts > 0).sum(axis=1) >= 2
+    weight = counts[informative].sum() / counts.sum() / 2
+    return (pooled - (1 - weight) * party_proba.mean(axis=0)) / weight
 
 
 def test_prior_corrected_pooling_ignores_what_a_party_never_saw():
@@ -144,6 +146,16 @@ def test_prior_corrected_pooling_is_refused_where_unsupported(two_class_data, op
     clf = FedKTClassifier(pooling="prior-corrected", **options)
     with pytest.raises(ValueError, match="pooling='prior-corrected'.*no privacy accountant"):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+def test_evidence_from_few_rows_counts_little():
+    # nine single-class parties and one small mixed party: the pooled evidence rests on
+    # 35 of 15,000 rows, so the result stays with the parties' plain mean
+    counts = np.array([[0, 2000]] * 3 + [[3000, 0]] * 6 + [[7, 28]])
+    party_proba = np.random.RandomState(0).dirichlet(np.ones(2), size=(10, 30))
+    pooled = prior_corrected_proba(party_proba, counts)
+    mean = party_proba.mean(axis=0)
+    assert np.abs(pooled - mean).max() < 35 / counts.sum()
 
 
 def test_auto_teachers_and_students_follow_voting_and_privacy_level(two_class_data):
