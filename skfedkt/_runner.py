@@ -1,7 +1,9 @@
 """The experiment runner: the papers' comparisons on one dataset, over several trials."""
 
+import io
 import time
 import warnings
+from contextlib import redirect_stdout
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -76,8 +78,8 @@ class Result:
     """Whether fit warned that the labels a tier learned from lost classes."""
 
 
-def _make(algorithm, estimator, options, seed, n_jobs):
-    common = dict(n_jobs=n_jobs, random_state=seed)
+def _make(algorithm, estimator, options, seed, n_jobs, verbose):
+    common = dict(n_jobs=n_jobs, random_state=seed, verbose=verbose)
     if algorithm == "fedkt":
         return FedKTClassifier(estimator, **options["fedkt"], **common)
     if algorithm in ("fedkt-paper", "pate"):
@@ -89,8 +91,11 @@ def _make(algorithm, estimator, options, seed, n_jobs):
     return OneShotEnsembleClassifier(estimator, selection="all", **common)
 
 
-def run_trial(data, algorithm, estimator, options, seed, n_jobs):
-    """Fit one algorithm on one federated split; return (accuracy, seconds, bytes, eps)."""
+def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0):
+    """Fit one algorithm on one federated split; return (accuracy, seconds, bytes, eps).
+
+    `verbose` is passed to the federated estimators, which then print their stages.
+    """
     start = time.perf_counter()
     if algorithm == "solo":
         scores = solo_scores(estimator, data.X_train, data.y_train, data.groups, data.X_test,
@@ -100,7 +105,7 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs):
         model = seeded_clone(estimator, seed).fit(data.X_train, data.y_train)
         seconds = time.perf_counter() - start
         return model.score(data.X_test, data.y_test), seconds, np.nan, np.nan
-    model = _make(algorithm, estimator, options, seed, n_jobs)
+    model = _make(algorithm, estimator, options, seed, n_jobs, verbose)
     groups = None if algorithm == "pate" else data.groups
     model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
     seconds = time.perf_counter() - start
@@ -111,6 +116,19 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs):
             epsilon if np.isfinite(epsilon) else np.nan)
 
 
+class _StagesOnBar(io.TextIOBase):
+    """Stdout that shows each line an estimator prints as the progress bar's postfix."""
+
+    def __init__(self, progress):
+        self.progress = progress
+
+    def write(self, text):
+        stage = text.strip()
+        if stage and hasattr(self.progress, "set_postfix_str"):
+            self.progress.set_postfix_str(stage.split("] ", 1)[-1][:60])
+        return len(text)
+
+
 def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
                    algorithm_options, n_jobs=None, make_progress=None):
     """Run every algorithm on `n_trials` random federated splits of `dataset`.
@@ -119,7 +137,8 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
     every algorithm sees the same parties in a trial. ``make_progress(total)``, called
     once the first split has loaded, returns an object whose ``set_description`` is
     called with the algorithm and trial about to be fit, and ``update(1)`` after every
-    fit (a tqdm bar does both).
+    fit (a tqdm bar does both); the fits' stages go to its ``set_postfix_str`` when it
+    has one.
 
     Returns
     -------
@@ -134,11 +153,15 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
         for algorithm in algorithms:
             if progress is not None:
                 progress.set_description(f"trial {trial + 1}/{n_trials}: {algorithm}")
-            # counted in the table rather than printed into the progress bar
-            with warnings.catch_warnings(record=True) as caught:
+            # warnings are counted in the table, and the fit's stages (teachers,
+            # students, server; FedCT's rounds) shown on the bar, rather than printed
+            with warnings.catch_warnings(record=True) as caught, redirect_stdout(
+                _StagesOnBar(progress)
+            ):
                 warnings.simplefilter("always", LabelCollapseWarning)
                 accuracy, seconds, upload, epsilon = run_trial(
-                    data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial, n_jobs
+                    data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial,
+                    n_jobs, verbose=int(progress is not None),
                 )
             collapse = [w for w in caught if issubclass(w.category, LabelCollapseWarning)]
             for other in caught:

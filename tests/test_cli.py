@@ -193,3 +193,33 @@ def test_verbose_fits_say_their_stages(capsys):
     assert "[FedKTClassifier] server: prior-corrected vote of 8 students" in out
     assert "[FedCTClassifier] round 1: " in out and "consensus labels changed" in out
     assert "[OneShotEnsembleClassifier] 4 parties trained a local model" in out
+
+
+def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
+    from skfedkt._runner import run_experiment
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def set_description(self, text):
+            self.calls.append(("description", text))
+
+        def set_postfix_str(self, text):
+            self.calls.append(("stage", text))
+
+        def update(self, n):
+            self.calls.append(("update", n))
+
+    recorder = Recorder()
+    run_experiment(
+        dataset="iris", estimator="dt", algorithms=["fedkt", "fedct"], n_trials=1,
+        dataset_options=dict(n_parties=3), algorithm_options={
+            "fedkt": {}, "fedct": dict(n_rounds=2), "oneshot": {}},
+        make_progress=lambda total: recorder,
+    )
+    assert ("description", "trial 1/1: fedkt") in recorder.calls
+    stages = [text for kind, text in recorder.calls if kind == "stage"]
+    assert any(text.startswith("party tier: 6 teachers") for text in stages)
+    assert any(text.startswith("round 1:") for text in stages)
+    assert capsys.readouterr().out == ""  # the stages went to the bar, not to stdout
