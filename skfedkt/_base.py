@@ -14,11 +14,17 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 
-# classes below this share of the training rows are not missed when a model drops them
+# classes below this share of the rows behind a model are not missed when it drops them
 _MIN_CLASS_SHARE = 0.05
 # a public set with a quarter of its feature means further than this many training
 # standard deviations from the training means is almost surely in another feature space
 _SHIFT_WARNING_STDS = 5.0
+# what to do when a vote of skewed parties predicts a single class
+_SKEWED_PARTIES_REMEDY = (
+    "under strong label skew the parties' models may all favour it. Inspect the "
+    "parties' class mixes, or use more public data or a model that predicts "
+    "probabilities."
+)
 
 
 class LabelCollapseWarning(UserWarning):
@@ -26,7 +32,9 @@ class LabelCollapseWarning(UserWarning):
 
     Raised by `FedKTClassifier.fit` when a student's labels, or the server's labels for
     the final model, hold a single class or under-represent a class badly compared with
-    the rows behind them (the class shares of every tier are in ``class_shares_``).
+    the rows behind them (the class shares of every tier are in ``class_shares_``), or
+    when its final model predicts one class; by `FedCTClassifier.fit` and
+    `OneShotEnsembleClassifier.fit` when their vote predicts one class on the public set.
     """
 
 
@@ -267,16 +275,15 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             X_public = _keep_frame(X_unlabeled, public_valid)
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
 
-    def _warn_if_single_class(self, predicted, what, y):
-        """Warn when `predicted` (class codes) holds one class while `y` holds several."""
-        training_classes = np.flatnonzero(np.bincount(y) >= _MIN_CLASS_SHARE * len(y))
-        if np.unique(predicted).size == 1 and training_classes.size > 1:
+    def _warn_if_single_class(self, predicted, what, reference, reference_name, remedy):
+        """Warn when `predicted` (class codes) holds one class while the class codes
+        `reference` hold several of at least `_MIN_CLASS_SHARE` each."""
+        held = np.flatnonzero(np.bincount(reference) >= _MIN_CLASS_SHARE * len(reference))
+        if np.unique(predicted).size == 1 and held.size > 1:
             warnings.warn(
                 f"{what} a single class, {self.classes_.tolist()[predicted[0]]!r}, although "
-                f"the training rows hold {training_classes.size} classes of at least "
-                f"{_MIN_CLASS_SHARE:.0%} each: under strong label skew the parties' models "
-                "may all favour it. Inspect the parties' class mixes, or use more public "
-                "data or a model that predicts probabilities.",
+                f"{reference_name} hold {held.size} classes of at least "
+                f"{_MIN_CLASS_SHARE:.0%} each: {remedy}",
                 LabelCollapseWarning,
             )
 

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import BaseFederatedClassifier, stack_rows
+from ._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, stack_rows
 from ._fitting import Task, draw_seeds, ensemble_proba, fit_clones
 from ._voting import count_votes, plurality_vote
 from .privacy import (
@@ -333,7 +333,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         self.consensus_labels_ = self.classes_[consensus[self.consensus_mask_]]
         self._warn_if_single_class(
             ensemble_proba(self._models, data.X_public, n_classes, self.voting).argmax(axis=1),
-            "The parties' vote predicts on the public set", data.y,
+            "The parties' vote predicts on the public set", data.y, "the training rows",
+            _SKEWED_PARTIES_REMEDY,
         )
         self.privacy_report_ = self._privacy_report(n_public)
         self.epsilon_ = np.inf if self.privacy_report_ is None else self.privacy_report_.epsilon

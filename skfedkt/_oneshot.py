@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import BaseFederatedClassifier, pickled_bytes
+from ._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, pickled_bytes
 from ._fitting import (
     GlobalLabelClassifier,
     Task,
@@ -265,8 +265,10 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         if self.student_estimator is not None:
             self._distil(data, rng)
         if X_unlabeled is not None:
-            self._warn_if_single_class(self._predict_codes(data.X_public),
-                                       "The model predicts on the public set", data.y)
+            self._warn_if_single_class(
+                self._predict_codes(data.X_public), "The model predicts on the public set",
+                data.y, "the training rows", _SKEWED_PARTIES_REMEDY,
+            )
         return self
 
     def _validation_split(self, rows, rng):

@@ -254,7 +254,8 @@ def test_final_model_that_cannot_split_warns(two_class_data):
                           final_estimator=DecisionTreeClassifier(min_samples_leaf=1000),
                           random_state=0)
     with pytest.warns(LabelCollapseWarning, match="final model DecisionTreeClassifier "
-                                                  "predicts the single class"):
+                                                  "predicts on the 80 public rows it "
+                                                  "learned a single class.*min_samples"):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
 
 
