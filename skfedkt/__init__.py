@@ -9,6 +9,7 @@ from ._base import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
 from ._oneshot import OneShotEnsembleClassifier
+from ._upload import PartyUpload, UploadError, read_upload
 
 __version__ = "0.1.0"
 
@@ -17,9 +18,12 @@ __all__ = [
     "FedKTClassifier",
     "LabelCollapseWarning",
     "OneShotEnsembleClassifier",
+    "PartyUpload",
     "PublicSet",
+    "UploadError",
     "baselines",
     "datasets",
     "privacy",
+    "read_upload",
     "__version__",
 ]

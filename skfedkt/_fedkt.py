@@ -1,12 +1,14 @@
 """FedKT: one-shot federated learning by two-tier knowledge transfer (Li, He and Song)."""
 
 import warnings
+from contextlib import contextmanager
+from itertools import islice
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
@@ -18,17 +20,28 @@ from ._base import (
     pickled_bytes,
     stack_rows,
 )
+from ._federation import (
+    PartyData,
+    collect_uploads,
+    derived_random_state,
+    party_random_state,
+    root_seed,
+    server_expectations,
+)
 from ._fitting import (
+    ClassCodeModel,
     Task,
     code_dtype,
     draw_seeds,
     fit_clones,
     group_votes,
     iter_clone_fits,
+    predict_votes,
     sample_weight_param,
     soft_label_rows,
 )
 from ._voting import class_shares, count_votes, plurality_vote, prior_corrected_proba
+from ._upload import PartyUpload
 from .privacy import (
     DEFAULT_ORDERS,
     PrivacyReport,
@@ -48,6 +61,114 @@ def _with_party_rows(task, n_public, party_rows, y):
         weights = np.concatenate([weights, np.ones(len(party_rows))])
     return Task(task.estimator, np.concatenate([task.y, y[party_rows]]),
                 np.concatenate([public_rows, n_public + party_rows]), weights)
+
+
+class _FedKTParty:
+    """FedKT's party step (Algorithm 1, lines 2-13): teachers, their votes, students.
+
+    Holds one party's draws and what it learns on the way. `FedKTClassifier.fit_party`
+    runs it alone on the party's machine; `FedKTClassifier.fit` runs every party's, their
+    teachers in one flat parallel batch and then their students.
+
+    Parameters
+    ----------
+    config : FedKTClassifier
+        The parameters.
+    party : str or int
+        The party's name.
+    rows : ndarray of int
+        The party's rows in the matrix its tasks index (all rows of its own data on its
+        machine, its slice of the pooled data in ``fit``).
+    y : ndarray of int
+        Class codes of every row of that matrix.
+    random_state : RandomState
+        The party's own stream: partitions, clone seeds, L2 noise and tie breaks.
+    """
+
+    def __init__(self, config, party, rows, y, random_state):
+        self.config, self.party, self.rows, self.y = config, party, rows, y
+        self.noise_rng, self.tie_rng = (
+            np.random.RandomState(seed) for seed in draw_seeds(random_state, 2)
+        )
+        self.teacher_rows = [
+            subset
+            for _ in range(config.n_partitions)
+            for subset in np.array_split(random_state.permutation(rows), config._n_subsets())
+        ]
+        self.teacher_seeds = draw_seeds(random_state, len(self.teacher_rows))
+        self.student_seeds = draw_seeds(random_state, config.n_partitions)
+
+    def teacher_tasks(self):
+        """Lines 2-8: one teacher per subset of every partition."""
+        return [Task(self.config._teacher_template(), self.y[rows], rows)
+                for rows in self.teacher_rows]
+
+    def student_tasks(self, partition_votes, queries, n_public, n_classes):
+        """Lines 9-12: every partition's (noisy, at L2) vote labels the queries for its
+        student; with ``student_data="party+public"`` the party's rows are added (they
+        index the public rows stacked above the party's matrix).
+
+        Also keeps what the upload reports: the students' class shares and, at L2, the
+        log moments of the party's noisy histograms.
+        """
+        config = self.config
+        soft_labels = config.soft_labels
+        self.n_queries = len(queries)
+        self.log_moments = np.zeros(len(DEFAULT_ORDERS))
+
+        def account(histograms):
+            for votes in histograms:
+                if config.privacy_level == "L2" and not soft_labels:
+                    # each partition is a PATE over the party's rows (sensitivity 2)
+                    self.log_moments += pate_log_moments(
+                        votes, gamma=config.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
+                    )
+                yield votes
+
+        targets = [
+            target.astype(np.float32 if soft_labels else code_dtype(n_classes))
+            for target in config._vote_targets(
+                account(partition_votes), "L2", soft_labels, self.noise_rng, self.tie_rng
+            )
+        ]
+        self.student_shares = [
+            class_shares(t if t.ndim == 2 else np.bincount(t[t >= 0], minlength=n_classes)[None])
+            for t in targets
+        ]
+        self.class_counts = np.bincount(self.y[self.rows], minlength=n_classes)
+        tasks = [config._target_task(config._student_template(), t, queries) for t in targets]
+        if config._student_data() == "party+public":
+            tasks = [_with_party_rows(task, n_public, self.rows, self.y) for task in tasks]
+        return tasks
+
+    def upload(self, student_models, manifest):
+        """Line 13: what the party sends, its students, and the facts the server needs:
+        its class counts (not at L2, where they are not protected), its students' class
+        shares and, at L2, its privacy guarantee."""
+        private = self.config.privacy_level == "L2"
+        return PartyUpload(
+            manifest=dict(
+                manifest,
+                class_counts=None if private else self.class_counts.tolist(),
+                student_class_shares=np.asarray(self.student_shares).tolist(),
+                n_queries=self.n_queries,
+                privacy=self.config._party_privacy(self.log_moments, self.n_queries)
+                if private else None,
+            ),
+            payload={
+                "students": [model.estimator for model in student_models],
+                "codes": [model.codes for model in student_models],
+            },
+        )
+
+
+@contextmanager
+def _largest_order_noted():
+    """Collects the accountant's 'largest moment order' warnings: the privacy statement
+    says it once instead of a warning at every fit."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", message=".*largest moment order")
+        yield caught
 
 
 def _lost_classes(learned, reference, ratio=0.5):
@@ -360,6 +481,11 @@ class FedKTClassifier(BaseFederatedClassifier):
     def fit(self, X, y, groups=None, X_unlabeled=None):
         """Run FedKT: teachers and students in every party, then the server's model.
 
+        The party step (`fit_party`) of every party and the server step (`fit_server`)
+        in one process, with the teachers of all parties in one flat parallel batch,
+        then all students: the model is the one the deployed steps give for the same
+        `random_state`.
+
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
@@ -381,86 +507,209 @@ class FedKTClassifier(BaseFederatedClassifier):
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
         self._check_party_sizes(data.party_rows)  # before any fit
         self._check_options()
-        soft_labels, soft_votes = self.soft_labels, self.voting == "soft"
-        with_party_rows = self._student_data() == "party+public"
-        n_subsets = self._n_subsets()
         n_classes = len(self.classes_)
-        n_parties = len(self.parties_)
-        n_public = _num_samples(data.X_public)
-        rng = check_random_state(self.random_state)
-        # own streams, so noise, queries and tie breaks leave every other draw unchanged
-        noise_rng, query_rng, tie_rng = (
-            np.random.RandomState(seed) for seed in draw_seeds(rng, 3)
-        )
-        queries = self._draw_queries(n_public, query_rng)
-        # the noisy tier labels only the queries (the server at L0/L1, the parties at L2)
-        every_public = np.arange(n_public)
-        party_queries, server_queries = (
-            (queries, every_public) if self.privacy_level == "L2" else (every_public, queries)
-        )
-        fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs,
-                           verbose=max(self.verbose - 1, 0))
-
-        # Party side, lines 2-10: the teachers of every partition of every party vote.
-        teacher_rows = [
-            subset
-            for rows in data.party_rows
-            for _ in range(self.n_partitions)
-            for subset in np.array_split(rng.permutation(rows), n_subsets)
+        root = root_seed(self.random_state)
+        party_queries, server_queries = self._tier_queries(_num_samples(data.X_public), root)
+        steps = [
+            _FedKTParty(self, party, rows, data.y, derived_random_state(root, "party", party))
+            for party, rows in zip(self.parties_.tolist(), data.party_rows)
         ]
         self._say(
-            f"party tier: {len(teacher_rows)} teachers ({n_parties} parties x "
-            f"{self.n_partitions} partitions x {n_subsets} subsets) vote on "
-            f"{len(party_queries)} public rows, {'soft' if soft_votes else 'hard'} votes"
+            f"party tier: {sum(len(s.teacher_rows) for s in steps)} teachers "
+            f"({len(steps)} parties x {self.n_partitions} partitions x {self._n_subsets()} "
+            f"subsets) vote on {len(party_queries)} public rows, {self.voting} votes"
         )
+        student_models, student_votes = self._party_tier(
+            steps, data.X, data.X_public, party_queries, n_classes
+        )
+        uploads = [
+            step.upload(models, dict(party=step.party, n_rows=len(step.rows)))
+            for step, models in zip(steps, student_models)
+        ]
+        # the students are all that a party sends
+        self.upload_bytes_ = np.array(
+            [pickled_bytes(upload.payload["students"]) for upload in uploads]
+        )
+        self._server_step(uploads, student_votes, data.X_public, server_queries, root)
+        if self.privacy_level == "L2":
+            # parties do not send their class counts at L2; the simulation knows them
+            counts = np.array([np.bincount(data.y[rows], minlength=n_classes)
+                               for rows in data.party_rows])
+            self.class_shares_.update(
+                training=class_shares(counts.sum(axis=0)[None]),
+                parties=counts / counts.sum(axis=1, keepdims=True),
+            )
+        self._warn_after_fit(data.X_public)
+        return self
+
+    def fit_party(self, X, y, *, party, classes, X_unlabeled, party_seed=None):
+        """FedKT's party step, on one party's machine: teachers, votes, students.
+
+        Runs lines 2-13 of Algorithm 1 on the party's own rows and returns what the
+        party sends: its students and a manifest. This estimator is not modified.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The party's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all among `classes`.
+        party : str or int
+            The party's name, as the server will know it.
+        classes : array-like of shape (n_classes,)
+            The class labels every party and the server agreed on.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        party_seed : int, default=None
+            Seed of this party's own draws (partitions, clone seeds, L2 noise, ties).
+            ``None`` derives them from `random_state` and `party`, as `fit` does. At
+            ``privacy_level="L2"`` a server that knows `random_state` could then
+            recompute the party's noise: pass a secret seed there.
+
+        Returns
+        -------
+        upload : skfedkt.PartyUpload
+            Save it with ``upload.save(path)`` and send the file to the server.
+        """
+        self._validate_params()
+        self._check_options()
+        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        rows = np.arange(len(data.y))
+        self._check_party_sizes([rows], [data.party])
+        if self.privacy_level == "L2" and party_seed is None:
+            warnings.warn(
+                "At privacy_level='L2' the party's noise comes from party_seed; without "
+                "one it derives from random_state and the party's name, which a server "
+                "knowing random_state can recompute. Pass a secret party_seed.",
+                UserWarning,
+            )
+        root = root_seed(self.random_state)
+        party_queries, _ = self._tier_queries(_num_samples(data.X_public), root)
+        step = _FedKTParty(self, data.party, rows, data.y,
+                           party_random_state(self.random_state, data.party, party_seed))
+        (models,), _ = self._party_tier(
+            [step], data.X, data.X_public, party_queries, len(data.classes)
+        )
+        return step.upload(models, data.manifest(self))
+
+    def fit_server(self, uploads, X_unlabeled, *, classes=None, trusted=(),
+                   min_parties=None):
+        """FedKT's server step: the parties' students vote, the final model learns.
+
+        Checks every upload (algorithm parameters, classes, features, public-set
+        fingerprint, the types it holds) before loading it, then runs lines 14-22 of
+        Algorithm 1. With the uploads of `fit_party` and the same `random_state`, the
+        fitted estimator equals the one `fit` gives on the parties' pooled rows.
+
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' upload files.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        classes : array-like, default=None
+            The agreed classes; ``None`` takes them from the first upload, which every
+            other upload must then match.
+        trusted : sequence of str, default=()
+            Type names to load beyond scikit-learn's and XGBoost's (see
+            `skfedkt.read_upload`).
+        min_parties : int, default=None
+            If given, uploads that fail a check are left out (with a warning, and in
+            ``left_out_parties_``) as long as this many parties remain; if None, any
+            failure raises.
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        self._validate_params()
+        self._check_options()
+        uploads, self.left_out_parties_ = collect_uploads(
+            uploads, server_expectations(self, X_unlabeled, classes), trusted=trusted,
+            min_parties=min_parties,
+        )
+        self.classes_ = np.array(uploads[0].manifest["classes"])
+        self.parties_ = np.array([upload.party for upload in uploads])
+        self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
+        n_classes = len(self.classes_)
+        models = [ClassCodeModel(student, codes) for upload in uploads
+                  for student, codes in zip(upload.payload["students"], upload.payload["codes"])]
+        self._say(f"server: {len(uploads)} parties sent {len(models)} students")
+        student_votes = predict_votes(models, X_unlabeled, n_classes=n_classes,
+                                      soft_votes=self.voting == "soft", n_jobs=self.n_jobs)
+        root = root_seed(self.random_state)
+        _, server_queries = self._tier_queries(_num_samples(X_unlabeled), root)
+        self._server_step(uploads, student_votes, X_unlabeled, server_queries, root)
+        self._warn_after_fit(X_unlabeled)
+        return self
+
+    def _tier_queries(self, n_public, root):
+        """The public rows each tier labels: (party tier's, server tier's).
+
+        The noisy tier labels only the queries: the server at L0/L1, the parties at L2.
+        """
+        queries = self._draw_queries(n_public, derived_random_state(root, "public"))
+        every_public = np.arange(n_public)
+        if self.privacy_level == "L2":
+            return queries, every_public
+        return every_public, queries
+
+    def _party_tier(self, steps, X, X_public, party_queries, n_classes):
+        """Lines 2-12 for the parties of `steps`: all their teachers in one flat parallel
+        batch, then all their students. Returns each party's fitted students (ClassCodeModel)
+        and their votes on the public set, stacked (n_parties * n_partitions, n_public, ...).
+        """
+        fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs,
+                           verbose=max(self.verbose - 1, 0))
+        n_public = _num_samples(X_public)
         teacher_fits = iter_clone_fits(
-            [Task(self._teacher_template(), data.y[rows], rows) for rows in teacher_rows],
-            data.X,
-            seeds=draw_seeds(rng, len(teacher_rows)),
-            X_predict=(data.X_public if len(party_queries) == n_public
-                       else _safe_indexing(data.X_public, party_queries)),
-            soft_votes=soft_votes,
+            [task for step in steps for task in step.teacher_tasks()],
+            X,
+            seeds=np.concatenate([step.teacher_seeds for step in steps]),
+            X_predict=(X_public if len(party_queries) == n_public
+                       else _safe_indexing(X_public, party_queries)),
+            soft_votes=self.voting == "soft",
             keep_models=False,
             **fit_options,
         )
-        # Lines 11-12: a student per partition learns the teachers' (noisy) vote.
-        student_targets, party_moments = self._student_targets(
-            group_votes(teacher_fits, n_subsets, n_classes), soft_labels, noise_rng,
-            tie_rng,
-        )
+        histograms = group_votes(teacher_fits, self._n_subsets(), n_classes)
         student_tasks = [
-            self._target_task(self._student_template(), targets, party_queries)
-            for targets in student_targets
+            task
+            for step in steps
+            for task in step.student_tasks(
+                islice(histograms, self.n_partitions), party_queries, n_public, n_classes
+            )
         ]
-        X_students = data.X_public
-        if with_party_rows:
-            # the party's own labelled rows too: students then know what their party knows
-            X_students = stack_rows(data.X_public, data.X)
-            student_tasks = [
-                _with_party_rows(task, n_public, data.party_rows[i // self.n_partitions],
-                                 data.y)
-                for i, task in enumerate(student_tasks)
-            ]
+        with_party_rows = self._student_data() == "party+public"
         self._say(f"party tier: {len(student_tasks)} students learn "
                   f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
-        student_models, student_votes, _ = fit_clones(
+        models, votes, _ = fit_clones(
             student_tasks,
-            X_students,
-            seeds=draw_seeds(rng, len(student_targets)),
-            X_predict=data.X_public,
-            soft_votes=soft_votes,
+            stack_rows(X_public, X) if with_party_rows else X_public,
+            seeds=np.concatenate([step.student_seeds for step in steps]),
+            X_predict=X_public,
+            soft_votes=self.voting == "soft",
             **fit_options,
         )
-        self.students_ = [
-            [model.estimator for model in student_models[start : start + self.n_partitions]]
-            for start in range(0, len(student_models), self.n_partitions)
-        ]
-        # line 13: the students are all that a party sends
-        self.upload_bytes_ = np.array([pickled_bytes(students) for students in self.students_])
+        s = self.n_partitions
+        return [models[start : start + s] for start in range(0, len(models), s)], votes
 
-        # Server side, lines 14-22: the students vote, the final model learns.
-        party_counts = np.array(
-            [np.bincount(data.y[rows], minlength=n_classes) for rows in data.party_rows]
+    def _server_step(self, uploads, student_votes, X_public, server_queries, root):
+        """Lines 14-22: the server's (noisy) vote of the students, and the final model.
+
+        `uploads` hold each party's students and manifest, `student_votes` the students'
+        votes on the public set (stacked as `_party_tier` returns them).
+        """
+        n_parties, n_classes = len(uploads), len(self.classes_)
+        n_public = _num_samples(X_public)
+        soft_labels, soft_votes = self.soft_labels, self.voting == "soft"
+        self.students_ = [list(upload.payload["students"]) for upload in uploads]
+        counts = [upload.manifest.get("class_counts") for upload in uploads]
+        party_counts = None if None in counts else np.array(counts, dtype=np.int64)
+        noise_rng, tie_rng = (
+            np.random.RandomState(seed)
+            for seed in draw_seeds(derived_random_state(root, "server"), 2)
         )
         self.vote_counts_ = self._server_votes(
             student_votes.reshape(n_parties, self.n_partitions, *student_votes.shape[1:]),
@@ -471,32 +720,52 @@ class FedKTClassifier(BaseFederatedClassifier):
         )
         final_task = self._target_task(self._final_template(), final_targets, server_queries)
         self._say(f"server: {self._pooling() if soft_votes else 'hard'} vote of "
-                  f"{len(student_tasks)} students; the final model learns "
+                  f"{n_parties * self.n_partitions} students; the final model learns "
                   f"{len(np.unique(final_task.y))} classes on the public rows")
         (self._final_model,), _, _ = fit_clones(
-            [final_task], data.X_public, seeds=draw_seeds(rng, 1), **fit_options
+            [final_task], X_public, n_classes=n_classes,
+            seeds=draw_seeds(derived_random_state(root, "final"), 1),
         )
         self.final_estimator_ = self._final_model.estimator
-        final_rows = every_public if final_task.rows is None else final_task.rows
+        final_rows = np.arange(n_public) if final_task.rows is None else final_task.rows
         learned = np.zeros((n_public, n_classes))
         np.add.at(learned, (final_rows, final_task.y),
                   1.0 if final_task.sample_weight is None else final_task.sample_weight)
         self.public_mask_ = learned.any(axis=1)
         self.public_labels_ = self.classes_[learned[self.public_mask_].argmax(axis=1)]
-        self.class_shares_ = self._class_shares(data, party_counts, student_targets, learned)
+        unknown = np.full(n_classes, np.nan)
+        self.class_shares_ = {
+            "training": unknown if party_counts is None else class_shares(
+                party_counts.sum(axis=0)[None]
+            ),
+            "parties": np.tile(unknown, (n_parties, 1)) if party_counts is None else (
+                party_counts / party_counts.sum(axis=1, keepdims=True)
+            ),
+            "students": np.array(
+                [upload.manifest["student_class_shares"] for upload in uploads]
+            ),
+            "final": class_shares(learned),
+        }
+        self.privacy_report_ = self._privacy_report(
+            [upload.manifest.get("privacy") for upload in uploads], server_queries,
+            uploads[0].manifest["n_queries"] if self.privacy_level == "L2"
+            else len(server_queries),
+        )
+        self.epsilon_ = self.privacy_report_.epsilon
+
+    def _warn_after_fit(self, X_public):
+        """Collapse warnings from the class shares, and a single-class final model."""
         self._warn_on_collapse()
         learned_rows = np.flatnonzero(self.public_mask_)
         self._warn_if_single_class(
-            self._final_model.predict(_safe_indexing(data.X_public, learned_rows)),
+            self._final_model.predict(_safe_indexing(X_public, learned_rows)),
             f"The final model {type(self._final_template()).__name__} predicts on the "
-            f"{len(learned_rows)} public rows it learned", learned[learned_rows].argmax(axis=1),
-            "their labels", "it cannot learn from so few rows with its parameters (for "
+            f"{len(learned_rows)} public rows it learned",
+            np.searchsorted(self.classes_, self.public_labels_), "their labels",
+            "it cannot learn from so few rows with its parameters (for "
             "example HistGradientBoostingClassifier's min_samples_leaf=20). Pass a "
             "final_estimator that suits the public set's size, or more public data.",
         )
-        self.privacy_report_ = self._privacy_report(party_moments, queries, soft_labels)
-        self.epsilon_ = self.privacy_report_.epsilon
-        return self
 
     def _paper_tier_defaults(self):
         """Whether "auto" means the paper's choice: hard voting (the paper's algorithm),
@@ -584,50 +853,6 @@ class FedKTClassifier(BaseFederatedClassifier):
             rows = rows[labelled]
         return Task(estimator, targets[labelled].astype(np.int64), rows)
 
-    def _student_targets(self, partition_votes, soft_labels, noise_rng, tie_rng):
-        """Vote-1 of every partition, one partition at a time to bound memory.
-
-        Returns each student's targets and, at L2, the log moments of each party's noisy
-        histograms for the accountant.
-        """
-        moments = np.zeros((len(self.parties_), len(DEFAULT_ORDERS)))
-
-        def account(partition_votes):
-            for partition, votes in enumerate(partition_votes):
-                if self.privacy_level == "L2" and not soft_labels:
-                    # each partition is a PATE over its party's rows (sensitivity 2)
-                    moments[partition // self.n_partitions] += pate_log_moments(
-                        votes, gamma=self.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
-                    )
-                yield votes
-
-        targets = [
-            target.astype(np.float32) if soft_labels else target.astype(
-                code_dtype(len(self.classes_))
-            )
-            for target in self._vote_targets(
-                account(partition_votes), "L2", soft_labels, noise_rng, tie_rng
-            )
-        ]
-        return targets, moments
-
-    def _class_shares(self, data, party_counts, student_targets, learned):
-        n_classes = len(self.classes_)
-
-        def shares_of(targets):
-            if targets.ndim == 2:
-                return class_shares(targets)
-            return class_shares(np.bincount(targets[targets >= 0], minlength=n_classes)[None])
-
-        return {
-            "training": class_shares(np.bincount(data.y, minlength=n_classes)[None]),
-            "parties": party_counts / party_counts.sum(axis=1, keepdims=True),
-            "students": np.array([shares_of(t) for t in student_targets]).reshape(
-                len(self.parties_), self.n_partitions, n_classes
-            ),
-            "final": class_shares(learned),
-        }
-
     def _warn_on_collapse(self):
         """One warning per tier whose labels lost classes that its training rows hold."""
         shares, names = self.class_shares_, self.classes_.tolist()
@@ -692,14 +917,14 @@ class FedKTClassifier(BaseFederatedClassifier):
             return votes
         return votes + rng.laplace(scale=1 / self.gamma, size=votes.shape)
 
-    def _privacy_report(self, party_moments, queries, soft_labels):
+    def _privacy_report(self, party_privacy, server_queries, n_queries):
         """Account the noisy tier (FedKT's Section 4 and Appendix A).
 
         Every vote, a class code or a probability vector, has L1 mass one, so one model
         moves a histogram by at most 2 either way. With soft labels the whole noisy
         histogram is released, not its argmax: only the data-independent bounds hold.
         """
-        level, n_queries = self.privacy_level, len(queries)
+        level, soft_labels = self.privacy_level, self.soft_labels
         if level == "L0":
             return PrivacyReport(
                 level="L0", unit=None, gamma=None, delta=None, sensitivity=None,
@@ -707,12 +932,9 @@ class FedKTClassifier(BaseFederatedClassifier):
                 data_independent_epsilon=np.inf, epsilon=np.inf,
                 statement="FedKT-L0 adds no noise: no differential privacy (epsilon = inf).",
             )
-        # said once in the statement rather than warned at every fit
-        with warnings.catch_warnings(record=True) as largest_order:
-            warnings.filterwarnings("always", message=".*largest moment order")
-            data_dependent, data_independent, party_epsilons, sensitivity = self._account(
-                party_moments, queries, soft_labels
-            )
+        data_dependent, data_independent, party_epsilons, sensitivity, largest_order = (
+            self._account(party_privacy, server_queries, n_queries)
+        )
         if soft_labels:
             epsilon = data_independent
         elif level == "L1":
@@ -753,42 +975,56 @@ class FedKTClassifier(BaseFederatedClassifier):
             statement=statement,
         )
 
-    def _account(self, party_moments, queries, soft_labels):
-        """(data-dependent, data-independent, per-party epsilons, sensitivity)."""
-        accountant = dict(gamma=self.gamma, delta=self.delta, orders=DEFAULT_ORDERS)
-        s, n_queries = self.n_partitions, len(queries)
+    def _party_privacy(self, log_moments, n_queries):
+        """A party's L2 guarantee, from the log moments of its noisy histograms.
+
+        An example sits in one teacher of every partition: the party's partitions
+        compose (their moments are summed), and sensitivity is 2. With soft labels the
+        whole histogram is released: only the data-independent bound holds.
+        """
+        with _largest_order_noted() as largest_order:
+            data_independent = data_independent_epsilon(
+                self.n_partitions * n_queries, sensitivity=2.0, gamma=self.gamma,
+                delta=self.delta, orders=DEFAULT_ORDERS,
+            )
+            data_dependent = np.nan if self.soft_labels else epsilon_from_log_moments(
+                log_moments, delta=self.delta, orders=DEFAULT_ORDERS
+            )
+        return dict(
+            data_dependent_epsilon=float(data_dependent),
+            data_independent_epsilon=float(data_independent),
+            epsilon=float(data_independent if self.soft_labels
+                          else min(data_dependent, data_independent)),
+            largest_order=bool(largest_order),
+        )
+
+    def _account(self, party_privacy, server_queries, n_queries):
+        """(data-dependent, data-independent, per-party epsilons, sensitivity, whether the
+        moments bound still decreased at the largest order)."""
         if self.privacy_level == "L1":
             # one party moves all s of its students: a count moves by s (Theorem 1)
-            sensitivity = 2.0 * s
-            data_dependent = np.nan if soft_labels else pate_epsilon(
-                self.vote_counts_[queries], sensitivity=sensitivity, **accountant
-            )
-            data_independent = data_independent_epsilon(
-                n_queries, sensitivity=sensitivity, **accountant
-            )
-            return data_dependent, data_independent, None, sensitivity
-        # an example sits in one teacher of every partition: a party's partitions compose
-        # (their moments were summed per party)
-        sensitivity = 2.0
-        data_independent = data_independent_epsilon(
-            s * n_queries, sensitivity=sensitivity, **accountant
-        )
-        if soft_labels:
-            return np.nan, data_independent, dict.fromkeys(
-                self.parties_.tolist(), data_independent
-            ), sensitivity
-        party_data_dependent = [
-            epsilon_from_log_moments(moments, delta=self.delta, orders=DEFAULT_ORDERS)
-            for moments in party_moments
-        ]
+            sensitivity = 2.0 * self.n_partitions
+            accountant = dict(gamma=self.gamma, delta=self.delta, orders=DEFAULT_ORDERS)
+            with _largest_order_noted() as largest_order:
+                data_dependent = np.nan if self.soft_labels else pate_epsilon(
+                    self.vote_counts_[server_queries], sensitivity=sensitivity, **accountant
+                )
+                data_independent = data_independent_epsilon(
+                    n_queries, sensitivity=sensitivity, **accountant
+                )
+            return data_dependent, data_independent, None, sensitivity, bool(largest_order)
         party_epsilons = {
-            party: min(eps, data_independent)
-            for party, eps in zip(self.parties_.tolist(), party_data_dependent)
+            party: report["epsilon"]
+            for party, report in zip(self.parties_.tolist(), party_privacy)
         }
-        return max(party_data_dependent), data_independent, party_epsilons, sensitivity
+        data_dependent = max(report["data_dependent_epsilon"] for report in party_privacy)
+        data_independent = party_privacy[0]["data_independent_epsilon"]
+        largest_order = any(report["largest_order"] for report in party_privacy)
+        return data_dependent, data_independent, party_epsilons, 2.0, largest_order
 
-    def _check_party_sizes(self, party_rows):
-        for party, rows in zip(self.parties_.tolist(), party_rows):
+    def _check_party_sizes(self, party_rows, parties=None):
+        parties = self.parties_.tolist() if parties is None else parties
+        for party, rows in zip(parties, party_rows):
             if len(rows) < self._n_subsets():
                 raise ValueError(
                     f"Party {party!r} has {len(rows)} sample(s), fewer than "

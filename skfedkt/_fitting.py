@@ -256,20 +256,31 @@ def seeded_clone(estimator, seed, single_threaded=False):
     return estimator
 
 
+def clone_votes(model, X, n_classes, soft_votes):
+    """A fitted clone's votes on `X`: class probabilities (float32, shape (n_samples,
+    n_classes)) with `soft_votes`, else class codes (the smallest integer type)."""
+    if soft_votes:
+        # float32: one row of probabilities per public example and clone adds up
+        return model.votes(X, n_classes, soft=True).astype(np.float32)
+    return model.predict(X).astype(code_dtype(n_classes))
+
+
+def predict_votes(models, X, *, n_classes, soft_votes, n_jobs=None):
+    """`clone_votes` of every fitted clone, in one flat parallel batch, stacked."""
+    return np.stack(Parallel(n_jobs=n_jobs)(
+        delayed(clone_votes)(model, X, n_classes, soft_votes) for model in models
+    ))
+
+
 def _fit_clone(task, X, n_classes, seed, single_threaded, X_predict, soft_votes,
                keep_model, score_training):
     estimator = seeded_clone(task.estimator, seed, single_threaded)
     if task.rows is not None:
         X = _safe_indexing(X, task.rows)
     model = ClassCodeModel.fit(estimator, X, task.y, n_classes, task.sample_weight)
-    if X_predict is None:
-        predictions = None
-    elif soft_votes:
-        # float32: one row of probabilities per public example and clone adds up
-        predictions = model.votes(X_predict, n_classes, soft=True).astype(np.float32)
-    else:
-        # compact codes, likewise
-        predictions = model.predict(X_predict).astype(code_dtype(n_classes))
+    predictions = None if X_predict is None else clone_votes(
+        model, X_predict, n_classes, soft_votes
+    )
     training_accuracy = np.mean(model.predict(X) == task.y) if score_training else None
     return (model if keep_model else None), predictions, training_accuracy
 

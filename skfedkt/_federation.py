@@ -1,0 +1,235 @@
+"""What the party and server steps of every algorithm share: seeds, data checks, uploads.
+
+A deployment runs each party's step on its own machine and the server's step on the
+uploads; the meta-estimators' ``fit`` runs the same steps in one process. For both to
+give the same model, every random draw of a party depends only on the agreed
+``random_state`` and the party's name, and every draw of the server only on
+``random_state``.
+"""
+
+import hashlib
+import warnings
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
+
+from ._fitting import _MAX_SEED
+from ._upload import (
+    FORMAT_VERSION,
+    PartyUpload,
+    UploadError,
+    algorithm_params,
+    fingerprint,
+    json_labels,
+    read_upload,
+)
+
+
+def root_seed(random_state):
+    """The integer every party and the server derive their draws from."""
+    if isinstance(random_state, Integral):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(_MAX_SEED))
+
+
+def derived_random_state(root, role, name=""):
+    """A RandomState that depends only on `root`, a role ("party", "server", "public")
+    and a party's name (its ``str``, so 0 and "0" name the same party)."""
+    digest = hashlib.sha256(f"{role}:{name}".encode()).digest()
+    key = np.frombuffer(digest[:16], dtype=np.uint32)
+    return np.random.RandomState(np.random.SeedSequence([root, *key]).generate_state(4))
+
+
+def party_random_state(random_state, party, party_seed=None):
+    """The RandomState of a party's step: its own `party_seed` if given, else derived
+    from the agreed `random_state` and the party's name (what ``fit`` uses)."""
+    if party_seed is not None:
+        return check_random_state(party_seed)
+    return derived_random_state(root_seed(random_state), "party", party)
+
+
+def agreed_classes(classes):
+    """The agreed class labels, sorted as ``classes_`` always is."""
+    labels = np.asarray(classes)
+    if labels.ndim != 1 or len(labels) < 2:
+        raise ValueError(
+            f"classes must list the agreed class labels, at least two; got {labels.tolist()!r}."
+        )
+    if len(np.unique(labels)) != len(labels):
+        raise ValueError(f"classes has repeated labels: {labels.tolist()!r}.")
+    json_labels(labels)
+    return np.unique(labels)
+
+
+def _check_party_name(party):
+    (label,) = json_labels([party])
+    return label
+
+
+class PartyData:
+    """A party's validated rows, their codes among the agreed classes, and the public set.
+
+    Parameters
+    ----------
+    config : BaseFederatedClassifier
+        The meta-estimator holding the algorithm's parameters (not modified).
+    X, y : the party's rows and labels.
+    classes : array-like
+        The classes every party and the server agreed on.
+    X_public : the agreed public set, or None where the algorithm needs none.
+    party : str or int
+        The party's name.
+    """
+
+    def __init__(self, config, X, y, classes, X_public, party):
+        self.party = _check_party_name(party)
+        self.classes = agreed_classes(classes)
+        validator = clone(config)
+        data = validator._validate_federated_data(
+            X, y, None, None if X_public is None else X_public
+        )
+        labels = validator.classes_[data.y]
+        unknown = np.setdiff1d(validator.classes_, self.classes)
+        if unknown.size:
+            raise ValueError(
+                f"y holds labels outside the agreed classes: {unknown.tolist()!r} (classes="
+                f"{self.classes.tolist()!r}). Agree on every class beforehand."
+            )
+        order = np.argsort(self.classes, kind="stable")
+        self.y = order[np.searchsorted(self.classes, labels, sorter=order)]
+        self.X, self.X_public = data.X, data.X_public
+        self.n_features = validator.n_features_in_
+        names = getattr(validator, "feature_names_in_", None)
+        self.feature_names = None if names is None else names.tolist()
+        self.public_fingerprint = None if X_public is None else fingerprint(
+            validate_data(validator, self.X_public, reset=False, **validator._check_params())
+        )
+
+    def manifest(self, config, **facts):
+        """The manifest of this party's upload: what the server checks, then `facts`."""
+        from . import __version__
+
+        return dict(
+            format=FORMAT_VERSION,
+            package_version=__version__,
+            algorithm=type(config).__name__,
+            params=algorithm_params(config),
+            classes=json_labels(self.classes),
+            n_features=int(self.n_features),
+            feature_names=self.feature_names,
+            public_fingerprint=self.public_fingerprint,
+            party=self.party,
+            n_rows=int(len(self.y)),
+            **facts,
+        )
+
+
+def server_expectations(config, X_public, classes, **facts):
+    """What every upload's manifest must say, from the server's own configuration.
+
+    Sets ``n_features_in_`` (and ``feature_names_in_``) on `config` from the public set.
+    """
+    from . import __version__
+
+    expected = dict(
+        format=FORMAT_VERSION,
+        package_version=__version__,
+        algorithm=type(config).__name__,
+        params=algorithm_params(config),
+        **facts,
+    )
+    if classes is not None:
+        expected["classes"] = json_labels(agreed_classes(classes))
+    if X_public is not None:
+        X_valid = validate_data(config, X_public, reset=True, **config._check_params())
+        expected["n_features"] = int(config.n_features_in_)
+        names = getattr(config, "feature_names_in_", None)
+        expected["feature_names"] = None if names is None else names.tolist()
+        expected["public_fingerprint"] = fingerprint(X_valid)
+    return expected
+
+
+def _mismatch(manifest, expected):
+    """The first manifest field that differs from `expected`, with a readable reason."""
+    for key, value in expected.items():
+        if manifest.get(key) != value:
+            if key == "params":
+                theirs = manifest.get("params") or {}
+                diff = sorted(k for k in set(theirs) | set(value) if theirs.get(k) != value.get(k))
+                return key, (f"algorithm parameters differ: {diff} (the party has "
+                             f"{ {k: theirs.get(k) for k in diff} }, the server "
+                             f"{ {k: value.get(k) for k in diff} })")
+            return key, f"{key} is {manifest.get(key)!r}, the server expects {value!r}"
+    return None
+
+
+def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
+    """Read and check the uploads; the accepted ones sorted by party, and the left-out.
+
+    Every upload must match `expected` field by field; the classes of the first
+    readable upload are expected of the others when the server gave none. With
+    `min_parties`, uploads that fail are left out (with a warning naming them and why)
+    as long as at least `min_parties` remain; without it, the first failure raises.
+
+    Returns
+    -------
+    uploads : list of PartyUpload
+    left_out : dict
+        ``{party or file: reason}``.
+    """
+    accepted, left_out = {}, {}
+
+    def refuse(error, key):
+        if min_parties is None:
+            raise error
+        left_out[key] = str(error)
+
+    for index, source in enumerate(sources):
+        try:
+            upload = source if isinstance(source, PartyUpload) else read_upload(
+                source, trusted=trusted,
+                name=None if isinstance(source, (bytes, bytearray)) else str(source),
+            )
+        except UploadError as error:
+            refuse(error, error.party if error.party is not None else str(
+                source if not isinstance(source, (bytes, bytearray)) else f"upload {index}"
+            ))
+            continue
+        party = upload.party
+        if "classes" not in expected:
+            expected = dict(expected, classes=upload.manifest.get("classes"))
+        mismatch = _mismatch(upload.manifest, expected)
+        if mismatch is None and party in accepted:
+            mismatch = "party", "a second upload from the same party"
+        if mismatch is not None:
+            field, reason = mismatch
+            refuse(UploadError(f"Party {party!r} refused: {reason}.", party=party,
+                               field=field), party)
+            continue
+        if upload.n_bytes is None:
+            upload.n_bytes = len(upload.to_bytes())
+        accepted[party] = upload
+    if min_parties is not None and len(accepted) < min_parties:
+        raise UploadError(
+            f"Only {len(accepted)} upload(s) passed the checks, fewer than "
+            f"min_parties={min_parties}; left out: {left_out}."
+        )
+    if not accepted:
+        raise UploadError("No uploads to combine.")
+    if left_out:
+        warnings.warn(
+            f"Proceeding with {len(accepted)} parties; left out {len(left_out)}: "
+            + "; ".join(f"{party!r}: {reason}" for party, reason in left_out.items()),
+            UserWarning,
+        )
+    kinds = {isinstance(p, str) for p in accepted}
+    if len(kinds) > 1:
+        raise UploadError(
+            f"Party names mix strings and numbers: {list(accepted)}; name every party "
+            "the same way.", field="party",
+        )
+    order = np.unique(np.array(list(accepted)))
+    return [accepted[p] for p in order.tolist()], left_out

@@ -1,0 +1,249 @@
+"""What a party sends to the server: a manifest and a skops payload, checked on arrival.
+
+An upload file is a zip archive of two members: ``manifest.json`` (plain JSON, read
+first) and ``payload.skops`` (the models and arrays the algorithm sends, serialised with
+skops, whose loader never runs pickle). The server reads the manifest, checks it against
+what it expects, checks the payload's SHA-256 and the types the payload would create,
+and only then loads it.
+"""
+
+import hashlib
+import io
+import json
+import zipfile
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import hash as joblib_hash
+from sklearn.base import BaseEstimator
+
+FORMAT_VERSION = 1
+_MANIFEST, _PAYLOAD = "manifest.json", "payload.skops"
+
+# Types a server loads without being told: scikit-learn's own (its estimators and trees)
+# and XGBoost's models, which skops rebuilds from their own serialisation format. Any
+# other type (a skorch net's torch module, a user's class) needs the operator's decision.
+DEFAULT_TRUSTED_PREFIXES = ("sklearn.",)
+DEFAULT_TRUSTED_TYPES = ("xgboost.core.Booster", "xgboost.sklearn.XGBClassifier")
+
+
+class UploadError(ValueError):
+    """An upload the server refuses: unreadable, inconsistent, or with untrusted types.
+
+    The message names the party (or the file, before its manifest is read) and the field.
+
+    Attributes
+    ----------
+    party : object
+        The party named in the upload's manifest, or None if it could not be read.
+    field : str
+        What was wrong: a manifest field, ``"file"`` or ``"types"``.
+    """
+
+    def __init__(self, message, *, party=None, field="file"):
+        super().__init__(message)
+        self.party = party
+        self.field = field
+
+
+def _canonical(value):
+    """A JSON-able description of a parameter value, equal for equal configurations."""
+    if isinstance(value, BaseEstimator):
+        return {
+            "class": f"{type(value).__module__}.{type(value).__qualname__}",
+            "params": {k: _canonical(v) for k, v in sorted(value.get_params(deep=False).items())},
+        }
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        return float(value)
+    if isinstance(value, type):
+        return f"{value.__module__}.{value.__qualname__}"
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
+    return repr(value)
+
+
+# parameters that change how a step runs, not what it computes
+_RUNTIME_PARAMS = ("n_jobs", "verbose")
+
+
+def algorithm_params(estimator):
+    """The meta-estimator's parameters as every party and the server must agree on them."""
+    params = estimator.get_params(deep=False)
+    return {k: _canonical(v) for k, v in sorted(params.items()) if k not in _RUNTIME_PARAMS}
+
+
+def json_labels(values):
+    """Class or party labels as JSON values (numbers, strings, booleans)."""
+    labels = np.asarray(values).tolist()
+    for label in labels:
+        if not isinstance(label, (str, int, float, bool)):
+            raise TypeError(
+                f"Labels sent between parties must be numbers, strings or booleans; got "
+                f"{label!r} of type {type(label).__name__}."
+            )
+    return labels
+
+
+def fingerprint(X):
+    """SHA-256 of a data matrix: shape, dtype and values (a DataFrame's columns too)."""
+    digest = hashlib.sha256()
+    if hasattr(X, "iloc"):
+        digest.update(json.dumps([str(c) for c in X.columns]).encode())
+        X = X.to_numpy()
+    if sp.issparse(X):
+        X = X.tocsr()
+        for part in (X.data, X.indices, X.indptr):
+            digest.update(np.ascontiguousarray(part).tobytes())
+        digest.update(repr((X.shape, X.dtype.str)).encode())
+        return digest.hexdigest()
+    X = np.asarray(X)
+    digest.update(repr((X.shape, X.dtype.str)).encode())
+    if X.dtype == object:
+        digest.update(joblib_hash(X, hash_name="sha1").encode())
+    else:
+        digest.update(np.ascontiguousarray(X).tobytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class PartyUpload:
+    """What one party sends to the server: a manifest and the algorithm's payload.
+
+    Write it with `save` (or `to_bytes`); the server reads it with `read_upload`.
+
+    Attributes
+    ----------
+    manifest : dict
+        JSON-able facts the server checks: ``format``, ``package_version``,
+        ``algorithm``, ``params``, ``classes``, ``n_features``, ``feature_names``,
+        ``public_fingerprint``, ``party``, ``n_rows``, ``round`` and ``privacy``, plus
+        what the algorithm reports (``class_counts``...).
+    payload : dict
+        What the algorithm sends (models, labels, scores), serialised with skops.
+    """
+
+    manifest: dict
+    payload: dict = field(repr=False)
+    n_bytes: int = None
+    """Size of the file it was read from (None until written or read)."""
+
+    @property
+    def party(self):
+        """The party's name."""
+        return self.manifest["party"]
+
+    def to_bytes(self):
+        """The upload file's bytes: a zip of the manifest and the skops payload."""
+        import skops.io
+
+        payload = skops.io.dumps(self.payload, compression=zipfile.ZIP_DEFLATED)
+        manifest = dict(self.manifest, payload_sha256=hashlib.sha256(payload).hexdigest())
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+            archive.writestr(_MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
+            archive.writestr(_PAYLOAD, payload)
+        return buffer.getvalue()
+
+    def save(self, path):
+        """Write the upload file; returns its size in bytes."""
+        data = self.to_bytes()
+        with open(path, "wb") as file:
+            file.write(data)
+        self.n_bytes = len(data)
+        return self.n_bytes
+
+
+def _trusted(type_name, trusted):
+    return (
+        type_name.startswith(DEFAULT_TRUSTED_PREFIXES)
+        or type_name in DEFAULT_TRUSTED_TYPES
+        or type_name in trusted
+    )
+
+
+def read_upload(source, *, trusted=(), name=None):
+    """Read an upload file without running pickle, refusing untrusted types.
+
+    Parameters
+    ----------
+    source : str, path-like or bytes
+        The file, or its bytes.
+    trusted : sequence of str, default=()
+        Type names (``"module.Class"``) the server's operator trusts beyond scikit-learn's
+        and XGBoost's, e.g. a skorch net's classes. Loading such a type runs its code:
+        trust only types whose code you trust, from parties you trust.
+    name : str, default=None
+        What to call the upload in errors before its manifest is read (the path by
+        default).
+
+    Returns
+    -------
+    upload : PartyUpload
+
+    Raises
+    ------
+    UploadError
+        For a file that is not an upload, is truncated or corrupted, whose payload does
+        not match its manifest's checksum, or that holds untrusted types.
+    """
+    import skops.io
+
+    if isinstance(source, (bytes, bytearray)):
+        data, name = bytes(source), name or "the upload"
+    else:
+        name = name or str(source)
+        with open(source, "rb") as file:
+            data = file.read()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            manifest = json.loads(archive.read(_MANIFEST))
+            payload = archive.read(_PAYLOAD)
+    except (zipfile.BadZipFile, KeyError, EOFError, ValueError, UnicodeDecodeError) as exc:
+        raise UploadError(
+            f"{name} is not a readable skfedkt upload (truncated or corrupted?): {exc}. "
+            "Ask its party to send it again.",
+        ) from exc
+    if not isinstance(manifest, dict) or "party" not in manifest:
+        raise UploadError(f"{name} has no party in its manifest; it is not a skfedkt upload.",
+                          field="party")
+    party = manifest["party"]
+    if manifest.get("format") != FORMAT_VERSION:
+        raise UploadError(
+            f"Party {party!r}: upload format {manifest.get('format')!r}, this server reads "
+            f"format {FORMAT_VERSION}; both sides need the same skfedkt version.",
+            party=party, field="format",
+        )
+    if hashlib.sha256(payload).hexdigest() != manifest.get("payload_sha256"):
+        raise UploadError(
+            f"Party {party!r}: the payload does not match the SHA-256 in the manifest; the "
+            "file was altered or damaged on its way. Ask the party to send it again.",
+            party=party, field="payload_sha256",
+        )
+    try:
+        untrusted = [
+            t for t in skops.io.get_untrusted_types(data=payload) if not _trusted(t, trusted)
+        ]
+    except Exception as exc:  # skops raises various errors on a damaged payload
+        raise UploadError(f"Party {party!r}: unreadable payload: {exc}", party=party) from exc
+    if untrusted:
+        raise UploadError(
+            f"Party {party!r}: the upload holds types this server does not trust: "
+            f"{untrusted}. Loading them would run their code. If you trust this party and "
+            "these types' code, pass them in trusted= (CLI: --trust).",
+            party=party, field="types",
+        )
+    try:
+        loaded = skops.io.loads(payload, trusted=list(skops.io.get_untrusted_types(data=payload)))
+    except Exception as exc:
+        raise UploadError(f"Party {party!r}: unreadable payload: {exc}", party=party) from exc
+    return PartyUpload(manifest=manifest, payload=loaded, n_bytes=len(data))
