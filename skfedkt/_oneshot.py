@@ -8,13 +8,23 @@ from sklearn.base import _fit_context, is_regressor
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import get_scorer
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, pickled_bytes
+from ._upload import PartyUpload
+from ._federation import (
+    PartyData,
+    collect_uploads,
+    derived_random_state,
+    party_random_state,
+    root_seed,
+    server_expectations,
+)
 from ._fitting import (
+    ClassCodeModel,
     GlobalLabelClassifier,
     Task,
     draw_seeds,
@@ -34,6 +44,51 @@ def _student_is(kind):
         return student is not None and is_regressor(student)
 
     return check
+
+
+class _OneShotParty:
+    """The party step of one-shot ensembles: a local model on the party's rows and, for
+    ``selection="cv"``, a second model fit without a held-out share of them, whose score
+    on that share ranks the party at the server.
+
+    `OneShotEnsembleClassifier.fit_party` runs it on the party's machine, ``fit`` runs
+    every party's in one flat parallel batch. A party with fewer rows than
+    ``min_samples`` (two with "cv") trains nothing and sends only its size.
+    """
+
+    def __init__(self, config, party, rows, y, random_state):
+        self.config, self.party, self.rows, self.y = config, party, rows, y
+        self.trained = len(rows) >= config._min_rows()
+        cv = self.trained and config.selection == "cv"
+        self.split = config._validation_split(rows, random_state) if cv else None
+        self.seeds = draw_seeds(random_state, (1 + cv) * self.trained)
+
+    def tasks(self):
+        template = self.config._local_template()
+        tasks = [Task(template, self.y[self.rows], self.rows)] if self.trained else []
+        if self.split is not None:
+            fit_rows, _ = self.split
+            tasks.append(Task(template, self.y[fit_rows], fit_rows))
+        return tasks
+
+    def upload(self, models, X, scorer, classes, manifest):
+        """The local model, its held-out score and the party's class counts."""
+        score = None
+        if self.split is not None:
+            score = self.config._validation_score(
+                models[1], X, self.y, self.split[1], classes, scorer
+            )
+        return PartyUpload(
+            manifest=dict(
+                manifest,
+                class_counts=np.bincount(self.y[self.rows], minlength=len(classes)).tolist(),
+                score=None if score is None or np.isnan(score) else score,
+            ),
+            payload={
+                "model": models[0].estimator if self.trained else None,
+                "codes": models[0].codes if self.trained else None,
+            },
+        )
 
 
 class OneShotEnsembleClassifier(BaseFederatedClassifier):
@@ -217,59 +272,164 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         """
         scorer = self._scorer() if self.selection == "cv" else None  # before any fit
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        self._check_public_data(X_unlabeled)
+        root = root_seed(self.random_state)
+        steps = [
+            _OneShotParty(self, party, rows, data.y,
+                          derived_random_state(root, "party", party))
+            for party, rows in zip(self.parties_.tolist(), data.party_rows)
+        ]
+        self._check_some_party_trains([len(rows) for rows in data.party_rows])
+        models = self._party_tier(steps, data.X, len(self.classes_))
+        uploads = [
+            step.upload(step_models, data.X, scorer, self.classes_,
+                        dict(party=step.party, n_rows=len(step.rows)))
+            for step, step_models in zip(steps, models)
+        ]
+        # a trained party sends its local model
+        self.upload_bytes_ = np.array([
+            0 if upload.payload["model"] is None else pickled_bytes([upload.payload["model"]])
+            for upload in uploads
+        ])
+        self._server_step(uploads, None if X_unlabeled is None else data.X_public, root)
+        return self
+
+    def fit_party(self, X, y, *, party, classes, X_unlabeled=None, party_seed=None):
+        """The party step, on one party's machine: its local model and, for
+        ``selection="cv"``, the model's held-out score.
+
+        This estimator is not modified.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The party's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all among `classes`.
+        party : str or int
+            The party's name, as the server will know it.
+        classes : array-like of shape (n_classes,)
+            The class labels every party and the server agreed on.
+        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
+            The agreed public data, when the server distils; its fingerprint goes into
+            the manifest so that the server can check it.
+        party_seed : int, default=None
+            Seed of this party's draws (its validation split, its model's seed); None
+            derives them from `random_state` and `party`, as `fit` does.
+
+        Returns
+        -------
+        upload : skfedkt.PartyUpload
+            Save it with ``upload.save(path)`` and send the file to the server.
+        """
+        self._validate_params()
+        scorer = self._scorer() if self.selection == "cv" else None
+        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        step = _OneShotParty(self, data.party, np.arange(len(data.y)), data.y,
+                             party_random_state(self.random_state, data.party, party_seed))
+        (models,) = self._party_tier([step], data.X, len(data.classes))
+        return step.upload(models, data.X, scorer, data.classes, data.manifest(self))
+
+    def fit_server(self, uploads, X_unlabeled=None, *, classes=None, trusted=(),
+                   min_parties=None):
+        """The server step: select the ensemble among the parties' models, distil it.
+
+        Checks every upload before loading it (see `FedKTClassifier.fit_server`). With
+        the uploads of `fit_party` and the same `random_state`, the fitted estimator
+        equals the one `fit` gives.
+
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' upload files.
+        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
+            The agreed public data; required with a `student_estimator`.
+        classes : array-like, default=None
+            The agreed classes; ``None`` takes them from the first upload.
+        trusted : sequence of str, default=()
+            Type names to load beyond scikit-learn's and XGBoost's.
+        min_parties : int, default=None
+            If given, uploads that fail a check are left out (in ``left_out_parties_``)
+            as long as this many parties remain; if None, any failure raises.
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        self._validate_params()
+        self._check_public_data(X_unlabeled)
+        uploads, self.left_out_parties_ = collect_uploads(
+            uploads, server_expectations(self, X_unlabeled, classes), trusted=trusted,
+            min_parties=min_parties,
+        )
+        self.classes_ = np.array(uploads[0].manifest["classes"])
+        self.parties_ = np.array([upload.party for upload in uploads])
+        self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
+        self._server_step(uploads, X_unlabeled, root_seed(self.random_state))
+        return self
+
+    def _check_public_data(self, X_unlabeled):
         if self.student_estimator is not None and X_unlabeled is None:
             raise ValueError(
                 "student_estimator distils the ensemble on public data: pass the proxy "
                 "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
             )
-        n_classes = len(self.classes_)
-        rng = check_random_state(self.random_state)
-        cv = self.selection == "cv"
 
-        threshold = max(self.min_samples, 2) if cv else self.min_samples
-        trained = [i for i, rows in enumerate(data.party_rows) if len(rows) >= threshold]
-        if not trained:
-            largest = max(len(rows) for rows in data.party_rows)
-            raise ValueError(
-                f"No party has the {threshold} samples needed to train a local model; the "
-                f"largest has {largest} sample(s). Lower min_samples."
-            )
-        self.trained_parties_ = self.parties_[trained]
-        party_rows = [data.party_rows[i] for i in trained]
-        validation_splits = [self._validation_split(rows, rng) for rows in party_rows] if cv else []
-
-        template = self._local_template()
-        tasks = [Task(template, data.y[rows], rows) for rows in party_rows]
-        tasks += [Task(template, data.y[fit_rows], fit_rows) for fit_rows, _ in validation_splits]
-        models = fit_clones(
-            tasks, data.X, n_classes=n_classes, seeds=draw_seeds(rng, len(tasks)),
+    def _party_tier(self, steps, X, n_classes):
+        """Every party's local model (and cv model) in one flat parallel batch; the fitted
+        models of each step."""
+        fits = fit_clones(
+            [task for step in steps for task in step.tasks()], X, n_classes=n_classes,
+            seeds=np.concatenate([step.seeds for step in steps]),
             n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0),
         ).models
-        local_models = models[: len(party_rows)]
+        sizes = np.cumsum([0] + [len(step.seeds) for step in steps])
+        return [fits[start:stop] for start, stop in zip(sizes[:-1], sizes[1:])]
+
+    def _server_step(self, uploads, X_public, root):
+        """Selection among the trained parties' models, then distillation."""
+        self._check_some_party_trains([upload.manifest["n_rows"] for upload in uploads])
+        trained = [i for i, upload in enumerate(uploads) if upload.payload["model"] is not None]
+        self.trained_parties_ = self.parties_[trained]
+        local_models = [
+            ClassCodeModel(uploads[i].payload["model"], uploads[i].payload["codes"])
+            for i in trained
+        ]
         self.estimators_ = [model.estimator for model in local_models]
-        if cv:
-            self.local_scores_ = self._validation_scores(
-                models[len(party_rows) :], validation_splits, data, scorer
+        if self.selection == "cv":
+            self.local_scores_ = np.array(
+                [np.nan if uploads[i].manifest["score"] is None else uploads[i].manifest["score"]
+                 for i in trained], dtype=float,
             )
-        chosen = self._select(np.array([len(rows) for rows in party_rows]), rng)
-        self._say(f"{len(party_rows)} parties trained a local model; the ensemble keeps "
+        rng = derived_random_state(root, "server")
+        chosen = self._select(
+            np.array([uploads[i].manifest["n_rows"] for i in trained]), rng
+        )
+        self._say(f"{len(trained)} parties trained a local model; the ensemble keeps "
                   f"{len(chosen)} ({self.selection!r} selection)")
         self.selected_parties_ = self.trained_parties_[chosen]
         self._ensemble = [local_models[i] for i in chosen]
-        # the server asks only the selected parties for their models
-        self.upload_bytes_ = np.zeros(len(self.parties_), dtype=np.int64)
-        for i in chosen:
-            party_index = trained[i]
-            self.upload_bytes_[party_index] = pickled_bytes([local_models[i].estimator])
-
         if self.student_estimator is not None:
-            self._distil(data, rng)
-        if X_unlabeled is not None:
+            self._distil(X_public, rng)
+        if X_public is not None:
+            counts = [upload.manifest.get("class_counts") for upload in uploads]
             self._warn_if_single_class(
-                self._predict_codes(data.X_public), "The model predicts on the public set",
-                data.y, "the training rows", _SKEWED_PARTIES_REMEDY,
+                self._predict_codes(X_public), "The model predicts on the public set",
+                np.repeat(np.arange(len(self.classes_)), np.sum(counts, axis=0)),
+                "the training rows", _SKEWED_PARTIES_REMEDY,
             )
-        return self
+
+    def _check_some_party_trains(self, party_sizes):
+        if max(party_sizes) < self._min_rows():
+            raise ValueError(
+                f"No party has the {self._min_rows()} samples needed to train a local "
+                f"model; the largest has {max(party_sizes)} sample(s). Lower min_samples."
+            )
+
+    def _min_rows(self):
+        """Rows a party needs to train (two with "cv": one to fit, one to validate)."""
+        return max(self.min_samples, 2) if self.selection == "cv" else self.min_samples
 
     def _validation_split(self, rows, rng):
         n_validation = min(max(1, round(self.validation_fraction * len(rows))), len(rows) - 1)
@@ -289,23 +449,18 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         except ValueError as exc:
             raise ValueError(f"Invalid scoring={self.scoring!r}: {exc}") from exc
 
-    def _validation_scores(self, models, splits, data, scorer):
+    def _validation_score(self, model, X, y, rows, classes, scorer):
+        """`model`'s score on the validation rows `rows` of `X` (class codes `y`)."""
         if scorer is None:
-            scorer = get_scorer("roc_auc" if len(self.classes_) == 2 else "accuracy")
-        scores = []
-        for model, (_, validation_rows) in zip(models, splits):
-            view = GlobalLabelClassifier(model, self.classes_)
-            # e.g. ROC AUC of validation rows holding a single class: NaN, ranked last
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UndefinedMetricWarning)
-                try:
-                    scores.append(
-                        scorer(view, _safe_indexing(data.X, validation_rows),
-                               self.classes_[data.y[validation_rows]])
-                    )
-                except ValueError:
-                    scores.append(np.nan)
-        return np.array(scores, dtype=float)
+            scorer = get_scorer("roc_auc" if len(classes) == 2 else "accuracy")
+        view = GlobalLabelClassifier(model, classes)
+        # e.g. ROC AUC of validation rows holding a single class: NaN, ranked last
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedMetricWarning)
+            try:
+                return float(scorer(view, _safe_indexing(X, rows), classes[y[rows]]))
+            except ValueError:
+                return np.nan
 
     def _select(self, sizes, rng):
         """Sorted indices (into ``trained_parties_``) of the ensemble's models."""
@@ -320,17 +475,15 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         )
         return np.sort(np.argsort(-merit, kind="stable")[:k])
 
-    def _distil(self, data, rng):
+    def _distil(self, X_public, rng):
         (seed,) = draw_seeds(rng, 1)
-        targets = ensemble_proba(self._ensemble, data.X_public, len(self.classes_), self.voting)
+        targets = ensemble_proba(self._ensemble, X_public, len(self.classes_), self.voting)
         if is_regressor(self.student_estimator):
-            self.student_ = seeded_clone(self.student_estimator, seed).fit(
-                data.X_public, targets
-            )
+            self.student_ = seeded_clone(self.student_estimator, seed).fit(X_public, targets)
             self._student = None
         else:
             (self._student,), _, _ = fit_clones(
-                [Task(self.student_estimator, targets.argmax(axis=1))], data.X_public,
+                [Task(self.student_estimator, targets.argmax(axis=1))], X_public,
                 n_classes=len(self.classes_), seeds=[seed],
             )
             self.student_ = self._student.estimator

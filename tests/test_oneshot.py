@@ -194,12 +194,14 @@ def test_selected_ensembles_beat_local_models_on_many_small_parties():
         assert ensemble > ideal - 0.03
 
 
-def test_only_selected_parties_upload_their_model(uneven_parties):
+def test_every_trained_party_uploads_its_model(uneven_parties):
+    # one round: every party that can train sends its model; the server selects
     X, y, party, *_ = uneven_parties
     clf = OneShotEnsembleClassifier(selection="data", n_selected=3, min_samples=10)
     clf.fit(X, y, groups=party)
     sent = clf.upload_bytes_ > 0
-    assert_array_equal(clf.parties_[sent], clf.selected_parties_)
-    for label in clf.selected_parties_:
+    assert_array_equal(clf.parties_[sent], clf.trained_parties_)
+    assert len(clf.selected_parties_) == 3
+    for label in clf.trained_parties_:
         model = clf.estimators_[list(clf.trained_parties_).index(label)]
         assert clf.upload_bytes_[label] == len(pickle.dumps(model, pickle.HIGHEST_PROTOCOL))
