@@ -1,11 +1,11 @@
 """FedCT: federated co-training by sharing hard labels on public data."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
+from sklearn.base import _fit_context, clone
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import (
     HasMethods,
     Interval,
@@ -15,7 +15,24 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, stack_rows
-from ._fitting import Task, draw_seeds, ensemble_proba, fit_clones
+from ._federation import (
+    PartyData,
+    collect_uploads,
+    derived_random_state,
+    party_random_state,
+    root_seed,
+    server_expectations,
+)
+from ._fitting import (
+    ClassCodeModel,
+    GlobalLabelClassifier,
+    Task,
+    code_dtype,
+    draw_seeds,
+    ensemble_proba,
+    fit_clones,
+)
+from ._upload import PartyUpload, UploadError
 from ._voting import count_votes, plurality_vote
 from .privacy import (
     BitFlipPrivacyReport,
@@ -23,6 +40,122 @@ from .privacy import (
     bit_flip_probability,
     guarantee_strength,
 )
+
+
+class _FedCTParty:
+    """A party's step of a FedCT round: its model on its rows plus the consensus-labelled
+    public rows, and its (bit-flipped) labels of the public set.
+
+    Stateless across rounds: the draws of round ``r`` depend only on the party's stream
+    and ``r``, so that a party's machine can run each round as a separate command.
+    `FedCTClassifier.fit_party` runs one party's; ``fit`` runs every party's, their
+    models of a round in one flat parallel batch.
+    """
+
+    def __init__(self, config, party, estimator, rows, y, random_state):
+        self.config, self.party, self.estimator, self.rows, self.y = (
+            config, party, estimator, rows, y
+        )
+        (self.base_seed,) = draw_seeds(random_state, 1)
+        self.model = None
+
+    def round_seed(self, round_):
+        """The seed of the round's model; the round's bit flips follow in its stream."""
+        self._round_rng = derived_random_state(int(self.base_seed), "round", round_)
+        (seed,) = draw_seeds(self._round_rng, 1)
+        return seed
+
+    def task(self, consensus, public_rows):
+        labelled = consensus >= 0
+        return Task(self.estimator, np.concatenate([self.y[self.rows], consensus[labelled]]),
+                    np.concatenate([self.rows, public_rows[labelled]]))
+
+    def upload(self, model, predictions, accuracy, round_, n_classes, final, manifest):
+        """The round's labels and training accuracy; the model itself if `final`."""
+        self.model = model
+        labels = self.config._share_labels(predictions, n_classes, len(predictions),
+                                           self._round_rng)
+        return PartyUpload(
+            manifest=dict(manifest, round=int(round_), training_accuracy=float(accuracy)),
+            payload={
+                "labels": labels.astype(code_dtype(n_classes)),
+                "model": model.estimator if final else None,
+                "codes": model.codes if final else None,
+            },
+        )
+
+
+class _FedCTServer:
+    """The server's step of a FedCT round: the consensus of the parties' labels, and
+    whether to go on.
+
+    Its state between rounds travels in its message to the parties (round, consensus,
+    history, stalled rounds, the seed of its tie breaks), so each round can run as a
+    separate command.
+    """
+
+    def __init__(self, config, n_public, n_classes, root):
+        self.config, self.n_public, self.n_classes, self.root = (
+            config, n_public, n_classes, root
+        )
+        self.bytes_sent = int(np.ceil(n_public * n_classes / 8))
+
+    def instructions(self, message):
+        """The consensus labels (codes, -1 for none) and round the parties fit next."""
+        if message is None:
+            return np.full(self.n_public, -1), 0
+        return np.asarray(message.payload["consensus"]), int(message.manifest["round"])
+
+    def round(self, uploads, message, manifest=None):
+        """The message after the parties' uploads of the round `message` asked for."""
+        config = self.config
+        consensus, fitted = self.instructions(message)
+        state = dict(server_seed=self.root, history=[], stalled=0) if message is None else {
+            key: message.manifest[key] for key in ("server_seed", "history", "stalled")
+        }
+        history = [dict(entry) for entry in state["history"]]
+        accuracy = float(np.mean([upload.manifest["training_accuracy"] for upload in uploads]))
+        if fitted >= 1:  # the accuracy of the models refit on the previous consensus
+            history[fitted - 1]["train_accuracy"] = accuracy
+
+        def reply(next_consensus, next_round, last, done, stalled):
+            return PartyUpload(
+                manifest=dict(manifest or {}, party="server", n_rows=0, round=int(next_round),
+                              done=bool(done), stalled=int(stalled), history=history,
+                              server_seed=int(state["server_seed"])),
+                payload={"consensus": np.asarray(next_consensus, dtype=np.int64),
+                         "last_consensus": np.asarray(last, dtype=np.int64)},
+            )
+
+        if fitted == config.n_rounds:  # n_rounds=0: local models only
+            return reply(consensus, fitted, consensus, True, state["stalled"])
+        # the tie keys are drawn once per fit, so a tied example keeps its label
+        tie_keys = derived_random_state(state["server_seed"], "server").random_sample(
+            (self.n_public, self.n_classes)
+        )
+        labels = np.stack([upload.payload["labels"] for upload in uploads])
+        new_consensus = plurality_vote(count_votes(labels, self.n_classes), tie_keys)
+        changed = float(np.mean(new_consensus != consensus))
+        stalled = state["stalled"] + 1 if changed <= config.tol else 0
+        history.append(dict(round=fitted + 1, consensus_changed=changed, train_accuracy=None,
+                            bytes_sent=self.bytes_sent))
+        config._say(f"round {fitted + 1}: {changed:.1%} of the consensus labels changed")
+        if stalled >= config.n_iter_no_change:
+            # the models just fit already learned this consensus: they are final
+            history[-1]["train_accuracy"] = accuracy
+            return reply(consensus, fitted, new_consensus, True, stalled)
+        done = fitted + 1 == config.n_rounds
+        return reply(new_consensus, fitted + 1, new_consensus, done, stalled)
+
+    @staticmethod
+    def completed_history(message, final_uploads):
+        """The message's history, with the final models' training accuracy filled in."""
+        history = [dict(entry) for entry in message.manifest["history"]]
+        if history and history[-1]["train_accuracy"] is None:
+            history[-1]["train_accuracy"] = float(np.mean(
+                [upload.manifest["training_accuracy"] for upload in final_uploads]
+            ))
+        return history
 
 
 class FedCTClassifier(BaseFederatedClassifier):
@@ -249,6 +382,11 @@ class FedCTClassifier(BaseFederatedClassifier):
     def fit(self, X, y, groups=None, X_unlabeled=None):
         """Run federated co-training.
 
+        Every round composes the party step (`fit_party`) of every party, their models
+        in one flat parallel batch, and the server's round (`server_round`); the end is
+        `fit_server`'s. The model equals the one the deployed steps give for the same
+        `random_state`.
+
         Parameters
         ----------
         X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
@@ -269,85 +407,254 @@ class FedCTClassifier(BaseFederatedClassifier):
         """
         self._check_estimator_entries()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
-        estimators = self._party_estimators()
-        n_classes, n_rows = len(self.classes_), len(data.y)
+        n_rows = len(data.y)
         n_public = _num_samples(data.X_public)
-        rng = check_random_state(self.random_state)
-        # own streams for the bit flips and the consensus's tie breaks; the tie keys are
-        # drawn once, so a tied example keeps its label from round to round
-        flip_rng, tie_rng = (np.random.RandomState(seed) for seed in draw_seeds(rng, 2))
-        tie_keys = tie_rng.random_sample((n_public, n_classes))
+        root = root_seed(self.random_state)
+        steps = [
+            _FedCTParty(self, party, estimator, rows, data.y,
+                        derived_random_state(root, "party", party))
+            for party, estimator, rows in zip(
+                self.parties_.tolist(), self._party_estimators(), data.party_rows
+            )
+        ]
         # the parties' rows, then the public rows: tasks index one matrix
         X_all = stack_rows(data.X, data.X_public)
         public_rows = n_rows + np.arange(n_public)
-        bytes_sent = int(np.ceil(n_public * n_classes / 8))
-
-        def fit_round(consensus):
-            labelled = consensus >= 0
-            return fit_clones(
-                [
-                    Task(estimator, np.concatenate([data.y[rows], consensus[labelled]]),
-                         np.concatenate([rows, public_rows[labelled]]))
-                    for estimator, rows in zip(estimators, data.party_rows)
-                ],
-                X_all,
-                n_classes=n_classes,
-                seeds=draw_seeds(rng, len(estimators)),
-                n_jobs=self.n_jobs,
-                verbose=max(self.verbose - 1, 0),
-                X_predict=data.X_public,
-                score_training=True,
-            )
-
-        consensus = np.full(n_public, -1)
-        fits = fit_round(consensus)  # round 0: local data only
-        self.history_ = []
-        stalled = 0
-        for round_ in range(1, self.n_rounds + 1):
-            shared = self._share_labels(fits.predictions, n_classes, n_public, flip_rng)
-            new_consensus = plurality_vote(count_votes(shared, n_classes), tie_keys)
-            changed = float(np.mean(new_consensus != consensus))
-            consensus = new_consensus
-            stalled = stalled + 1 if changed <= self.tol else 0
-            if stalled < self.n_iter_no_change:
-                fits = fit_round(consensus)
-            self.history_.append(
-                {
-                    "round": round_,
-                    "consensus_changed": changed,
-                    "train_accuracy": float(np.mean(fits.training_accuracy)),
-                    "bytes_sent": bytes_sent,
-                }
-            )
-            self._say(
-                f"round {round_}: {changed:.1%} of the consensus labels changed; mean "
-                f"training accuracy {self.history_[-1]['train_accuracy']:.3f}"
-            )
-            if stalled >= self.n_iter_no_change:
+        server = _FedCTServer(self, n_public, len(self.classes_), root)
+        message, fitted_round = None, None
+        while True:
+            consensus, round_ = server.instructions(message)
+            if round_ != fitted_round:  # the final round may be the one just fit
+                uploads = self._party_round(steps, X_all, public_rows, consensus, round_,
+                                            data.X_public, len(self.classes_), final=False)
+                fitted_round = round_
+            if message is not None and message.manifest["done"]:
                 break
-        self.n_rounds_ = len(self.history_)
-        self.upload_bytes_ = np.full(len(self.parties_), self.n_rounds_ * bytes_sent)
-        self._models = fits.models
-        self.estimators_ = [model.estimator for model in self._models]
-        self.consensus_mask_ = consensus >= 0
-        self.consensus_labels_ = self.classes_[consensus[self.consensus_mask_]]
+            message = server.round(uploads, message)
+        self._finish(uploads, message, [step.model for step in steps])
+        self.upload_bytes_ = np.full(len(self.parties_), self.n_rounds_ * server.bytes_sent)
         self._warn_if_single_class(
-            ensemble_proba(self._models, data.X_public, n_classes, self.voting).argmax(axis=1),
+            ensemble_proba(self._models, data.X_public, len(self.classes_),
+                           self.voting).argmax(axis=1),
             "The parties' vote predicts on the public set", data.y, "the training rows",
             _SKEWED_PARTIES_REMEDY,
         )
-        self.privacy_report_ = self._privacy_report(n_public)
-        self.epsilon_ = np.inf if self.privacy_report_ is None else self.privacy_report_.epsilon
         return self
+
+    def fit_party(self, X, y, *, party, classes, X_unlabeled, message=None,
+                  share_model=None, party_seed=None):
+        """A party's step of one round, on its own machine.
+
+        Without `message` (round 0) the party fits its model on its own rows; with the
+        server's consensus `message` it refits on its rows plus the public rows with the
+        consensus labels. Either way it uploads its labels of the public set (through
+        bit flips with `dp_epsilon`) and its training accuracy; when the message says
+        training is done, the party refits its final model and uploads it if
+        `share_model`. This estimator is not modified.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The party's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all among `classes`.
+        party : str or int
+            The party's name, as the server knows it. With a dict `estimator`, the
+            party's own entry is used; a list `estimator` is refused here.
+        classes : array-like of shape (n_classes,)
+            The class labels every party and the server agreed on.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        message : str, path-like, bytes or PartyUpload, default=None
+            The server's message of the previous round (`server_round`), checked like
+            an upload; None for round 0.
+        share_model : bool, default=None
+            Whether the final round uploads the party's model, so that the server can
+            assemble `fit`'s voting ensemble. None means True in the final round. The
+            party keeps its model either way, in ``upload.local_model``.
+        party_seed : int, default=None
+            Seed of the party's draws (model seeds, bit flips); None derives them from
+            `random_state` and `party`, as `fit` does. With `dp_epsilon`, a server that
+            knows `random_state` could recompute the flips: pass a secret seed.
+
+        Returns
+        -------
+        upload : skfedkt.PartyUpload
+            Save it with ``upload.save(path)`` and send the file to the server.
+        """
+        self._validate_params()
+        self._check_estimator_entries()
+        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        if isinstance(self.estimator, list):
+            raise ValueError(
+                "A list estimator is aligned with the sorted party labels, which a party "
+                "does not know: give a dict keyed by party name to fit_party."
+            )
+        if isinstance(self.estimator, dict) and data.party not in self.estimator:
+            raise ValueError(
+                f"estimator has no entry for party {data.party!r}; its keys are "
+                f"{list(self.estimator)}."
+            )
+        if self.dp_epsilon is not None and party_seed is None:
+            warnings.warn(
+                "With dp_epsilon the party's bit flips come from party_seed; without one "
+                "they derive from random_state and the party's name, which a server "
+                "knowing random_state can recompute. Pass a secret party_seed.",
+                UserWarning,
+            )
+        expected = server_expectations(clone(self), X_unlabeled, data.classes)
+        if message is not None:
+            (message,), _ = collect_uploads([message], dict(expected, party="server"))
+        server = _FedCTServer(self, _num_samples(data.X_public), len(data.classes), None)
+        consensus, round_ = server.instructions(message)
+        estimator = (self.estimator[data.party] if isinstance(self.estimator, dict)
+                     else self._base_estimators()[0])
+        step = _FedCTParty(self, data.party, estimator, np.arange(len(data.y)), data.y,
+                           party_random_state(self.random_state, data.party, party_seed))
+        n_rows, n_public = len(data.y), _num_samples(data.X_public)
+        final = message is not None and message.manifest["done"]
+        (upload,) = self._party_round(
+            [step], stack_rows(data.X, data.X_public), n_rows + np.arange(n_public),
+            consensus, round_, data.X_public, len(data.classes),
+            final=final and share_model is not False,
+            manifest=data.manifest(self),
+        )
+        upload.local_model = GlobalLabelClassifier(step.model, data.classes)
+        return upload
+
+    def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
+                     trusted=(), min_parties=None):
+        """The server's step of one round: the consensus of the parties' labels.
+
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' uploads of this round, checked like `FedKTClassifier.fit_server`'s.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        message : PartyUpload, str or path-like, default=None
+            The server's own message of the previous round (its state); None after
+            round 0.
+        classes : array-like, default=None
+            The agreed classes; ``None`` takes them from the first upload.
+        trusted : sequence of str, default=()
+            Type names to load beyond scikit-learn's and XGBoost's.
+        min_parties : int, default=None
+            If given, uploads that fail a check are left out as long as this many
+            parties remain; if None, any failure raises.
+
+        Returns
+        -------
+        message : skfedkt.PartyUpload
+            What to send every party (``message.save(path)``): the consensus, the round
+            to fit next, and ``manifest["done"]`` once training stopped, when the
+            parties fit and send their final models for `fit_server`.
+        """
+        self._validate_params()
+        expected = server_expectations(clone(self), X_unlabeled, classes)
+        if message is not None:
+            (message,), _ = collect_uploads([message], dict(expected, party="server"))
+            expected["classes"] = message.manifest["classes"]
+        uploads, _ = collect_uploads(
+            uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
+            trusted=trusted, min_parties=min_parties,
+        )
+        classes = uploads[0].manifest["classes"]
+        server = _FedCTServer(self, _num_samples(X_unlabeled), len(classes),
+                              root_seed(self.random_state))
+        return server.round(uploads, message, manifest=dict(expected, classes=classes))
+
+    def fit_server(self, uploads, X_unlabeled, *, message, classes=None, trusted=(),
+                   min_parties=None):
+        """Assemble the parties' final models into `fit`'s voting classifier.
+
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' final uploads, holding their models (`fit_party` after the
+            server's message said done).
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        message : PartyUpload, str or path-like
+            The server's last message, the one that said done.
+        classes, trusted, min_parties
+            As in `server_round`.
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        self._validate_params()
+        expected = server_expectations(self, X_unlabeled, classes)
+        (message,), _ = collect_uploads([message], dict(expected, party="server"))
+        if not message.manifest["done"]:
+            raise ValueError(
+                f"The server's message of round {message.manifest['round']} does not say "
+                "done: run the rounds until server_round says done, then pass its message."
+            )
+        uploads, self.left_out_parties_ = collect_uploads(
+            uploads, dict(expected, classes=message.manifest["classes"],
+                          round=message.manifest["round"]),
+            trusted=trusted, min_parties=min_parties,
+        )
+        missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
+        if missing:
+            raise UploadError(
+                f"Parties {missing} sent no model (share_model=False): the server cannot "
+                "assemble the voting classifier without every party's model.",
+                party=missing[0], field="model",
+            )
+        self.classes_ = np.array(message.manifest["classes"])
+        self.parties_ = np.array([upload.party for upload in uploads])
+        self._finish(uploads, message, [
+            ClassCodeModel(upload.payload["model"], upload.payload["codes"])
+            for upload in uploads
+        ])
+        self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
+        return self
+
+    def _party_round(self, steps, X_all, public_rows, consensus, round_, X_public,
+                     n_classes, *, final, manifest=None):
+        """Every party's model of `round_` (one flat parallel batch), and its upload."""
+        fits = fit_clones(
+            [step.task(consensus, public_rows) for step in steps],
+            X_all,
+            n_classes=n_classes,
+            seeds=[step.round_seed(round_) for step in steps],
+            n_jobs=self.n_jobs,
+            verbose=max(self.verbose - 1, 0),
+            X_predict=X_public,
+            score_training=True,
+        )
+        return [
+            step.upload(model, labels, accuracy, round_, n_classes, final,
+                        manifest or dict(party=step.party, n_rows=len(step.rows)))
+            for step, model, labels, accuracy in zip(
+                steps, fits.models, fits.predictions, fits.training_accuracy
+            )
+        ]
+
+    def _finish(self, uploads, message, models):
+        """The fitted attributes, from the final uploads and the server's last message."""
+        self._models = models
+        self.estimators_ = [model.estimator for model in models]
+        self.history_ = _FedCTServer.completed_history(message, uploads)
+        self.n_rounds_ = len(self.history_)
+        last = np.asarray(message.payload["last_consensus"])
+        self.consensus_mask_ = last >= 0
+        self.consensus_labels_ = self.classes_[last[self.consensus_mask_]]
+        self.privacy_report_ = self._privacy_report(len(last))
+        self.epsilon_ = np.inf if self.privacy_report_ is None else self.privacy_report_.epsilon
 
     def _sensitivity(self, n_public):
         return 2.0 * n_public if self.dp_sensitivity is None else float(self.dp_sensitivity)
 
     def _share_labels(self, predictions, n_classes, n_public, rng):
-        """What the parties send: their labels, through bit-flip noise when private.
+        """What a party sends: its labels, through bit-flip noise when private.
 
-        Returns class codes of shape (n_parties, n_public); ``-1`` where a noisy one-hot
-        row does not hold exactly one 1 (an abstention).
+        Returns class codes of shape (n_public,); ``-1`` where a noisy one-hot row does
+        not hold exactly one 1 (an abstention).
         """
         if self.dp_epsilon is None:
             return predictions

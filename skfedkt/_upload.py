@@ -136,6 +136,9 @@ class PartyUpload:
     payload: dict = field(repr=False)
     n_bytes: int = None
     """Size of the file it was read from (None until written or read)."""
+    local_model: object = field(default=None, repr=False)
+    """What the party keeps and does not send: FedCT's model of the round, a classifier
+    of the agreed classes (None elsewhere)."""
 
     @property
     def party(self):
