@@ -397,7 +397,7 @@ class FedKTClassifier(BaseFederatedClassifier):
     >>> clf.vote_counts_.shape  # the server's votes on the public set
     (107, 2)
     >>> clf.class_shares_["final"].round(2)  # the classes the final model learned
-    array([0.38, 0.62])
+    array([0.37, 0.63])
     >>> print(f"{clf.score(X_test, y_test):.2f}")
     0.9...
     """
