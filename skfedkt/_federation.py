@@ -159,7 +159,7 @@ def _mismatch(manifest, expected):
             if key == "params":
                 theirs = manifest.get("params") or {}
                 diff = sorted(k for k in set(theirs) | set(value) if theirs.get(k) != value.get(k))
-                return key, (f"algorithm parameters differ: {diff} (the party has "
+                return key, (f"algorithm parameters (params) differ: {diff} (the party has "
                              f"{ {k: theirs.get(k) for k in diff} }, the server "
                              f"{ {k: value.get(k) for k in diff} })")
             return key, f"{key} is {manifest.get(key)!r}, the server expects {value!r}"
@@ -199,8 +199,11 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
             ))
             continue
         party = upload.party
-        if "classes" not in expected:
-            expected = dict(expected, classes=upload.manifest.get("classes"))
+        # what the server did not fix, the first readable upload does for the others
+        expected = dict(
+            {key: upload.manifest.get(key) for key in ("classes", "n_features", "feature_names")},
+            **expected,
+        )
         mismatch = _mismatch(upload.manifest, expected)
         if mismatch is None and party in accepted:
             mismatch = "party", "a second upload from the same party"

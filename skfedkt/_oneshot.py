@@ -363,7 +363,12 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             uploads, server_expectations(self, X_unlabeled, classes), trusted=trusted,
             min_parties=min_parties,
         )
-        self.classes_ = np.array(uploads[0].manifest["classes"])
+        manifest = uploads[0].manifest
+        self.classes_ = np.array(manifest["classes"])
+        if X_unlabeled is None:  # the features the parties agreed on
+            self.n_features_in_ = manifest["n_features"]
+            if manifest["feature_names"] is not None:
+                self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
         self.parties_ = np.array([upload.party for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
         self._server_step(uploads, X_unlabeled, root_seed(self.random_state))

@@ -10,6 +10,7 @@ and only then loads it.
 import hashlib
 import io
 import json
+import struct
 import zipfile
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -174,6 +175,26 @@ def _trusted(type_name, trusted):
     )
 
 
+def _party_of_damaged(data):
+    """The party named in a damaged file's manifest, if its first member survived.
+
+    The manifest is the archive's first member, stored uncompressed: a file cut short
+    (which loses the zip's directory, at its end) still starts with it.
+    """
+    header = struct.Struct("<4s5H3I2H")
+    if len(data) < header.size or not data.startswith(b"PK\x03\x04"):
+        return None
+    *_, size, _, name_length, extra_length = header.unpack_from(data)
+    start = header.size + name_length + extra_length
+    if data[header.size : header.size + name_length] != _MANIFEST.encode():
+        return None
+    try:
+        party = json.loads(data[start : start + size]).get("party")
+    except (ValueError, AttributeError):
+        return None
+    return party if isinstance(party, (str, int)) else None
+
+
 def read_upload(source, *, trusted=(), name=None):
     """Read an upload file without running pickle, refusing untrusted types.
 
@@ -212,9 +233,11 @@ def read_upload(source, *, trusted=(), name=None):
             manifest = json.loads(archive.read(_MANIFEST))
             payload = archive.read(_PAYLOAD)
     except (zipfile.BadZipFile, KeyError, EOFError, ValueError, UnicodeDecodeError) as exc:
+        party = _party_of_damaged(data)
+        who = name if party is None else f"Party {party!r} ({name})"
         raise UploadError(
-            f"{name} is not a readable skfedkt upload (truncated or corrupted?): {exc}. "
-            "Ask its party to send it again.",
+            f"{who}: not a readable skfedkt upload (truncated or corrupted?): {exc}. "
+            "Ask the party to send it again.", party=party,
         ) from exc
     if not isinstance(manifest, dict) or "party" not in manifest:
         raise UploadError(f"{name} has no party in its manifest; it is not a skfedkt upload.",
