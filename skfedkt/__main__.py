@@ -12,6 +12,8 @@ import sys
 from tqdm import tqdm
 
 from . import __version__
+from ._deploy_cli import HANDLERS, add_deploy_commands
+from ._upload import UploadError
 from ._runner import (
     ALGORITHMS,
     DESCRIPTIONS,
@@ -72,6 +74,7 @@ def build_parser():
         "std test accuracy over trials, fit time, bytes each party uploads, epsilon.",
     )
     _add_run_arguments(run)
+    add_deploy_commands(commands, add_algorithm_arguments, _positive)
     return parser
 
 
@@ -97,9 +100,6 @@ def _add_run_arguments(run):
                       help="rows of the synthetic dataset")
 
     models = run.add_argument_group("models")
-    models.add_argument("--estimator", choices=sorted(ESTIMATORS), default="rf",
-                        help="the model of every algorithm: random forest, decision tree, "
-                        "logistic regression, histogram gradient boosting, MLP, XGBoost")
     models.add_argument("--algorithms", nargs="+", choices=ALGORITHMS,
                         default=["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
                                  "central"],
@@ -109,8 +109,20 @@ def _add_run_arguments(run):
                         help="random splits and partitions; the table gives mean ± std")
     models.add_argument("--n-jobs", type=int, default=-1,
                         help="parallel jobs inside every fit (-1: all cores)")
+    add_algorithm_arguments(run)
 
-    fedkt = run.add_argument_group("FedKT")
+    output = run.add_argument_group("output")
+    output.add_argument("--output", help="write one CSV line per algorithm and trial")
+    output.add_argument("--plot", help="save a bar chart of the accuracies (PNG, PDF...)")
+    output.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_algorithm_arguments(parser):
+    """The algorithms' parameters, shared by the runner and the party and server steps."""
+    parser.add_argument("--estimator", choices=sorted(ESTIMATORS), default="rf",
+                        help="the model of every algorithm: random forest, decision tree, "
+                        "logistic regression, histogram gradient boosting, MLP, XGBoost")
+    fedkt = parser.add_argument_group("FedKT")
     fedkt.add_argument("--partitions", type=_positive(int), default=2,
                        help="partitions (students) per party")
     fedkt.add_argument("--subsets", type=_positive_or_auto, default="auto",
@@ -127,7 +139,7 @@ def _add_run_arguments(run):
     fedkt.add_argument("--query-fraction", type=_fraction(closed=True), default=1.0,
                        help="share of the public set the noisy tier labels")
 
-    fedct = run.add_argument_group("FedCT")
+    fedct = parser.add_argument_group("FedCT")
     fedct.add_argument("--rounds", type=_positive(int), default=20,
                        help="largest number of co-training rounds")
     fedct.add_argument("--dp-epsilon", type=_positive(float),
@@ -135,7 +147,7 @@ def _add_run_arguments(run):
     fedct.add_argument("--dp-sensitivity", type=_positive(float),
                        help="bits one example may change (default: 2 x public rows)")
 
-    oneshot = run.add_argument_group("one-shot ensemble")
+    oneshot = parser.add_argument_group("one-shot ensemble")
     oneshot.add_argument("--selection", choices=["all", "cv", "data", "random"], default="cv",
                          help="which local models form the ensemble")
     oneshot.add_argument("--n-selected", type=_positive(int), default=5,
@@ -143,10 +155,18 @@ def _add_run_arguments(run):
     oneshot.add_argument("--min-samples", type=_positive(int), default=1,
                          help="parties with fewer rows send no model")
 
-    output = run.add_argument_group("output")
-    output.add_argument("--output", help="write one CSV line per algorithm and trial")
-    output.add_argument("--plot", help="save a bar chart of the accuracies (PNG, PDF...)")
-    output.add_argument("--quiet", action="store_true", help="no progress bar")
+
+def algorithm_options(args):
+    """Each algorithm's keyword arguments from the parsed flags."""
+    return {
+        "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets, voting=args.voting,
+                      privacy_level=args.privacy_level, gamma=args.gamma,
+                      query_fraction=args.query_fraction),
+        "fedct": dict(n_rounds=args.rounds, dp_epsilon=args.dp_epsilon,
+                      dp_sensitivity=args.dp_sensitivity),
+        "oneshot": dict(selection=args.selection, n_selected=args.n_selected,
+                        min_samples=args.min_samples),
+    }
 
 
 # the datasets too small for 10 Dirichlet parties of at least 10 rows each
@@ -172,6 +192,14 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command != "run":
+        if hasattr(args, "algorithm"):
+            args.options = algorithm_options(args)
+        try:
+            return HANDLERS[args.command](args)
+        except (ValueError, TypeError, UploadError, OSError) as exc:
+            print(f"skfedkt {args.command}: error: {exc}", file=sys.stderr)
+            return 1
     if args.parties is None:
         args.parties = DEFAULT_PARTIES.get(args.dataset, 10)
     if args.plot:
@@ -190,15 +218,6 @@ def main(argv=None):
         dataset_options["n_samples"] = args.n_samples
     if args.data_path is not None:
         dataset_options["path"] = args.data_path
-    algorithm_options = {
-        "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets, voting=args.voting,
-                      privacy_level=args.privacy_level, gamma=args.gamma,
-                      query_fraction=args.query_fraction),
-        "fedct": dict(n_rounds=args.rounds, dp_epsilon=args.dp_epsilon,
-                      dp_sensitivity=args.dp_sensitivity),
-        "oneshot": dict(selection=args.selection, n_selected=args.n_selected,
-                        min_samples=args.min_samples),
-    }
     print(f"{args.dataset}: {args.parties} parties "
           f"({'IID' if args.iid else f'Dirichlet beta={args.beta:g}'}), "
           f"estimator {args.estimator}, {args.trials} trial(s)", flush=True)
@@ -214,7 +233,7 @@ def main(argv=None):
             results = run_experiment(
                 dataset=args.dataset, estimator=args.estimator, algorithms=args.algorithms,
                 n_trials=args.trials, dataset_options=dataset_options,
-                algorithm_options=algorithm_options, n_jobs=args.n_jobs,
+                algorithm_options=algorithm_options(args), n_jobs=args.n_jobs,
                 make_progress=make_progress,
             )
         finally:

@@ -273,3 +273,37 @@ def read_upload(source, *, trusted=(), name=None):
     except Exception as exc:
         raise UploadError(f"Party {party!r}: unreadable payload: {exc}", party=party) from exc
     return PartyUpload(manifest=manifest, payload=loaded, n_bytes=len(data))
+
+
+def save_model(estimator, path):
+    """Write a fitted estimator with skops (what a server sends back); returns its size."""
+    import skops.io
+
+    data = skops.io.dumps(estimator, compression=zipfile.ZIP_DEFLATED)
+    with open(path, "wb") as file:
+        file.write(data)
+    return len(data)
+
+
+def load_model(path, *, trusted=()):
+    """Load a model file of `save_model` without pickle.
+
+    Trusts skfedkt's, scikit-learn's and XGBoost's types, and those in `trusted`; any
+    other type is refused with its name.
+    """
+    import skops.io
+
+    with open(path, "rb") as file:
+        data = file.read()
+    try:
+        types = skops.io.get_untrusted_types(data=data)
+    except Exception as exc:
+        raise UploadError(f"{path} is not a readable skops model file: {exc}") from exc
+    untrusted = [t for t in types if not (t.startswith("skfedkt.") or _trusted(t, trusted))]
+    if untrusted:
+        raise UploadError(
+            f"{path} holds types that are not trusted: {untrusted}. If you trust whoever "
+            "wrote it and these types' code, pass them in trusted= (CLI: --trust).",
+            field="types",
+        )
+    return skops.io.loads(data, trusted=types)

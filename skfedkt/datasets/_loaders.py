@@ -32,23 +32,27 @@ REAL = {"adult": 1590, "cod-rna": 351, "covtype": 1596}
 DATASETS = sorted([*BUNDLED, "synthetic", *REAL])
 
 
-def load_local_file(path):
+def load_local_file(path, *, labelled=True):
     """Features and labels from an svmlight/LIBSVM file or a numeric CSV file.
 
     CSV files hold one row per example, numbers only, the label in the last column; a
     first line that does not parse as numbers is taken as a header. Every other file is
     read as svmlight/LIBSVM (``label index:value ...``), as the LIBSVM copies of adult
-    (a9a), cod-rna and covtype are distributed.
+    (a9a), cod-rna and covtype are distributed. Labels that are whole numbers are
+    returned as integers.
 
     Parameters
     ----------
     path : str or path-like
         The file.
+    labelled : bool, default=True
+        Whether the file holds labels. An unlabelled CSV (a public set) has features
+        only; an unlabelled LIBSVM file's label field is ignored.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
-    y : ndarray of shape (n_samples,)
+    y : ndarray of shape (n_samples,), or None if not `labelled`
     """
     path = Path(path)
     if not path.is_file():
@@ -64,12 +68,16 @@ def load_local_file(path):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # numpy: "input contained no data"
             table = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2)
-        X, y = table[:, :-1], table[:, -1]
+        X, y = (table[:, :-1], table[:, -1]) if labelled else (table, None)
     else:
         X, y = load_svmlight_file(str(path))
         X = X.toarray()
-    if len(y) == 0:
+    if len(X) == 0:
         raise ValueError(f"No data rows in {path}.")
+    if not labelled:
+        return X, None
+    if np.array_equal(y, np.round(y)):
+        y = y.astype(np.int64)
     if type_of_target(y) == "continuous":
         raise ValueError(
             f"The label column of {path} (the last column of a CSV, the first field of a "

@@ -1,0 +1,214 @@
+"""Command line for deployments: ``skfedkt split``, ``party``, ``server`` and ``score``.
+
+Each party runs ``skfedkt party`` on its own machine and sends the upload file it writes;
+the server runs ``skfedkt server`` on the uploads and writes the final model (FedKT,
+one-shot ensembles) or, for FedCT, the round's message back to the parties.
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._runner import ESTIMATORS, _make
+from ._upload import load_model, read_upload, save_model
+from .datasets import DATASETS, load_federated, load_local_file
+
+DEPLOYED = ["fedkt", "fedct", "oneshot"]
+
+
+def _label(text):
+    """A class label or party name typed on the command line: a number if it reads as one."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def add_deploy_commands(commands, add_algorithm_arguments, positive):
+    """The split, party, server and score subcommands."""
+    formatter = argparse.ArgumentDefaultsHelpFormatter
+    split = commands.add_parser(
+        "split", formatter_class=formatter,
+        help="write a dataset as CSV files: one per party, a public set, a test set",
+        description="Write a built-in dataset as a consortium's files: party-<k>.csv "
+        "(features, label last), public.csv (features only) and test.csv, to try the "
+        "party and server commands.",
+    )
+    split.add_argument("dataset", choices=DATASETS)
+    split.add_argument("--parties", type=positive(int), default=3)
+    split.add_argument("--beta", type=positive(float), default=0.5,
+                       help="Dirichlet concentration of the label skew")
+    split.add_argument("--iid", action="store_true", help="split rows evenly at random")
+    split.add_argument("--random-state", type=int, default=0)
+    split.add_argument("--out-dir", required=True, help="folder for the CSV files")
+
+    def algorithm_command(name, help_text, description):
+        command = commands.add_parser(name, formatter_class=formatter, help=help_text,
+                                      description=description)
+        command.add_argument("algorithm", choices=DEPLOYED)
+        add_algorithm_arguments(command)
+        shared = command.add_argument_group("agreed by every party and the server")
+        shared.add_argument("--random-state", type=int, default=0,
+                            help="the agreed seed: with the same uploads the server's "
+                            "model is the one fit() gives")
+        shared.add_argument("--public", help="the agreed public set: a CSV of features "
+                            "only, or LIBSVM (required but for oneshot)")
+        command.add_argument("--n-jobs", type=int, default=None,
+                             help="parallel jobs on this machine")
+        return command
+
+    party = algorithm_command(
+        "party", "run a party's step on its own data, write its upload",
+        "Run an algorithm's party step on this party's rows (a CSV with the label in "
+        "the last column, or LIBSVM) and write the upload file to send to the server.",
+    )
+    party.add_argument("--data", required=True, help="this party's labelled rows")
+    party.add_argument("--name", required=True, type=_label, help="this party's name")
+    party.add_argument("--classes", required=True, nargs="+", type=_label,
+                       help="the agreed class labels")
+    party.add_argument("--out", required=True, help="the upload file to write")
+    party.add_argument("--message", help="fedct: the server's message of the last round")
+    party.add_argument("--keep-model", action="store_true",
+                       help="fedct: do not send the final model to the server")
+    party.add_argument("--party-seed", type=int,
+                       help="a secret seed for this party's noise (L2, bit flips)")
+
+    server = algorithm_command(
+        "server", "combine the parties' uploads into the final model",
+        "Check the parties' uploads and run the server step. FedKT and oneshot write "
+        "the final model; fedct writes the round's message to send to every party, or, "
+        "given the message that said done and the parties' final uploads, the model.",
+    )
+    server.add_argument("uploads", nargs="+", help="the parties' upload files")
+    server.add_argument("--out", required=True, help="the model (or fedct message) to write")
+    server.add_argument("--classes", nargs="+", type=_label,
+                        help="the agreed class labels (default: the first upload's)")
+    server.add_argument("--message", help="fedct: this server's message of the last round")
+    server.add_argument("--min-parties", type=positive(int),
+                        help="go on without uploads that fail a check while this many "
+                        "remain (default: every upload must pass)")
+    server.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
+                        help="types to load beyond scikit-learn's and XGBoost's, e.g. a "
+                        "skorch net's: loading runs their code")
+
+    score = commands.add_parser(
+        "score", formatter_class=formatter, help="accuracy of a model file on labelled data",
+        description="Load a model written by 'skfedkt server' and print its accuracy on "
+        "labelled rows.",
+    )
+    score.add_argument("--model", required=True)
+    score.add_argument("--data", required=True, help="labelled rows (CSV or LIBSVM)")
+    score.add_argument("--trust", nargs="+", default=[], metavar="TYPE")
+
+
+def _csv(path, X, y=None):
+    header = [f"x{j}" for j in range(X.shape[1])] + ([] if y is None else ["label"])
+    table = X if y is None else np.column_stack([X, y])
+    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.10g")
+
+
+def run_split(args):
+    data = load_federated(args.dataset, n_parties=args.parties, beta=args.beta,
+                          partition="iid" if args.iid else "dirichlet",
+                          random_state=args.random_state)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for party in np.unique(data.groups):
+        rows = data.groups == party
+        _csv(out / f"party-{party}.csv", data.X_train[rows], data.y_train[rows])
+        labels, counts = np.unique(data.y_train[rows], return_counts=True)
+        print(f"{out / f'party-{party}.csv'}: {rows.sum()} rows, "
+              + ", ".join(f"{n} of class {c}" for c, n in zip(labels.tolist(), counts.tolist())))
+    _csv(out / "public.csv", data.X_public)
+    _csv(out / "test.csv", data.X_test, data.y_test)
+    print(f"{out / 'public.csv'}: {len(data.X_public)} unlabelled rows; "
+          f"{out / 'test.csv'}: {len(data.X_test)} rows; classes: "
+          f"{' '.join(str(c) for c in np.unique(data.y_train))}")
+    return 0
+
+
+def _estimator(args):
+    return _make(args.algorithm, ESTIMATORS[args.estimator](), args.options, args.random_state,
+                 args.n_jobs, 0)
+
+
+def _public(args, required):
+    if args.public is None:
+        if required:
+            raise ValueError(f"{args.algorithm} needs the agreed public set: pass --public.")
+        return None
+    return load_local_file(args.public, labelled=False)[0]
+
+
+def run_party(args):
+    clf = _estimator(args)
+    X, y = load_local_file(args.data)
+    X_public = _public(args, required=args.algorithm != "oneshot")
+    options = dict(party=args.name, classes=args.classes, X_unlabeled=X_public,
+                   party_seed=args.party_seed)
+    if args.algorithm == "fedct":
+        options.update(message=args.message, share_model=False if args.keep_model else None)
+    elif args.message is not None:
+        raise ValueError("--message is for fedct's rounds.")
+    start = time.perf_counter()
+    upload = clf.fit_party(X, y, **options)
+    seconds = time.perf_counter() - start
+    size = upload.save(args.out)
+    what = {"fedkt": "students", "oneshot": "local model", "fedct": "labels"}[args.algorithm]
+    round_ = upload.manifest.get("round")
+    print(f"party {args.name!r}: {len(y)} rows, {what}"
+          + ("" if round_ is None else f" of round {round_}")
+          + f" in {seconds:.1f} s; wrote {args.out} ({size / 1000:.1f} kB)")
+    return 0
+
+
+def run_server(args):
+    clf = _estimator(args)
+    X_public = _public(args, required=args.algorithm != "oneshot")
+    checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties)
+    start = time.perf_counter()
+    if args.algorithm == "fedct":
+        done = args.message is not None and read_upload(args.message).manifest["done"]
+        if not done:
+            message = clf.server_round(args.uploads, X_public, message=args.message, **checks)
+            message.save(args.out)
+            history = message.manifest["history"]
+            change = (f"{history[-1]['consensus_changed']:.1%} of the consensus labels "
+                      "changed; " if history else "")
+            next_step = (
+                "done: every party runs its final step with --message "
+                f"{args.out}, then the server combines those uploads with the same message"
+                if message.manifest["done"] else
+                f"every party runs round {message.manifest['round']} with --message {args.out}"
+            )
+            print(f"server: {len(args.uploads)} uploads in {time.perf_counter() - start:.1f} "
+                  f"s; {change}{next_step}")
+            return 0
+        clf.fit_server(args.uploads, X_public, message=args.message, **checks)
+    else:
+        clf.fit_server(args.uploads, X_public, **checks)
+    seconds = time.perf_counter() - start
+    size = save_model(clf, args.out)
+    print(f"server: final model of {len(clf.parties_)} parties "
+          f"({', '.join(str(p) for p in clf.parties_)}) in {seconds:.1f} s; wrote {args.out} "
+          f"({size / 1000:.1f} kB)")
+    left_out = getattr(clf, "left_out_parties_", {})
+    if left_out:
+        print(f"left out: {', '.join(str(p) for p in left_out)}")
+    if np.isfinite(getattr(clf, "epsilon_", np.inf)):
+        print(clf.privacy_report_.statement)
+    return 0
+
+
+def run_score(args):
+    model = load_model(args.model, trusted=args.trust)
+    X, y = load_local_file(args.data)
+    print(f"accuracy {model.score(X, y):.4f} on {len(y)} rows of {args.data}")
+    return 0
+
+
+HANDLERS = {"split": run_split, "party": run_party, "server": run_server, "score": run_score}
