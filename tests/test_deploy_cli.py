@@ -1,0 +1,137 @@
+"""The deployment commands: skfedkt split, party, server and score, through files."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt.__main__ import main
+from skfedkt._upload import load_model
+from skfedkt.datasets import load_local_file
+
+PARTIES = [0, 1, 2]
+# small models keep the test quick; every party and the server pass the same flags
+MODEL = ["--estimator", "dt", "--random-state", "0"]
+
+
+@pytest.fixture(scope="module")
+def consortium(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("consortium")
+    assert main(["split", "breast_cancer", "--parties", "3", "--out-dir", str(folder)]) == 0
+    return folder
+
+
+def _run(argv, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        status = main([str(a) for a in argv])
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    return printed.out
+
+
+def _party(consortium, algorithm, p, out, capsys, *extra):
+    return _run(["party", algorithm, *MODEL, "--data", consortium / f"party-{p}.csv",
+                 "--public", consortium / "public.csv", "--classes", 0, 1,
+                 "--name", f"hospital-{p}", "--out", out, *extra], capsys)
+
+
+def _pooled(consortium):
+    """The parties' rows pooled, their groups, and the public set: what fit takes."""
+    parts = [load_local_file(consortium / f"party-{p}.csv") for p in PARTIES]
+    X = np.vstack([X for X, _ in parts])
+    y = np.concatenate([y for _, y in parts])
+    groups = np.concatenate([[f"hospital-{p}"] * len(y) for p, (_, y) in zip(PARTIES, parts)])
+    X_public, _ = load_local_file(consortium / "public.csv", labelled=False)
+    return X, y, groups, X_public
+
+
+@pytest.mark.parametrize("algorithm, estimator", [
+    ("fedkt", FedKTClassifier), ("oneshot", OneShotEnsembleClassifier),
+])
+def test_one_round_through_files_gives_fits_model(consortium, tmp_path, capsys, algorithm,
+                                                  estimator):
+    uploads = [tmp_path / f"upload-{p}.skfedkt" for p in PARTIES]
+    for p, upload in zip(PARTIES, uploads):
+        assert f"'hospital-{p}'" in _party(consortium, algorithm, p, upload, capsys)
+    model = tmp_path / "model.skops"
+    printed = _run(["server", algorithm, *MODEL, "--public", consortium / "public.csv",
+                    "--out", model, *uploads], capsys)
+    assert "final model of 3 parties (hospital-0, hospital-1, hospital-2)" in printed
+    printed = _run(["score", "--model", model, "--data", consortium / "test.csv"], capsys)
+    assert printed.startswith("accuracy 0.")
+
+    X, y, groups, X_public = _pooled(consortium)
+    options = ({"selection": "cv", "n_selected": 5} if algorithm == "oneshot" else {})
+    from sklearn.tree import DecisionTreeClassifier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = estimator(DecisionTreeClassifier(), random_state=0, **options).fit(
+            X, y, groups=groups, X_unlabeled=X_public
+        )
+    X_test, _ = load_local_file(consortium / "test.csv")
+    assert_array_equal(load_model(model).predict_proba(X_test), fitted.predict_proba(X_test))
+
+
+def test_fedct_rounds_through_files(consortium, tmp_path, capsys):
+    message = None
+    for round_ in range(20):
+        uploads = [tmp_path / f"round-{round_}-{p}.skfedkt" for p in PARTIES]
+        extra = [] if message is None else ["--message", message]
+        for p, upload in zip(PARTIES, uploads):
+            _party(consortium, "fedct", p, upload, capsys, *extra)
+        if message is not None and "done" in printed:
+            break
+        new_message = tmp_path / f"message-{round_}.skfedkt"
+        printed = _run(["server", "fedct", *MODEL, "--public", consortium / "public.csv",
+                        "--out", new_message, *uploads, *extra], capsys)
+        message = new_message
+    model = tmp_path / "model.skops"
+    printed = _run(["server", "fedct", *MODEL, "--public", consortium / "public.csv",
+                    "--out", model, *uploads, "--message", message], capsys)
+    assert "final model of 3 parties" in printed
+
+    X, y, groups, X_public = _pooled(consortium)
+    from sklearn.tree import DecisionTreeClassifier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = FedCTClassifier(DecisionTreeClassifier(), random_state=0).fit(
+            X, y, groups=groups, X_unlabeled=X_public
+        )
+    X_test, _ = load_local_file(consortium / "test.csv")
+    served = load_model(model)
+    assert served.n_rounds_ == fitted.n_rounds_
+    assert_array_equal(served.predict_proba(X_test), fitted.predict_proba(X_test))
+
+
+def test_server_refuses_mismatched_flags_naming_the_party(consortium, tmp_path, capsys):
+    upload = tmp_path / "upload.skfedkt"
+    _party(consortium, "fedkt", 0, upload, capsys)
+    status = main(["server", "fedkt", *MODEL, "--partitions", "3", "--public",
+                   str(consortium / "public.csv"), "--out", str(tmp_path / "m"), str(upload)])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert err.startswith("skfedkt server: error: Party 'hospital-0' refused: algorithm "
+                          "parameters (params) differ: ['n_partitions']")
+
+
+def test_min_parties_leaves_out_a_damaged_upload(consortium, tmp_path, capsys):
+    uploads = [tmp_path / f"upload-{p}.skfedkt" for p in PARTIES]
+    for p, upload in zip(PARTIES, uploads):
+        _party(consortium, "fedkt", p, upload, capsys)
+    uploads[2].write_bytes(uploads[2].read_bytes()[:5000])
+    printed = _run(["server", "fedkt", *MODEL, "--public", consortium / "public.csv",
+                    "--out", tmp_path / "model.skops", "--min-parties", 2, *uploads], capsys)
+    assert "final model of 2 parties (hospital-0, hospital-1)" in printed
+    assert "left out: hospital-2" in printed
+
+
+def test_party_needs_the_public_set(consortium, tmp_path, capsys):
+    status = main(["party", "fedkt", "--data", str(consortium / "party-0.csv"), "--classes",
+                   "0", "1", "--name", "a", "--out", str(tmp_path / "u")])
+    assert status == 1
+    assert "fedkt needs the agreed public set: pass --public" in capsys.readouterr().err
