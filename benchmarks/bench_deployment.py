@@ -1,0 +1,110 @@
+"""Upload size per party and time per step of every algorithm, deployed through files.
+
+Each party's step runs on its own rows and writes its upload file; the server's step
+reads and checks the files. Prints, per dataset and algorithm, the mean ± std upload
+size per party and the seconds of each step, and checks the deployed model against
+``fit``. Times include reading and writing the files, not importing skops.
+
+    python benchmarks/bench_deployment.py [--datasets digits breast_cancer] [--parties 10]
+"""
+
+import argparse
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import skops.io  # noqa: F401  (imported once, before any step is timed)
+from sklearn.base import clone
+from sklearn.ensemble import RandomForestClassifier
+
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt.datasets import load_federated
+
+
+def forest():
+    return RandomForestClassifier(n_estimators=100, max_depth=6)
+
+
+ALGORITHMS = {
+    "fedkt": lambda: FedKTClassifier(forest(), random_state=0),
+    "oneshot (cv)": lambda: OneShotEnsembleClassifier(forest(), selection="cv",
+                                                      n_selected=5, random_state=0),
+    "fedct": lambda: FedCTClassifier(forest(), random_state=0),
+}
+
+
+def deploy(clf, data, folder):
+    """Run the party and server steps through files.
+
+    Returns the rounds, the fitted server, and per phase ("labels" for FedCT's rounds,
+    "model" for what ends training) the upload sizes, party seconds and server seconds.
+    """
+    parties = np.unique(data.groups)
+    rows = {p: data.groups == p for p in parties}
+    classes = np.unique(data.y_train)
+    phases = {}
+    server, message, round_ = clone(clf), None, 0
+    fedct = isinstance(clf, FedCTClassifier)
+    while True:
+        final = not fedct or (message is not None and message.manifest["done"])
+        sizes, party_seconds, server_seconds = phases.setdefault(
+            "model" if final else "labels", ([], [], [])
+        )
+        paths = []
+        for p in parties:
+            start = time.perf_counter()
+            options = dict(party=int(p), classes=classes, X_unlabeled=data.X_public)
+            if fedct:
+                options["message"] = message
+            upload = clf.fit_party(data.X_train[rows[p]], data.y_train[rows[p]], **options)
+            path = folder / f"{round_}-{p}.skfedkt"
+            sizes.append(upload.save(path))
+            party_seconds.append(time.perf_counter() - start)
+            paths.append(path)
+        start = time.perf_counter()
+        if final:
+            server.fit_server(paths, data.X_public,
+                              **({"message": message} if fedct else {}))
+            server_seconds.append(time.perf_counter() - start)
+            return max(round_, 1), server, phases
+        message = server.server_round(paths, data.X_public, message=message)
+        server_seconds.append(time.perf_counter() - start)
+        round_ += 1
+
+
+WHAT = {"fedkt": "students", "oneshot (cv)": "local model and score",
+        "fedct": "final model"}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["digits", "breast_cancer"])
+    parser.add_argument("--parties", type=int, default=10)
+    args = parser.parse_args()
+    print("| dataset | algorithm | rounds | upload | per party (kB) | party step (s) | "
+          "server step (s) | same model as fit |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.datasets:
+        data = load_federated(name, n_parties=args.parties, beta=0.5, random_state=0)
+        for label, make in ALGORITHMS.items():
+            clf = make()
+            with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rounds, server, phases = deploy(clf, data, Path(folder))
+                fitted = clone(clf).fit(data.X_train, data.y_train, groups=data.groups,
+                                        X_unlabeled=data.X_public)
+            same = np.array_equal(server.predict_proba(data.X_test),
+                                  fitted.predict_proba(data.X_test))
+            for phase, (sizes, party_s, server_s) in phases.items():
+                what = {"labels": "labels, each round", "model": WHAT[label]}[phase]
+                sizes = np.array(sizes) / 1000
+                print(f"| {name} | {label} | {rounds} | {what} | {sizes.mean():.1f} ± "
+                      f"{sizes.std():.1f} (max {sizes.max():.1f}) | {np.mean(party_s):.2f} ± "
+                      f"{np.std(party_s):.2f} | {np.mean(server_s):.2f} ± "
+                      f"{np.std(server_s):.2f} | {same} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Flower apps that run skfedkt's algorithms across organisations.
+
+A consortium that already runs Flower (its SuperLink and SuperNodes, with TLS,
+authentication and deployment) gets FedKT, one-shot ensembles and FedCT without
+transport code: `client_app` runs an estimator's party step on each SuperNode and
+`server_app` its server step. The message payload is the upload file of the file-based
+deployment (`skfedkt.PartyUpload`), as bytes in a ``ConfigRecord``: the server checks
+and loads it the same way, never with pickle.
+
+Needs the ``flower`` extra: ``pip install "skfedkt[flower]"``.
+
+Examples
+--------
+In-process, with Flower's simulation engine (each simulated SuperNode is a party)::
+
+    from flwr.simulation import run_simulation
+    from skfedkt import FedKTClassifier
+    from skfedkt.flower import client_app, server_app
+
+    clf = FedKTClassifier(random_state=0)
+    def party_data(context):  # on a SuperNode: read the party's own rows
+        p = context.node_config["partition-id"]
+        return X[groups == p], y[groups == p], p
+    models = []
+    run_simulation(
+        server_app=server_app(clf, X_public, n_parties=3, on_fit=models.append),
+        client_app=client_app(clf, party_data, X_public, classes=[0, 1]),
+        num_supernodes=3,
+    )
+"""
+
+import time
+
+from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+from sklearn.base import clone
+
+from ._fedct import FedCTClassifier
+from ._upload import read_upload
+
+_RECORD = "skfedkt"
+
+
+def _payload(data=b""):
+    return RecordDict({_RECORD: ConfigRecord({"data": data})})
+
+
+def _bytes_of(message):
+    return message.content[_RECORD]["data"]
+
+
+def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
+    """A Flower ClientApp that runs `estimator`'s party step on the SuperNode's data.
+
+    Parameters
+    ----------
+    estimator : FedKTClassifier, FedCTClassifier or OneShotEnsembleClassifier
+        The agreed algorithm and parameters (the same on every node and the server).
+    party_data : callable
+        ``party_data(context) -> (X, y, party)``: the party's rows, labels and name,
+        read on the SuperNode (e.g. from a path in ``context.node_config``).
+    X_public : array-like
+        The agreed public set.
+    classes : array-like
+        The agreed class labels.
+    party_seed : int, default=None
+        Passed to ``fit_party``.
+
+    Returns
+    -------
+    app : flwr.clientapp.ClientApp
+    """
+    app = ClientApp()
+
+    @app.query()
+    def party_step(message: Message, context) -> Message:
+        X, y, party = party_data(context)
+        options = dict(party=party, classes=classes, X_unlabeled=X_public,
+                       party_seed=party_seed)
+        server_message = _bytes_of(message)
+        if isinstance(estimator, FedCTClassifier):
+            options["message"] = server_message or None
+        upload = estimator.fit_party(X, y, **options)
+        return Message(content=_payload(upload.to_bytes()), reply_to=message)
+
+    return app
+
+
+def _wait_for_nodes(grid, n_parties, timeout):
+    """The SuperNodes' ids, once `n_parties` of them registered."""
+    deadline = time.monotonic() + timeout
+    while True:
+        nodes = list(grid.get_node_ids())
+        if len(nodes) >= n_parties:
+            return nodes
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"Only {len(nodes)} of {n_parties} SuperNodes connected within {timeout} s."
+            )
+        time.sleep(0.5)
+
+
+def _ask_every_party(grid, nodes, data, timeout):
+    messages = [
+        Message(content=_payload(data), message_type=MessageType.QUERY, dst_node_id=node)
+        for node in nodes
+    ]
+    replies = list(grid.send_and_receive(messages, timeout=timeout))
+    failed = [reply for reply in replies if reply.has_error()]
+    if failed:
+        raise RuntimeError(
+            f"{len(failed)} of {len(nodes)} parties failed their step: "
+            + "; ".join(reply.error.reason for reply in failed)
+        )
+    return [_bytes_of(reply) for reply in replies]
+
+
+def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=(),
+               min_parties=None, timeout=600.0):
+    """A Flower ServerApp that runs `estimator`'s server step on the parties' uploads.
+
+    FedKT and one-shot ensembles take one round; FedCT runs rounds until its server
+    step says done, then asks every party for its final model.
+
+    Parameters
+    ----------
+    estimator : FedKTClassifier, FedCTClassifier or OneShotEnsembleClassifier
+        The agreed algorithm and parameters.
+    X_public : array-like
+        The agreed public set.
+    n_parties : int
+        SuperNodes to wait for; every one of them is a party.
+    on_fit : callable
+        Called with the fitted estimator (e.g. to save it with `skops`).
+    classes, trusted, min_parties
+        As in ``fit_server``.
+    timeout : float, default=600
+        Seconds to wait for the SuperNodes and for each round's replies.
+
+    Returns
+    -------
+    app : flwr.serverapp.ServerApp
+    """
+    app = ServerApp()
+    checks = dict(classes=classes, trusted=trusted, min_parties=min_parties)
+
+    @app.main()
+    def server_step(grid: Grid, context) -> None:
+        nodes = _wait_for_nodes(grid, n_parties, timeout)
+        server = clone(estimator)
+        if not isinstance(server, FedCTClassifier):
+            uploads = _ask_every_party(grid, nodes, b"", timeout)
+            on_fit(server.fit_server(uploads, X_public, **checks))
+            return
+        message = None
+        while message is None or not message.manifest["done"]:
+            uploads = _ask_every_party(
+                grid, nodes, b"" if message is None else message.to_bytes(), timeout
+            )
+            message = read_upload(
+                server.server_round(uploads, X_public, message=message, **checks).to_bytes()
+            )
+        uploads = _ask_every_party(grid, nodes, message.to_bytes(), timeout)
+        on_fit(server.fit_server(uploads, X_public, message=message, **checks))
+
+    return app
