@@ -9,7 +9,7 @@ from ._base import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
 from ._oneshot import OneShotEnsembleClassifier
-from ._upload import PartyUpload, UploadError, read_upload
+from ._upload import PartyUpload, UploadError, load_model, read_upload, save_model
 
 __version__ = "0.1.0"
 
@@ -23,7 +23,9 @@ __all__ = [
     "UploadError",
     "baselines",
     "datasets",
+    "load_model",
     "privacy",
     "read_upload",
+    "save_model",
     "__version__",
 ]

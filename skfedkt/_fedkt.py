@@ -570,6 +570,25 @@ class FedKTClassifier(BaseFederatedClassifier):
         -------
         upload : skfedkt.PartyUpload
             Save it with ``upload.save(path)`` and send the file to the server.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.base import clone
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from skfedkt import FedKTClassifier
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> X_public, X, y = X[:100], X[100:], y[100:]
+        >>> party = np.arange(len(y)) % 3
+        >>> clf = FedKTClassifier(random_state=0)
+        >>> uploads = [clf.fit_party(X[party == p], y[party == p], party=p, classes=[0, 1],
+        ...                          X_unlabeled=X_public) for p in range(3)]
+        >>> [len(upload.payload["students"]) for upload in uploads]
+        [2, 2, 2]
+        >>> server = clone(clf).fit_server(uploads, X_public)
+        >>> pooled = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+        >>> bool((server.predict_proba(X) == pooled.predict_proba(X)).all())
+        True
         """
         self._validate_params()
         self._check_options()

@@ -219,6 +219,23 @@ def read_upload(source, *, trusted=(), name=None):
     UploadError
         For a file that is not an upload, is truncated or corrupted, whose payload does
         not match its manifest's checksum, or that holds untrusted types.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from skfedkt import OneShotEnsembleClassifier, read_upload
+    >>> X, y = load_iris(return_X_y=True)
+    >>> upload = OneShotEnsembleClassifier(random_state=0).fit_party(
+    ...     X, y, party="lab-a", classes=[0, 1, 2])
+    >>> received = read_upload(upload.to_bytes())
+    >>> received.party, received.manifest["n_rows"], received.manifest["classes"]
+    ('lab-a', 150, [0, 1, 2])
+    >>> type(received.payload["model"]).__name__
+    'DecisionTreeClassifier'
+    >>> read_upload(upload.to_bytes()[:1000])
+    Traceback (most recent call last):
+    ...
+    skfedkt._upload.UploadError: Party 'lab-a' (the upload): not a readable skfedkt upload...
     """
     import skops.io
 
@@ -276,7 +293,33 @@ def read_upload(source, *, trusted=(), name=None):
 
 
 def save_model(estimator, path):
-    """Write a fitted estimator with skops (what a server sends back); returns its size."""
+    """Write a fitted estimator with skops: the model a server sends back.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The fitted estimator, e.g. the result of ``fit_server``.
+    path : str or path-like
+        The file to write.
+
+    Returns
+    -------
+    n_bytes : int
+        The file's size.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from sklearn.datasets import load_iris
+    >>> from skfedkt import OneShotEnsembleClassifier, load_model, save_model
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = OneShotEnsembleClassifier(random_state=0).fit(X, y, groups=y % 2)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.skops")
+    >>> save_model(clf, path) > 0
+    True
+    >>> (load_model(path).predict(X) == clf.predict(X)).all()
+    np.True_
+    """
     import skops.io
 
     data = skops.io.dumps(estimator, compression=zipfile.ZIP_DEFLATED)
@@ -288,8 +331,23 @@ def save_model(estimator, path):
 def load_model(path, *, trusted=()):
     """Load a model file of `save_model` without pickle.
 
-    Trusts skfedkt's, scikit-learn's and XGBoost's types, and those in `trusted`; any
-    other type is refused with its name.
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    trusted : sequence of str, default=()
+        Type names to load beyond skfedkt's, scikit-learn's and XGBoost's, e.g. a
+        skorch net's (loading runs their code).
+
+    Returns
+    -------
+    estimator : estimator
+        The fitted estimator.
+
+    Raises
+    ------
+    UploadError
+        For a file skops cannot read, or one holding types that are not trusted.
     """
     import skops.io
 

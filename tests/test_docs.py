@@ -40,3 +40,15 @@ def test_sphinx_build_has_no_warnings(tmp_path):
         gallery.index(f"{name}.html") for name in ("plot_consistent_voting", "plot_grid_search")
     )
     assert not (tmp_path / "doc" / "sg_execution_times.rst").exists()
+
+
+def test_readme_deployment_commands_run_as_written(tmp_path):
+    if shutil.which("skfedkt") is None:
+        pytest.skip("the skfedkt console script is not installed")
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- deployment commands")[1].split("```bash\n")[1].split("```")[0]
+    result = subprocess.run(["bash", "-e", "-c", block], cwd=tmp_path, capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "final model of 3 parties (hospital-0, hospital-1, hospital-2)" in result.stdout
+    assert "accuracy 0." in result.stdout
