@@ -235,8 +235,12 @@ class FedCTClassifier(BaseFederatedClassifier):
         training rows after the round's refit) and ``bytes_sent`` (bytes each party sent:
         its one-hot label matrix, one bit per public example and class).
     upload_bytes_ : ndarray of int of shape (n_parties,)
-        Bytes each party sent over all rounds, aligned with ``parties_`` (the sum of
-        ``bytes_sent`` in `history_`; the consensus broadcast back is not counted).
+        Bytes each party sent over all rounds, aligned with ``parties_``: with `fit`,
+        the sum of ``bytes_sent`` in `history_` (the consensus broadcast back is not
+        counted); with `fit_server`, the size of each party's final upload file.
+    left_out_parties_ : dict
+        Only after `fit_server`: the uploads it left out under ``min_parties``, with the
+        reason, keyed by party (or file).
     privacy_report_ : skfedkt.privacy.BitFlipPrivacyReport or None
         The guarantee when `dp_epsilon` is set.
     epsilon_ : float
@@ -244,6 +248,11 @@ class FedCTClassifier(BaseFederatedClassifier):
 
     Notes
     -----
+    Across organisations, every round runs `fit_party` on each party's machine and
+    `server_round` on their uploads, whose message goes back to every party; when it
+    says done, `fit_server` assembles the parties' final models. `fit` is exactly these
+    steps in one process, so both give the same model for the same `random_state`.
+
     Every round refits a fresh clone of each party's estimator on its rows plus the
     pseudo-labelled public set: this works for any model (trees have no weights to keep)
     and makes a round's result independent of fitting history. Estimators that could

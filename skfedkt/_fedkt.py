@@ -310,8 +310,12 @@ class FedKTClassifier(BaseFederatedClassifier):
     final_estimator_ : estimator
         The server's fitted final model, trained on class codes like the students.
     upload_bytes_ : ndarray of int of shape (n_parties,)
-        Bytes each party sent, aligned with ``parties_``: its pickled students, the only
-        communication of FedKT (the final model's trip back is not counted).
+        Bytes each party sent, aligned with ``parties_``: its students, the only
+        communication of FedKT (the final model's trip back is not counted). `fit`
+        counts them pickled; `fit_server` gives the size of each upload file.
+    left_out_parties_ : dict
+        Only after `fit_server`: the uploads it left out under ``min_parties``, with the
+        reason, keyed by party (or file).
     vote_counts_ : ndarray of shape (n_public, n_classes)
         The server's noise-free vote histogram on the whole public set: vote counts
         (int64) with hard voting, summed class probabilities (float64) with soft voting.
@@ -347,6 +351,11 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     Notes
     -----
+    Across organisations, `fit_party` runs the party step on each party's machine and
+    `fit_server` the server step on their upload files; `fit` is exactly these steps in
+    one process, so both give the same model for the same `random_state` (a party's
+    draws depend only on it and the party's name).
+
     ``groups`` gives the party of every training row; ``groups=None`` means a single
     party, which makes this the paper's centralized PATE baseline. ``X_unlabeled`` is the
     public data both tiers label; ``None`` uses the rows of ``X`` without their labels,

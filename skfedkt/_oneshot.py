@@ -172,9 +172,20 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     student_ : estimator
         The distilled model, when `student_estimator` is given.
     upload_bytes_ : ndarray of int of shape (n_parties,)
-        Bytes each party sent, aligned with ``parties_``: its pickled local model if it
-        was selected (the server asks only the selected parties; sizes and validation
-        scores are a few bytes and not counted), else 0.
+        Bytes each party sent in the one round, aligned with ``parties_``: its local
+        model, pickled, with `fit` (0 for a party too small to train; its size and
+        validation score are a few bytes and not counted); the size of its upload file
+        with `fit_server`.
+    left_out_parties_ : dict
+        Only after `fit_server`: the uploads it left out under ``min_parties``, with the
+        reason, keyed by party (or file).
+
+    Notes
+    -----
+    Across organisations, `fit_party` runs the party step on each party's machine and
+    `fit_server` the server step on their upload files; `fit` is exactly these steps in
+    one process, so both give the same model for the same `random_state`. Every party
+    that can train sends its model in the one round, and the server selects.
 
     References
     ----------
