@@ -20,6 +20,7 @@ from ._federation import (
     collect_uploads,
     derived_random_state,
     party_random_state,
+    require_public_set,
     root_seed,
     server_expectations,
 )
@@ -32,7 +33,7 @@ from ._fitting import (
     ensemble_proba,
     fit_clones,
 )
-from ._upload import PartyUpload, UploadError
+from ._upload import PartyUpload, UploadError, read_upload
 from ._voting import count_votes, plurality_vote
 from .privacy import (
     BitFlipPrivacyReport,
@@ -40,6 +41,14 @@ from .privacy import (
     bit_flip_probability,
     guarantee_strength,
 )
+
+
+def _checked_message(message, expected):
+    """The server's message of a round, read and checked like an upload."""
+    if not isinstance(message, PartyUpload):
+        message = read_upload(message, name="the server's message")
+    (message,), _ = collect_uploads([message], dict(expected, party="server"))
+    return message
 
 
 class _FedCTParty:
@@ -493,6 +502,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         """
         self._validate_params()
         self._check_estimator_entries()
+        require_public_set(X_unlabeled, "FedCT's party step")
         data = PartyData(self, X, y, classes, X_unlabeled, party)
         if isinstance(self.estimator, list):
             raise ValueError(
@@ -513,7 +523,7 @@ class FedCTClassifier(BaseFederatedClassifier):
             )
         expected = server_expectations(clone(self), X_unlabeled, data.classes)
         if message is not None:
-            (message,), _ = collect_uploads([message], dict(expected, party="server"))
+            message = _checked_message(message, expected)
         server = _FedCTServer(self, _num_samples(data.X_public), len(data.classes), None)
         consensus, round_ = server.instructions(message)
         estimator = (self.estimator[data.party] if isinstance(self.estimator, dict)
@@ -560,9 +570,10 @@ class FedCTClassifier(BaseFederatedClassifier):
             parties fit and send their final models for `fit_server`.
         """
         self._validate_params()
+        require_public_set(X_unlabeled, "FedCT's server round")
         expected = server_expectations(clone(self), X_unlabeled, classes)
         if message is not None:
-            (message,), _ = collect_uploads([message], dict(expected, party="server"))
+            message = _checked_message(message, expected)
             expected["classes"] = message.manifest["classes"]
         uploads, _ = collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
@@ -595,8 +606,9 @@ class FedCTClassifier(BaseFederatedClassifier):
             The fitted classifier.
         """
         self._validate_params()
+        require_public_set(X_unlabeled, "FedCT's server step")
         expected = server_expectations(self, X_unlabeled, classes)
-        (message,), _ = collect_uploads([message], dict(expected, party="server"))
+        message = _checked_message(message, expected)
         if not message.manifest["done"]:
             raise ValueError(
                 f"The server's message of round {message.manifest['round']} does not say "

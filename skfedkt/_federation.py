@@ -10,6 +10,7 @@ give the same model, every random draw of a party depends only on the agreed
 import hashlib
 import warnings
 from numbers import Integral
+from os import PathLike
 
 import numpy as np
 from sklearn.base import clone
@@ -65,8 +66,21 @@ def agreed_classes(classes):
 
 
 def _check_party_name(party):
-    (label,) = json_labels([party])
-    return label
+    if isinstance(party, (bool, np.bool_)) or not isinstance(party, (str, Integral)):
+        raise TypeError(
+            f"party must be the party's name, a string or an integer; got {party!r} of "
+            f"type {type(party).__name__}."
+        )
+    return party if isinstance(party, str) else int(party)
+
+
+def require_public_set(X_public, step):
+    """The algorithm's steps need the agreed public set: refuse None before any work."""
+    if X_public is None:
+        raise ValueError(
+            f"{step} needs the agreed public set: pass it as X_unlabeled (the same rows, "
+            "in the same order, at every party and the server)."
+        )
 
 
 class PartyData:
@@ -180,6 +194,12 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
     left_out : dict
         ``{party or file: reason}``.
     """
+    if isinstance(sources, (str, bytes, bytearray, PathLike, PartyUpload)):
+        raise TypeError(
+            "uploads must be a list of upload files (paths or bytes) or PartyUpload "
+            f"objects, one per party; got a single {type(sources).__name__}. Wrap it in "
+            "a list."
+        )
     accepted, left_out = {}, {}
 
     def refuse(error, key):

@@ -25,6 +25,7 @@ from ._federation import (
     collect_uploads,
     derived_random_state,
     party_random_state,
+    require_public_set,
     root_seed,
     server_expectations,
 )
@@ -601,6 +602,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         """
         self._validate_params()
         self._check_options()
+        require_public_set(X_unlabeled, "FedKT's party step")
         data = PartyData(self, X, y, classes, X_unlabeled, party)
         rows = np.arange(len(data.y))
         self._check_party_sizes([rows], [data.party])
@@ -653,6 +655,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         """
         self._validate_params()
         self._check_options()
+        require_public_set(X_unlabeled, "FedKT's server step")
         uploads, self.left_out_parties_ = collect_uploads(
             uploads, server_expectations(self, X_unlabeled, classes), trusted=trusted,
             min_parties=min_parties,

@@ -243,8 +243,11 @@ def read_upload(source, *, trusted=(), name=None):
         data, name = bytes(source), name or "the upload"
     else:
         name = name or str(source)
-        with open(source, "rb") as file:
-            data = file.read()
+        try:
+            with open(source, "rb") as file:
+                data = file.read()
+        except OSError as exc:
+            raise UploadError(f"{name}: cannot read the upload: {exc}") from exc
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             manifest = json.loads(archive.read(_MANIFEST))

@@ -347,3 +347,48 @@ def _untrusted(path):
 
     with zipfile.ZipFile(path) as archive:
         return skops.io.get_untrusted_types(data=archive.read("payload.skops"))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda X, y, P: FedKTClassifier().fit_party(X, y, party=None, classes=[0, 1],
+                                                 X_unlabeled=P),
+     TypeError, "party must be the party's name"),
+    (lambda X, y, P: FedKTClassifier().fit_party(X, y, party="a", classes=[0, 1],
+                                                 X_unlabeled=None),
+     ValueError, "party step needs the agreed public set"),
+    (lambda X, y, P: FedCTClassifier().fit_party(X, y, party="a", classes=[0, 1],
+                                                 X_unlabeled=None),
+     ValueError, "party step needs the agreed public set"),
+    (lambda X, y, P: FedKTClassifier().fit_server("upload.skfedkt", P),
+     TypeError, "uploads must be a list"),
+    (lambda X, y, P: FedKTClassifier().fit_server([], P), UploadError, "No uploads"),
+    (lambda X, y, P: FedKTClassifier().fit_server(["missing.skfedkt"], None),
+     ValueError, "server step needs the agreed public set"),
+    (lambda X, y, P: OneShotEnsembleClassifier().fit_server(["missing.skfedkt"]),
+     UploadError, "missing.skfedkt: cannot read the upload"),
+    (lambda X, y, P: FedKTClassifier().fit_party(X, y, party="a", classes=[1],
+                                                 X_unlabeled=P),
+     ValueError, "at least two"),
+    (lambda X, y, P: FedKTClassifier().fit_party(X, y, party="a", classes=[0, 1, 1],
+                                                 X_unlabeled=P),
+     ValueError, "repeated"),
+    (lambda X, y, P: FedKTClassifier().fit_party(X, y, party="a", classes=[0, 1],
+                                                 X_unlabeled=P[:, :5]),
+     ValueError, "Invalid X_unlabeled"),
+    (lambda X, y, P: FedCTClassifier().fit_party(X, y, party="a", classes=[0, 1],
+                                                 X_unlabeled=P, message=b"junk"),
+     UploadError, "the server's message: not a readable"),
+    (lambda X, y, P: FedCTClassifier([DecisionTreeClassifier()]).fit_party(
+        X, y, party="a", classes=[0, 1], X_unlabeled=P),
+     ValueError, "give a dict keyed by party name"),
+    (lambda X, y, P: FedCTClassifier({"b": DecisionTreeClassifier()}).fit_party(
+        X, y, party="a", classes=[0, 1], X_unlabeled=P),
+     ValueError, "no entry for party 'a'"),
+    (lambda X, y, P: FedKTClassifier(n_partitions=0).fit_party(
+        X, y, party="a", classes=[0, 1], X_unlabeled=P),
+     ValueError, "n_partitions"),
+])
+def test_bad_deployment_inputs_are_clear_errors(consortium, call, error, message):
+    X, y, _, X_public, _ = consortium
+    with pytest.raises(error, match=message):
+        call(X, y, X_public)
