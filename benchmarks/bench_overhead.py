@@ -15,9 +15,9 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
-from sklearn.utils import check_random_state
 
 from skfedkt import FedKTClassifier
+from skfedkt._federation import derived_random_state
 from skfedkt._fitting import draw_seeds
 from skfedkt._voting import count_votes, plurality_vote
 
@@ -25,13 +25,16 @@ from skfedkt._voting import count_votes, plurality_vote
 def direct_work_seconds(X, y, party, X_public, estimator, n_partitions, n_subsets, seed):
     """Seconds of the base-estimator calls FedKT makes, made directly.
 
-    Repeats FedKT's draws (partitions, then seeds) to train on the same row subsets.
+    Repeats each party's draws (its noise and tie streams, then its partitions) to
+    train on the same row subsets.
     """
-    rng = check_random_state(seed)
-    tie_rng = np.random.RandomState(draw_seeds(rng, 3)[2])  # FedKT's noise, query, tie streams
+    subsets = []
+    for p in np.unique(party):
+        rng = derived_random_state(seed, "party", p)
+        tie_rng = np.random.RandomState(draw_seeds(rng, 2)[1])
+        subsets += [s for _ in range(n_partitions) for s in
+                    np.array_split(rng.permutation(np.flatnonzero(party == p)), n_subsets)]
     parties = np.unique(party)
-    subsets = [s for p in parties for _ in range(n_partitions)
-               for s in np.array_split(rng.permutation(np.flatnonzero(party == p)), n_subsets)]
     start = time.perf_counter()
     votes = [clone(estimator).fit(X[rows], y[rows]).predict(X_public) for rows in subsets]
     votes = np.array(votes).reshape(len(parties) * n_partitions, n_subsets, -1)

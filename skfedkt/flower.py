@@ -23,7 +23,8 @@ In-process, with Flower's simulation engine (each simulated SuperNode is a party
         return X[groups == p], y[groups == p], p
     models = []
     run_simulation(
-        server_app=server_app(clf, X_public, n_parties=3, on_fit=models.append),
+        server_app=server_app(clf, X_public, n_parties=3,
+                              on_fit=lambda model, context: models.append(model)),
         client_app=client_app(clf, party_data, X_public, classes=[0, 1]),
         num_supernodes=3,
     )
@@ -60,8 +61,9 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
     party_data : callable
         ``party_data(context) -> (X, y, party)``: the party's rows, labels and name,
         read on the SuperNode (e.g. from a path in ``context.node_config``).
-    X_public : array-like
-        The agreed public set.
+    X_public : array-like or callable
+        The agreed public set, or ``X_public(context) -> array-like`` to read it on the
+        SuperNode.
     classes : array-like
         The agreed class labels.
     party_seed : int, default=None
@@ -76,7 +78,7 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
     @app.query()
     def party_step(message: Message, context) -> Message:
         X, y, party = party_data(context)
-        options = dict(party=party, classes=classes, X_unlabeled=X_public,
+        options = dict(party=party, classes=classes, X_unlabeled=_read(X_public, context),
                        party_seed=party_seed)
         server_message = _bytes_of(message)
         if isinstance(estimator, FedCTClassifier):
@@ -85,6 +87,10 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
 
     return app
+
+
+def _read(data, context):
+    return data(context) if callable(data) else data
 
 
 def _wait_for_nodes(grid, n_parties, timeout):
@@ -127,12 +133,14 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     ----------
     estimator : FedKTClassifier, FedCTClassifier or OneShotEnsembleClassifier
         The agreed algorithm and parameters.
-    X_public : array-like
-        The agreed public set.
+    X_public : array-like or callable
+        The agreed public set, or ``X_public(context) -> array-like`` to read it when
+        the run starts (e.g. from a path in ``context.run_config``).
     n_parties : int
         SuperNodes to wait for; every one of them is a party.
     on_fit : callable
-        Called with the fitted estimator (e.g. to save it with `skops`).
+        ``on_fit(estimator, context)``: receives the fitted estimator, e.g. to save it
+        with `skfedkt.save_model` at a path of ``context.run_config``.
     classes, trusted, min_parties
         As in ``fit_server``.
     timeout : float, default=600
@@ -148,10 +156,10 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     @app.main()
     def server_step(grid: Grid, context) -> None:
         nodes = _wait_for_nodes(grid, n_parties, timeout)
-        server = clone(estimator)
+        server, public = clone(estimator), _read(X_public, context)
         if not isinstance(server, FedCTClassifier):
             uploads = _ask_every_party(grid, nodes, b"", timeout)
-            on_fit(server.fit_server(uploads, X_public, **checks))
+            on_fit(server.fit_server(uploads, public, **checks), context)
             return
         message = None
         while message is None or not message.manifest["done"]:
@@ -159,9 +167,9 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
                 grid, nodes, b"" if message is None else message.to_bytes(), timeout
             )
             message = read_upload(
-                server.server_round(uploads, X_public, message=message, **checks).to_bytes()
+                server.server_round(uploads, public, message=message, **checks).to_bytes()
             )
         uploads = _ask_every_party(grid, nodes, message.to_bytes(), timeout)
-        on_fit(server.fit_server(uploads, X_public, message=message, **checks))
+        on_fit(server.fit_server(uploads, public, message=message, **checks), context)
 
     return app

@@ -46,7 +46,8 @@ def test_flower_simulation_gives_the_model_fit_gives(consortium, clf):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run_simulation(
-            server_app=server_app(clf, X_public, N_PARTIES, served.append),
+            server_app=server_app(clf, X_public, N_PARTIES,
+                                  lambda model, context: served.append(model)),
             client_app=client_app(clf, party_data, X_public, classes=[0, 1]),
             num_supernodes=N_PARTIES,
             backend_config={"client_resources": {"num_cpus": 1},
