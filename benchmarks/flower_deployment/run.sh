@@ -18,7 +18,8 @@ default = "local-deployment"
 address = "127.0.0.1:8000"
 insecure = true
 TOML
-cleanup() { kill $(jobs -p) 2>/dev/null || true; }
+# the SuperLink and SuperNodes start helper processes (flower-superexec): stop those too
+cleanup() { for pid in $(jobs -p); do pkill -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; done; true; }
 trap cleanup EXIT
 
 python -m skfedkt split breast_cancer --parties 2 --out-dir "$work/data"
