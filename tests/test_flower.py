@@ -1,4 +1,5 @@
-"""The Flower apps, run with Flower's simulation engine: the same models as fit."""
+"""The Flower apps give the models fit gives: through an in-process Grid for every
+algorithm, and once through Flower's simulation engine (Ray)."""
 
 import os
 import warnings
@@ -11,13 +12,18 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt import FedCTClassifier, FedKTClassifier
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 
-pytest.importorskip("flwr.simulation")
-pytest.importorskip("ray")
+pytest.importorskip("flwr")
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # CI has no network
 
 N_PARTIES = 3
+ESTIMATORS = [
+    FedKTClassifier(RandomForestClassifier(10, max_depth=4), random_state=0),
+    OneShotEnsembleClassifier(RandomForestClassifier(10, max_depth=4), selection="cv",
+                              n_selected=2, random_state=0),
+    FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=3, random_state=0),
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +33,7 @@ def consortium():
     return X, y, np.arange(len(y)) % N_PARTIES, X_public
 
 
-@pytest.mark.parametrize("clf", [
-    FedKTClassifier(RandomForestClassifier(10, max_depth=4), random_state=0),
-    FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=3, random_state=0),
-], ids=["fedkt-one-round", "fedct-rounds"])
-def test_flower_simulation_gives_the_model_fit_gives(consortium, clf):
-    from flwr.simulation import run_simulation
-
+def _apps(clf, consortium, served):
     from skfedkt.flower import client_app, server_app
 
     X, y, groups, X_public = consortium
@@ -42,18 +42,84 @@ def test_flower_simulation_gives_the_model_fit_gives(consortium, clf):
         party = int(context.node_config["partition-id"])
         return X[groups == party], y[groups == party], party
 
-    served = []
+    return (client_app(clf, party_data, X_public, classes=[0, 1]),
+            server_app(clf, X_public, N_PARTIES, lambda model, context: served.append(model)))
+
+
+def _check_served(clf, consortium, served):
+    X, y, groups, X_public = consortium
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run_simulation(
-            server_app=server_app(clf, X_public, N_PARTIES,
-                                  lambda model, context: served.append(model)),
-            client_app=client_app(clf, party_data, X_public, classes=[0, 1]),
-            num_supernodes=N_PARTIES,
-            backend_config={"client_resources": {"num_cpus": 1},
-                            "init_args": {"num_cpus": 2, "include_dashboard": False}},
-        )
         fitted = clone(clf).fit(X, y, groups=groups, X_unlabeled=X_public)
     assert len(served) == 1, "the ServerApp did not finish"
     assert_array_equal(served[0].parties_, [0, 1, 2])
     assert_array_equal(served[0].predict_proba(X), fitted.predict_proba(X))
+
+
+@pytest.fixture
+def flower_task(monkeypatch):
+    """What Flower's runtime sets before messages are created, outside its runtime."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for name, value in (("_run_id", 1), ("_node_id", 0), ("_task_id", 1)):
+        monkeypatch.setattr(TaskIdentity, name, value)
+
+
+@pytest.mark.parametrize("clf", ESTIMATORS, ids=["fedkt", "oneshot", "fedct-rounds"])
+def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower_task):
+    from flwr.app import Context, RecordDict
+    from flwr.serverapp import Grid
+
+    served = []
+    client, server = _apps(clf, consortium, served)
+
+    class InProcessGrid(Grid):
+        """Delivers every message to the ClientApp of its node, in this process."""
+
+        contexts = {
+            100 + i: Context(run_id=1, node_id=100 + i, node_config={"partition-id": i},
+                             state=RecordDict(), run_config={})
+            for i in range(N_PARTIES)
+        }
+        run = None
+
+        def set_run(self, run_id):
+            pass
+
+        def create_message(self, *args, **kwargs):
+            raise NotImplementedError
+
+        def get_node_ids(self):
+            return list(self.contexts)
+
+        def push_messages(self, messages):
+            raise NotImplementedError
+
+        def pull_messages(self, message_ids):
+            raise NotImplementedError
+
+        def send_and_receive(self, messages, *, timeout=None):
+            return [client(m, self.contexts[m.metadata.dst_node_id]) for m in messages]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server(InProcessGrid(), Context(run_id=1, node_id=0, node_config={},
+                                        state=RecordDict(), run_config={}))
+    _check_served(clf, consortium, served)
+
+
+def test_flower_simulation_engine_gives_fits_model(consortium):
+    pytest.importorskip("ray")
+    from flwr.simulation import run_simulation
+
+    clf = ESTIMATORS[0]
+    served = []
+    client, server = _apps(clf, consortium, served)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_simulation(
+            server_app=server, client_app=client, num_supernodes=N_PARTIES,
+            backend_config={"client_resources": {"num_cpus": 1},
+                            "init_args": {"num_cpus": 2, "include_dashboard": False}},
+        )
+    _check_served(clf, consortium, served)
