@@ -663,6 +663,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.classes_ = np.array(uploads[0].manifest["classes"])
         self.parties_ = np.array([upload.party for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
+        X_unlabeled = self._validate_predict_data(X_unlabeled)
         n_classes = len(self.classes_)
         models = [ClassCodeModel(student, codes) for upload in uploads
                   for student, codes in zip(upload.payload["students"], upload.payload["codes"])]

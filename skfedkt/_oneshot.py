@@ -382,6 +382,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                 self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
         self.parties_ = np.array([upload.party for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
+        if X_unlabeled is not None:
+            X_unlabeled = self._validate_predict_data(X_unlabeled)
         self._server_step(uploads, X_unlabeled, root_seed(self.random_state))
         return self
 

@@ -392,3 +392,19 @@ def test_bad_deployment_inputs_are_clear_errors(consortium, call, error, message
     X, y, _, X_public, _ = consortium
     with pytest.raises(error, match=message):
         call(X, y, X_public)
+
+
+def test_dataframes_keep_their_feature_names_and_must_agree(consortium):
+    pd = pytest.importorskip("pandas")
+    X, y, party, X_public, X_test = consortium
+    columns = [f"f{j}" for j in range(X.shape[1])]
+    frame, public = pd.DataFrame(X, columns=columns), pd.DataFrame(X_public, columns=columns)
+    clf = OneShotEnsembleClassifier(random_state=0)
+    uploads = [clf.fit_party(frame[party == p], y[party == p], party=p, classes=[0, 1],
+                             X_unlabeled=public) for p in range(N_PARTIES)]
+    assert uploads[0].manifest["feature_names"] == columns
+    server = clone(clf).fit_server(uploads, public)
+    assert_array_equal(server.feature_names_in_, columns)
+    renamed = public.rename(columns={"f0": "age"})
+    with pytest.raises(UploadError, match="Party 0 refused: feature_names"):
+        clone(clf).fit_server(uploads, renamed)
