@@ -166,16 +166,32 @@ def server_expectations(config, X_public, classes, **facts):
     return expected
 
 
+def _differences(theirs, ours, path=""):
+    """(path, their value, our value) of every leaf where two canonical parameter
+    descriptions differ, e.g. ``estimator.max_depth``."""
+    if isinstance(theirs, dict) and isinstance(ours, dict):
+        for key in sorted(set(theirs) | set(ours)):
+            # an estimator's description nests its parameters under "params"
+            name = path if key == "params" else f"{path}.{key}" if path else key
+            yield from _differences(theirs.get(key), ours.get(key), name)
+    elif (isinstance(theirs, list) and isinstance(ours, list)
+          and len(theirs) == len(ours)):
+        for index, (a, b) in enumerate(zip(theirs, ours)):
+            yield from _differences(a, b, f"{path}[{index}]")
+    elif theirs != ours:
+        yield path, theirs, ours
+
+
 def _mismatch(manifest, expected):
     """The first manifest field that differs from `expected`, with a readable reason."""
     for key, value in expected.items():
         if manifest.get(key) != value:
             if key == "params":
-                theirs = manifest.get("params") or {}
-                diff = sorted(k for k in set(theirs) | set(value) if theirs.get(k) != value.get(k))
-                return key, (f"algorithm parameters (params) differ: {diff} (the party has "
-                             f"{ {k: theirs.get(k) for k in diff} }, the server "
-                             f"{ {k: value.get(k) for k in diff} })")
+                differences = list(_differences(manifest.get("params") or {}, value))
+                shown = "; ".join(f"{path}: the party has {theirs!r}, the server {ours!r}"
+                                  for path, theirs, ours in differences[:3])
+                more = f" and {len(differences) - 3} more" if len(differences) > 3 else ""
+                return key, f"algorithm parameters (params) differ: {shown}{more}"
             return key, f"{key} is {manifest.get(key)!r}, the server expects {value!r}"
     return None
 

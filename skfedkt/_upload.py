@@ -23,11 +23,25 @@ from sklearn.base import BaseEstimator
 FORMAT_VERSION = 1
 _MANIFEST, _PAYLOAD = "manifest.json", "payload.skops"
 
-# Types a server loads without being told: scikit-learn's own (its estimators and trees)
-# and XGBoost's models, which skops rebuilds from their own serialisation format. Any
-# other type (a skorch net's torch module, a user's class) needs the operator's decision.
-DEFAULT_TRUSTED_PREFIXES = ("sklearn.",)
-DEFAULT_TRUSTED_TYPES = ("xgboost.core.Booster", "xgboost.sklearn.XGBClassifier")
+# Types a server loads without being told, beyond those skops trusts by default (every
+# scikit-learn estimator, numpy and scipy containers): the fitted internals of
+# scikit-learn's estimators that skops leaves to the user (trees, neighbour trees,
+# optimiser states) and XGBoost's models, which skops rebuilds from XGBoost's own
+# format. Any other type (a skorch net's torch module, a user's class) needs the
+# operator's decision.
+DEFAULT_TRUSTED_TYPES = frozenset({
+    "sklearn.tree._tree.Tree",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    "sklearn.neighbors._kd_tree.KDTree",
+    "sklearn.neighbors._ball_tree.BallTree",
+    "sklearn.metrics._dist_metrics.EuclideanDistance64",
+    "sklearn.metrics._dist_metrics.ManhattanDistance64",
+    "sklearn.metrics._dist_metrics.MinkowskiDistance64",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
+    "xgboost.core.Booster",
+    "xgboost.sklearn.XGBClassifier",
+})
 
 
 class UploadError(ValueError):
@@ -60,6 +74,9 @@ def _canonical(value):
         return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):
         return [_canonical(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        # a set's order changes from process to process
+        return sorted((_canonical(v) for v in value), key=repr)
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, Integral):
@@ -168,11 +185,12 @@ class PartyUpload:
 
 
 def _trusted(type_name, trusted):
-    return (
-        type_name.startswith(DEFAULT_TRUSTED_PREFIXES)
-        or type_name in DEFAULT_TRUSTED_TYPES
-        or type_name in trusted
-    )
+    return type_name in DEFAULT_TRUSTED_TYPES or type_name in trusted
+
+
+def _type_names(trusted):
+    """`trusted` as a set of type names (one name alone is one name, not its letters)."""
+    return {trusted} if isinstance(trusted, str) else set(trusted)
 
 
 def _party_of_damaged(data):
@@ -239,6 +257,7 @@ def read_upload(source, *, trusted=(), name=None):
     """
     import skops.io
 
+    trusted = _type_names(trusted)
     if isinstance(source, (bytes, bytearray)):
         data, name = bytes(source), name or "the upload"
     else:
@@ -354,6 +373,7 @@ def load_model(path, *, trusted=()):
     """
     import skops.io
 
+    trusted = _type_names(trusted)
     with open(path, "rb") as file:
         data = file.read()
     try:

@@ -116,7 +116,8 @@ def test_server_refuses_mismatched_flags_naming_the_party(consortium, tmp_path, 
     err = capsys.readouterr().err
     assert status == 1
     assert err.startswith("skfedkt server: error: Party 'hospital-0' refused: algorithm "
-                          "parameters (params) differ: ['n_partitions']")
+                          "parameters (params) differ: n_partitions: the party has 2, the "
+                          "server 3")
 
 
 def test_min_parties_leaves_out_a_damaged_upload(consortium, tmp_path, capsys):

@@ -408,3 +408,50 @@ def test_dataframes_keep_their_feature_names_and_must_agree(consortium):
     renamed = public.rename(columns={"f0": "age"})
     with pytest.raises(UploadError, match="Party 0 refused: feature_names"):
         clone(clf).fit_server(uploads, renamed)
+
+
+@pytest.mark.parametrize("estimator", ["hgb", "knn", "mlp", "xgb", "pipeline"])
+def test_common_estimators_load_without_extra_trust(consortium, estimator):
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if estimator == "xgb":
+        xgboost = pytest.importorskip("xgboost")
+        model = xgboost.XGBClassifier(n_estimators=3, max_depth=2)
+    else:
+        model = {
+            "hgb": HistGradientBoostingClassifier(max_iter=3),
+            "knn": KNeighborsClassifier(algorithm="kd_tree"),
+            "mlp": MLPClassifier(hidden_layer_sizes=(4,), max_iter=5),
+            "pipeline": make_pipeline(StandardScaler(), LogisticRegression()),
+        }[estimator]
+    X, y, party, *_ = consortium
+    clf = OneShotEnsembleClassifier(model, random_state=0)
+    upload = _quiet(clf.fit_party, X, y, party="a", classes=[0, 1])
+    received = read_upload(upload.to_bytes())
+    assert_array_equal(received.payload["model"].predict(X), upload.payload["model"].predict(X))
+
+
+def test_one_trusted_name_is_not_read_letter_by_letter(uploads, consortium, tmp_path):
+    clf, paths = uploads
+    payload = read_upload(paths[0]).payload
+    payload["students"][0] = Intruder()
+    import skops.io
+
+    injected = _rewrite(paths[0], tmp_path, payload=skops.io.dumps(payload))
+    with pytest.raises(UploadError, match="Intruder"):
+        read_upload(injected, trusted="test_deployment.Intruder.x")
+    assert read_upload(injected, trusted="test_deployment.Intruder").party == 0
+
+
+def test_parameter_mismatch_names_the_nested_parameter(consortium, tmp_path):
+    X, y, party, X_public, _ = consortium
+    party_side = OneShotEnsembleClassifier(RandomForestClassifier(5, max_depth=3))
+    upload = _quiet(party_side.fit_party, X, y, party="a", classes=[0, 1])
+    server_side = OneShotEnsembleClassifier(RandomForestClassifier(5, max_depth=4))
+    with pytest.raises(UploadError, match=r"estimator\.max_depth: the party has 3, the "
+                                          r"server 4"):
+        server_side.fit_server([upload])
