@@ -77,9 +77,9 @@ for name, score in scores.items():
 
 # %%
 # FedKT gives every party a model 28 points better than what it could learn alone
-# (0.893 against 0.612), in one round and without moving a single labelled row, and 12
-# points better than the paper's hard votes (0.769), whose labels drift toward the
-# classes most parties hold. The gap to PATE (0.929) is the price of the label skew and
+# (0.893 against 0.612), in one round and without moving a single labelled row, and 15
+# points better than the paper's hard votes (0.747), whose labels drift toward the
+# classes most parties hold. The gap to PATE (0.916) is the price of the label skew and
 # of distilling everything into one model through 225 public rows. The
 # :ref:`heterogeneity example <sphx_glr_auto_examples_plot_heterogeneity.py>` shows how
 # it changes as the parties' data become more alike.

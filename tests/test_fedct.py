@@ -1,6 +1,8 @@
 """FedCTClassifier: co-training rounds, mixed models, bit-flip privacy, the paper's tables."""
 
+import importlib.util
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,12 +10,11 @@ from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
 from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_validate, train_test_split
 from sklearn.neural_network import MLPClassifier
-from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
@@ -240,28 +241,17 @@ def test_little_noise_keeps_the_consensus_and_heavy_noise_destroys_it(parties_da
 # --- the paper's interpretable-models protocol (Appendix E.3, Tables 2 and 3) --------------
 
 
-def _breast_cancer_protocol(seed):
-    """5 parties, 85 training rows, |U| = 370, 114 test rows, standardised features."""
-    X, y = load_breast_cancer(return_X_y=True)
-    X_rest, X_test, y_rest, y_test = train_test_split(
-        X, y, test_size=114, stratify=y, random_state=seed
-    )
-    X_train, X_public, y_train, _ = train_test_split(
-        X_rest, y_rest, train_size=85, stratify=y_rest, random_state=seed
-    )
-    scaler = StandardScaler().fit(X_train)
-    party = np.arange(85) % 5
-    return (scaler.transform(X_train), y_train, party, scaler.transform(X_public),
-            scaler.transform(X_test), y_test)
+def _bench():
+    """benchmarks/bench_fedct_tables.py, which prints what these tests hold."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_fedct_tables.py"
+    spec = importlib.util.spec_from_file_location("bench_fedct_tables", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _mean_accuracy(estimator):
-    scores = []
-    for seed in range(5):
-        X, y, party, X_public, X_test, y_test = _breast_cancer_protocol(seed)
-        clf = FedCTClassifier(estimator, n_rounds=20, n_jobs=2, random_state=seed)
-        scores.append(clf.fit(X, y, groups=party, X_unlabeled=X_public).score(X_test, y_test))
-    return np.mean(scores)
+    return _bench().accuracies(estimator).mean()
 
 
 @pytest.mark.parametrize(
