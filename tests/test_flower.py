@@ -108,9 +108,15 @@ def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower
     _check_served(clf, consortium, served)
 
 
-def test_flower_simulation_engine_gives_fits_model(consortium):
-    pytest.importorskip("ray")
+def test_flower_simulation_engine_gives_fits_model(consortium, monkeypatch):
+    ray = pytest.importorskip("ray")
+    import builtins
+
     from flwr.simulation import run_simulation
+
+    # Ray replaces builtins.print in its driver; put it back for the tests that follow
+    # (a skorch net's PrintLog pickles a reference to it)
+    monkeypatch.setattr(builtins, "print", builtins.print)
 
     clf = ESTIMATORS[0]
     served = []
@@ -122,4 +128,6 @@ def test_flower_simulation_engine_gives_fits_model(consortium):
             backend_config={"client_resources": {"num_cpus": 1},
                             "init_args": {"num_cpus": 2, "include_dashboard": False}},
         )
+    if ray.is_initialized():
+        ray.shutdown()
     _check_served(clf, consortium, served)
