@@ -137,7 +137,9 @@ def fingerprint(X):
 class PartyUpload:
     """What one party sends to the server: a manifest and the algorithm's payload.
 
-    Write it with `save` (or `to_bytes`); the server reads it with `read_upload`.
+    Write it with `save` (or `to_bytes`); the server reads it with `read_upload`. FedCT's
+    server answers each round in the same container (``party="server"``, the consensus
+    as payload), which every party checks the same way.
 
     Attributes
     ----------
