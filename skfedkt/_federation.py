@@ -122,8 +122,8 @@ class PartyData:
             validate_data(validator, self.X_public, reset=False, **validator._check_params())
         )
 
-    def manifest(self, config, **facts):
-        """The manifest of this party's upload: what the server checks, then `facts`."""
+    def manifest(self, config):
+        """The manifest of this party's upload: what the server checks."""
         from . import __version__
 
         return dict(
@@ -137,11 +137,10 @@ class PartyData:
             public_fingerprint=self.public_fingerprint,
             party=self.party,
             n_rows=int(len(self.y)),
-            **facts,
         )
 
 
-def server_expectations(config, X_public, classes, **facts):
+def server_expectations(config, X_public, classes):
     """What every upload's manifest must say, from the server's own configuration.
 
     Sets ``n_features_in_`` (and ``feature_names_in_``) on `config` from the public set.
@@ -153,7 +152,6 @@ def server_expectations(config, X_public, classes, **facts):
         package_version=__version__,
         algorithm=type(config).__name__,
         params=algorithm_params(config),
-        **facts,
     )
     if classes is not None:
         expected["classes"] = json_labels(agreed_classes(classes))
