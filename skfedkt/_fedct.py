@@ -521,7 +521,7 @@ class FedCTClassifier(BaseFederatedClassifier):
                 "knowing random_state can recompute. Pass a secret party_seed.",
                 UserWarning,
             )
-        expected = server_expectations(clone(self), X_unlabeled, data.classes)
+        expected = data.expectations(self)
         if message is not None:
             message = _checked_message(message, expected)
         server = _FedCTServer(self, _num_samples(data.X_public), len(data.classes), None)
@@ -571,7 +571,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         """
         self._validate_params()
         require_public_set(X_unlabeled, "FedCT's server round")
-        expected = server_expectations(clone(self), X_unlabeled, classes)
+        expected, _ = server_expectations(clone(self), X_unlabeled, classes)
         if message is not None:
             message = _checked_message(message, expected)
             expected["classes"] = message.manifest["classes"]
@@ -607,7 +607,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         """
         self._validate_params()
         require_public_set(X_unlabeled, "FedCT's server step")
-        expected = server_expectations(self, X_unlabeled, classes)
+        expected, _ = server_expectations(self, X_unlabeled, classes)
         message = _checked_message(message, expected)
         if not message.manifest["done"]:
             raise ValueError(

@@ -17,6 +17,7 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
+from ._base import _keep_frame
 from ._fitting import _MAX_SEED
 from ._upload import (
     FORMAT_VERSION,
@@ -118,50 +119,49 @@ class PartyData:
         self.n_features = validator.n_features_in_
         names = getattr(validator, "feature_names_in_", None)
         self.feature_names = None if names is None else names.tolist()
-        self.public_fingerprint = None if X_public is None else fingerprint(
-            validate_data(validator, self.X_public, reset=False, **validator._check_params())
-        )
+        self.public_fingerprint = None if X_public is None else fingerprint(self.X_public)
 
-    def manifest(self, config):
-        """The manifest of this party's upload: what the server checks."""
-        from . import __version__
-
+    def expectations(self, config):
+        """What this party and the server must agree on (what the server checks)."""
         return dict(
-            format=FORMAT_VERSION,
-            package_version=__version__,
-            algorithm=type(config).__name__,
-            params=algorithm_params(config),
+            _configuration(config),
             classes=json_labels(self.classes),
             n_features=int(self.n_features),
             feature_names=self.feature_names,
             public_fingerprint=self.public_fingerprint,
-            party=self.party,
-            n_rows=int(len(self.y)),
         )
+
+    def manifest(self, config):
+        """The manifest of this party's upload: its expectations, its name and size."""
+        return dict(self.expectations(config), party=self.party, n_rows=int(len(self.y)))
+
+
+def _configuration(config):
+    """The format, package version, algorithm and parameters of a step."""
+    from . import __version__
+
+    return dict(format=FORMAT_VERSION, package_version=__version__,
+                algorithm=type(config).__name__, params=algorithm_params(config))
 
 
 def server_expectations(config, X_public, classes):
-    """What every upload's manifest must say, from the server's own configuration.
+    """What every upload's manifest must say, from the server's own configuration, and
+    the validated public set (None if not given).
 
     Sets ``n_features_in_`` (and ``feature_names_in_``) on `config` from the public set.
     """
-    from . import __version__
-
-    expected = dict(
-        format=FORMAT_VERSION,
-        package_version=__version__,
-        algorithm=type(config).__name__,
-        params=algorithm_params(config),
-    )
+    expected = _configuration(config)
     if classes is not None:
         expected["classes"] = json_labels(agreed_classes(classes))
-    if X_public is not None:
-        X_valid = validate_data(config, X_public, reset=True, **config._check_params())
-        expected["n_features"] = int(config.n_features_in_)
-        names = getattr(config, "feature_names_in_", None)
-        expected["feature_names"] = None if names is None else names.tolist()
-        expected["public_fingerprint"] = fingerprint(X_valid)
-    return expected
+    if X_public is None:
+        return expected, None
+    X_valid = validate_data(config, X_public, reset=True, **config._check_params())
+    X_public = _keep_frame(X_public, X_valid)
+    expected["n_features"] = int(config.n_features_in_)
+    names = getattr(config, "feature_names_in_", None)
+    expected["feature_names"] = None if names is None else names.tolist()
+    expected["public_fingerprint"] = fingerprint(X_public)
+    return expected, X_public
 
 
 def _differences(theirs, ours, path=""):

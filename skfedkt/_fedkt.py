@@ -656,14 +656,13 @@ class FedKTClassifier(BaseFederatedClassifier):
         self._validate_params()
         self._check_options()
         require_public_set(X_unlabeled, "FedKT's server step")
+        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         uploads, self.left_out_parties_ = collect_uploads(
-            uploads, server_expectations(self, X_unlabeled, classes), trusted=trusted,
-            min_parties=min_parties,
+            uploads, expected, trusted=trusted, min_parties=min_parties,
         )
         self.classes_ = np.array(uploads[0].manifest["classes"])
         self.parties_ = np.array([upload.party for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
-        X_unlabeled = self._validate_predict_data(X_unlabeled)
         n_classes = len(self.classes_)
         models = [ClassCodeModel(student, codes) for upload in uploads
                   for student, codes in zip(upload.payload["students"], upload.payload["codes"])]

@@ -370,9 +370,9 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         """
         self._validate_params()
         self._check_public_data(X_unlabeled)
+        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         uploads, self.left_out_parties_ = collect_uploads(
-            uploads, server_expectations(self, X_unlabeled, classes), trusted=trusted,
-            min_parties=min_parties,
+            uploads, expected, trusted=trusted, min_parties=min_parties,
         )
         manifest = uploads[0].manifest
         self.classes_ = np.array(manifest["classes"])
@@ -382,8 +382,6 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                 self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
         self.parties_ = np.array([upload.party for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
-        if X_unlabeled is not None:
-            X_unlabeled = self._validate_predict_data(X_unlabeled)
         self._server_step(uploads, X_unlabeled, root_seed(self.random_state))
         return self
 
