@@ -41,7 +41,13 @@ from ._fitting import (
     sample_weight_param,
     soft_label_rows,
 )
-from ._voting import class_shares, count_votes, plurality_vote, prior_corrected_proba
+from ._voting import (
+    class_shares,
+    count_votes,
+    plurality_vote,
+    prior_corrected_proba,
+    share_matching_offsets,
+)
 from ._upload import PartyUpload
 from .privacy import (
     DEFAULT_ORDERS,
@@ -244,6 +250,17 @@ class FedKTClassifier(BaseFederatedClassifier):
         nothing about it instead of voting against it. This uses every party's class
         counts, which no accountant covers, so it is refused at L1 and L2. ``"auto"``
         is ``"prior-corrected"`` with soft votes at L0, else ``"sum"``.
+    match_shares : bool or "auto", default="auto"
+        If True, the server adds one offset per class to the logarithm of its pooled
+        soft votes, chosen so that the labels it gives the public examples hold the
+        classes in the training rows' shares (from the parties' class counts). Forests
+        trained on skewed parties rank examples well but shrink a minority class's
+        probability toward their own priors, so argmax labels under-count it; the
+        offsets move the decision boundaries without reordering examples. This assumes
+        the public data has about the training rows' class shares (as when both come
+        from the same population). It needs soft votes and the class counts, which no
+        accountant covers: refused with ``voting="hard"`` and at L1 and L2. ``"auto"``
+        is True with soft votes at L0, else False.
     soft_labels : bool, default=False
         If True, the students and the final model learn the (noisy) vote distribution of
         every public example instead of its winning class: every example is repeated
@@ -322,6 +339,11 @@ class FedKTClassifier(BaseFederatedClassifier):
         (int64) with hard voting, summed class probabilities (float64) with soft voting.
         For analysis: it is what the L1 noise protects, and a deployment would not
         publish it.
+    share_offsets_ : ndarray of shape (n_classes,)
+        The log-offsets per class that the server added to its pooled votes so that
+        its labels hold the training rows' class shares (see `match_shares`); zeros
+        when it does not match shares. The final model learned the argmax of
+        ``log(vote_counts_) + share_offsets_``.
     public_mask_ : ndarray of bool of shape (n_public,)
         Which public examples the final model learned from: the server's queries that
         received a vote. At L1 every query is labelled by the noisy argmax; otherwise an
@@ -421,6 +443,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         "voting": [StrOptions({"soft", "hard"})],
         "student_data": [StrOptions({"auto", "public", "party+public"})],
         "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
+        "match_shares": ["boolean", StrOptions({"auto"})],
         "soft_labels": ["boolean"],
         "consistent_voting": ["boolean"],
         "privacy_level": [StrOptions({"L0", "L1", "L2"})],
@@ -443,6 +466,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         voting="soft",
         student_data="auto",
         pooling="auto",
+        match_shares="auto",
         soft_labels=False,
         consistent_voting=True,
         privacy_level="L0",
@@ -461,6 +485,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.voting = voting
         self.student_data = student_data
         self.pooling = pooling
+        self.match_shares = match_shares
         self.soft_labels = soft_labels
         self.consistent_voting = consistent_voting
         self.privacy_level = privacy_level
@@ -746,8 +771,15 @@ class FedKTClassifier(BaseFederatedClassifier):
             student_votes.reshape(n_parties, self.n_partitions, *student_votes.shape[1:]),
             n_classes, party_counts,
         )
+        query_votes = self.vote_counts_[server_queries]
+        self.share_offsets_ = np.zeros(n_classes)
+        if self._match_shares():
+            self.share_offsets_ = share_matching_offsets(
+                query_votes, class_shares(party_counts.sum(axis=0)[None])
+            )
+            query_votes = self._shifted_votes(query_votes, self.share_offsets_)
         (final_targets,) = self._vote_targets(
-            [self.vote_counts_[server_queries]], "L1", soft_labels, noise_rng, tie_rng
+            [query_votes], "L1", soft_labels, noise_rng, tie_rng
         )
         final_task = self._target_task(self._final_template(), final_targets, server_queries)
         self._say(f"server: {self._pooling() if soft_votes else 'hard'} vote of "
@@ -817,6 +849,20 @@ class FedKTClassifier(BaseFederatedClassifier):
         robust = self.voting == "soft" and self.privacy_level == "L0"
         return "prior-corrected" if robust else "sum"
 
+    def _match_shares(self):
+        if self.match_shares != "auto":
+            return self.match_shares
+        return self.voting == "soft" and self.privacy_level == "L0"
+
+    @staticmethod
+    def _shifted_votes(votes, log_offsets):
+        """Soft votes with class ``k`` scaled by ``exp(log_offsets[k])``, each row keeping
+        its number of votes."""
+        shifted = votes * np.exp(log_offsets - log_offsets.max())
+        totals = shifted.sum(axis=1, keepdims=True)
+        return np.divide(shifted * votes.sum(axis=1, keepdims=True), totals,
+                         out=np.zeros_like(shifted), where=totals > 0)
+
     def _student_data(self):
         if self.student_data != "auto":
             return self.student_data
@@ -833,6 +879,16 @@ class FedKTClassifier(BaseFederatedClassifier):
                 "accountant covers it, so it is refused at privacy_level "
                 f"{self.privacy_level!r} (voting={self.voting!r}). Use pooling='auto' or "
                 "'sum'."
+            )
+        if self._match_shares() and (
+            self.voting == "hard" or self.privacy_level != "L0"
+        ):
+            raise ValueError(
+                "match_shares=True shifts the server's soft votes toward the training "
+                "rows' class shares, from every party's class counts: it needs "
+                "voting='soft', and no privacy accountant covers it, so it is refused at "
+                f"privacy_level {self.privacy_level!r} (voting={self.voting!r}). Use "
+                "match_shares='auto' or False."
             )
         if self.privacy_level == "L2" and self._student_data() == "party+public":
             raise ValueError(

@@ -160,6 +160,8 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
     counts = np.asarray(class_counts, dtype=float)
     held = counts > 0
     informative = held.sum(axis=1) >= 2
+    if not informative.any():  # no party's probabilities carry evidence to pool
+        return party_proba.mean(axis=0)
     weights = counts * informative[:, None]  # (n_parties, n_classes)
     class_weight = weights.sum(axis=0)
     shares = counts / counts.sum(axis=1, keepdims=True)
@@ -189,3 +191,59 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
         )
     weight = counts[informative].sum() / counts.sum() / 2
     return weight * pooled + (1 - weight) * party_proba.mean(axis=0)
+
+
+def share_matching_offsets(proba, target_shares, *, n_iter=300, step=0.1):
+    """Per-class log-offsets that make the argmax labels of `proba` hold `target_shares`.
+
+    Pooled probabilities can be calibrated in their ranking and still give a minority
+    class too few argmax labels (forests trained on skewed parties shrink it toward
+    their own priors). Adding an offset ``b_k`` to every ``log proba[:, k]`` moves the
+    decision boundaries without reordering examples within a class; the offsets are
+    found by damped multiplicative updates of the label shares, and the offsets whose
+    labels come closest to `target_shares` (in total variation) are returned: zeros if
+    no update gets closer. A class no example gives any probability keeps offset zero.
+
+    Parameters
+    ----------
+    proba : ndarray of shape (n_samples, n_classes)
+        Non-negative scores per class (rows need not sum to one).
+    target_shares : ndarray of shape (n_classes,)
+        The class shares the labels should hold.
+    n_iter : int, default=300
+        Number of updates.
+    step : float, default=0.1
+        Damping of each update of the log-offsets.
+
+    Returns
+    -------
+    offsets : ndarray of shape (n_classes,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedkt._voting import share_matching_offsets
+    >>> # class 1 always has the smaller probability, but ranks the rows well
+    >>> proba = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.55, 0.45]])
+    >>> offsets = share_matching_offsets(proba, np.array([0.5, 0.5]))
+    >>> (np.log(proba) + offsets).argmax(axis=1)
+    array([0, 0, 1, 1])
+    """
+    n_samples, n_classes = proba.shape
+    with np.errstate(divide="ignore"):
+        log_proba = np.log(proba)
+    adjustable = proba.max(axis=0) > 0
+    smoothing = 1.0 / n_samples
+    offsets, best, best_gap = np.zeros(n_classes), np.zeros(n_classes), np.inf
+    for _ in range(n_iter):
+        labels = (log_proba + offsets).argmax(axis=1)
+        shares = np.bincount(labels, minlength=n_classes) / n_samples
+        gap = np.abs(shares - target_shares).sum()
+        if gap < best_gap:
+            best, best_gap = offsets.copy(), gap
+        if gap < smoothing:  # exactly the target shares
+            break
+        offsets += step * np.where(
+            adjustable, np.log((target_shares + smoothing) / (shares + smoothing)), 0.0
+        )
+    return best

@@ -17,7 +17,7 @@ from xgboost import XGBClassifier
 
 from skfedkt import FedKTClassifier, LabelCollapseWarning
 from skfedkt.datasets import load_federated
-from skfedkt._voting import prior_corrected_proba
+from skfedkt._voting import prior_corrected_proba, share_matching_offsets
 from skfedkt.privacy import data_independent_epsilon, pate_epsilon
 
 
@@ -77,7 +77,8 @@ def test_server_sums_the_students_probabilities(two_class_data):
     assert_allclose(clf.vote_counts_, expected)
     # every student's vote has L1 mass one: the sensitivity argument of the privacy docs
     assert_allclose(clf.vote_counts_.sum(axis=1), 4 * clf.n_partitions)
-    assert_array_equal(clf.public_labels_, clf.vote_counts_.argmax(axis=1))
+    assert_array_equal(clf.public_labels_,
+                       (np.log(clf.vote_counts_) + clf.share_offsets_).argmax(axis=1))
 
 
 def test_server_pools_prior_corrected_probabilities_by_default(two_class_data):
@@ -156,6 +157,76 @@ def test_evidence_from_few_rows_counts_little():
     pooled = prior_corrected_proba(party_proba, counts)
     mean = party_proba.mean(axis=0)
     assert np.abs(pooled - mean).max() < 35 / counts.sum()
+
+
+def test_pooling_without_any_mixed_party_is_the_plain_mean():
+    party_proba = np.random.RandomState(0).dirichlet(np.ones(3), size=(4, 20))
+    counts = np.array([[50, 0, 0], [0, 30, 0], [0, 0, 20], [10, 0, 0]])
+    assert_allclose(prior_corrected_proba(party_proba, counts), party_proba.mean(axis=0))
+
+
+def test_share_matching_offsets_reach_the_target_shares():
+    rng = np.random.RandomState(0)
+    proba = rng.dirichlet(np.ones(4), size=2000) * [5, 1, 1, 1]
+    target = np.array([0.1, 0.2, 0.3, 0.4])
+    offsets = share_matching_offsets(proba, target)
+    labels = (np.log(proba) + offsets).argmax(axis=1)
+    assert np.abs(np.bincount(labels, minlength=4) / 2000 - target).sum() < 0.01
+
+
+def test_share_matching_keeps_labels_that_already_match_and_classes_without_scores():
+    proba = np.array([[0.9, 0.1, 0.0], [0.2, 0.8, 0.0], [0.7, 0.3, 0.0], [0.4, 0.6, 0.0]])
+    assert_array_equal(share_matching_offsets(proba, np.array([0.5, 0.5, 0.0])), 0.0)
+    # no example gives class 2 any probability: it keeps offset zero and gets no label
+    offsets = share_matching_offsets(proba, np.array([0.25, 0.25, 0.5]))
+    assert offsets[2] == 0.0
+    assert not np.any((np.log(proba + 1e-300) + offsets).argmax(axis=1) == 2)
+
+
+def _minority_data(seed=0):
+    """Ten parties, most holding a few minority rows: forests under-count them."""
+    X, y = make_classification(n_samples=3000, n_features=8, n_informative=4,
+                               weights=[0.75], flip_y=0.0, random_state=seed)
+    rng = np.random.RandomState(seed)
+    share = rng.dirichlet([0.3, 0.3], size=10)[:, 1]
+    party = np.where(y == 1, rng.choice(10, size=len(y), p=share / share.sum()),
+                     rng.choice(10, size=len(y), p=(1 - share) / (1 - share).sum()))
+    return X[:2400], y[:2400], party[:2400], X[2400:]
+
+
+def test_matched_server_labels_hold_the_training_shares():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y, party, X_public = _minority_data()
+    forest = RandomForestClassifier(n_estimators=20, max_depth=4)
+    unmatched = _fit_quietly(FedKTClassifier(forest, match_shares=False, random_state=0),
+                             X, y, groups=party, X_unlabeled=X_public)
+    matched = _fit_quietly(FedKTClassifier(forest, random_state=0), X, y, groups=party,
+                           X_unlabeled=X_public)
+    training = matched.class_shares_["training"][1]
+    assert_array_equal(unmatched.share_offsets_, 0.0)
+    assert abs(matched.class_shares_["final"][1] - training) < 0.01
+    assert (abs(unmatched.class_shares_["final"][1] - training)
+            > abs(matched.class_shares_["final"][1] - training) + 0.02)
+    assert matched.share_offsets_[1] > matched.share_offsets_[0]
+    # the final model learned the shifted argmax of the server's votes
+    assert_array_equal(
+        np.searchsorted(matched.classes_, matched.public_labels_),
+        (np.log(matched.vote_counts_) + matched.share_offsets_).argmax(axis=1),
+    )
+
+
+@pytest.mark.parametrize("options", [dict(privacy_level="L1"), dict(privacy_level="L2"),
+                                     dict(voting="hard")])
+def test_share_matching_is_off_by_default_and_refused_where_unsupported(two_class_data,
+                                                                        options):
+    X, y, party, X_public = two_class_data
+    clf = _fit_quietly(FedKTClassifier(LogisticRegression(), random_state=0, **options),
+                       X, y, groups=party, X_unlabeled=X_public)
+    assert_array_equal(clf.share_offsets_, 0.0)
+    with pytest.raises(ValueError, match="match_shares=True.*no privacy accountant"):
+        FedKTClassifier(match_shares=True, **options).fit(X, y, groups=party,
+                                                          X_unlabeled=X_public)
 
 
 def test_auto_teachers_and_students_follow_voting_and_privacy_level(two_class_data):
