@@ -60,6 +60,12 @@ from .privacy import (
 )
 
 
+# standard errors by which the server's label shares may differ from the training's
+# before it shifts them (see match_shares): 0 forces exact shares, which costs up to
+# 3 points on random public sets where the votes were right; 2 leaves most of the skew
+# (measured with benchmarks/bench_label_skew.py and random public subsets)
+SHARE_TOLERANCE = 1.0
+
 def _with_party_rows(task, n_public, party_rows, y):
     """`task` on public rows, plus the party's own labelled rows (stacked after them)."""
     public_rows = np.arange(n_public) if task.rows is None else task.rows
@@ -252,15 +258,18 @@ class FedKTClassifier(BaseFederatedClassifier):
         is ``"prior-corrected"`` with soft votes at L0, else ``"sum"``.
     match_shares : bool or "auto", default="auto"
         If True, the server adds one offset per class to the logarithm of its pooled
-        soft votes, chosen so that the labels it gives the public examples hold the
-        classes in the training rows' shares (from the parties' class counts). Forests
-        trained on skewed parties rank examples well but shrink a minority class's
-        probability toward their own priors, so argmax labels under-count it; the
-        offsets move the decision boundaries without reordering examples. This assumes
-        the public data has about the training rows' class shares (as when both come
-        from the same population). It needs soft votes and the class counts, which no
-        accountant covers: refused with ``voting="hard"`` and at L1 and L2. ``"auto"``
-        is True with soft votes at L0, else False.
+        soft votes, so that the share of every class among the labels it gives the
+        public examples is within one standard error of sampling (``sqrt(p (1 - p) /
+        n)`` for a class share ``p`` and ``n`` queries) of the class's share of the
+        training rows (from the parties' class counts). Forests trained on skewed
+        parties rank examples well but shrink a minority class's probability toward
+        their own priors, so argmax labels under-count it; the offsets move the
+        decision boundaries without reordering examples, and labels whose shares are
+        already plausible for a random public set are left alone. This assumes the
+        public data comes from the population of the training rows. It needs soft
+        votes and the class counts, which no accountant covers: refused with
+        ``voting="hard"`` and at L1 and L2. ``"auto"`` is True with soft votes at L0,
+        else False.
     soft_labels : bool, default=False
         If True, the students and the final model learn the (noisy) vote distribution of
         every public example instead of its winning class: every example is repeated
@@ -774,8 +783,12 @@ class FedKTClassifier(BaseFederatedClassifier):
         query_votes = self.vote_counts_[server_queries]
         self.share_offsets_ = np.zeros(n_classes)
         if self._match_shares():
+            training = class_shares(party_counts.sum(axis=0)[None])
+            # a random public set's shares differ from the training's by sampling
+            # error alone: only labels outside that band are the votes' bias
+            sampling_error = np.sqrt(training * (1 - training) / len(query_votes))
             self.share_offsets_ = share_matching_offsets(
-                query_votes, class_shares(party_counts.sum(axis=0)[None])
+                query_votes, training, tolerance=SHARE_TOLERANCE * sampling_error
             )
             query_votes = self._shifted_votes(query_votes, self.share_offsets_)
         (final_targets,) = self._vote_targets(

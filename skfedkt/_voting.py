@@ -193,16 +193,18 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
     return weight * pooled + (1 - weight) * party_proba.mean(axis=0)
 
 
-def share_matching_offsets(proba, target_shares, *, n_iter=300, step=0.1):
-    """Per-class log-offsets that make the argmax labels of `proba` hold `target_shares`.
+def share_matching_offsets(proba, target_shares, *, tolerance=0.0, n_iter=300, step=0.1):
+    """Per-class log-offsets that bring the argmax label shares of `proba` within
+    `tolerance` of `target_shares`.
 
-    Pooled probabilities can be calibrated in their ranking and still give a minority
-    class too few argmax labels (forests trained on skewed parties shrink it toward
-    their own priors). Adding an offset ``b_k`` to every ``log proba[:, k]`` moves the
-    decision boundaries without reordering examples within a class; the offsets are
-    found by damped multiplicative updates of the label shares, and the offsets whose
-    labels come closest to `target_shares` (in total variation) are returned: zeros if
-    no update gets closer. A class no example gives any probability keeps offset zero.
+    Pooled probabilities can rank examples well and still give a minority class too few
+    argmax labels (forests trained on skewed parties shrink it toward their own priors).
+    Adding an offset ``b_k`` to every ``log proba[:, k]`` moves the decision boundaries
+    without reordering the examples of a class. The offsets are found by damped
+    multiplicative updates of the shares that lie outside their band, and the offsets
+    that come closest to the bands (in total distance) are returned: zeros when the
+    shares are within them already or no update gets closer. A class no example gives
+    any probability keeps offset zero.
 
     Parameters
     ----------
@@ -210,6 +212,9 @@ def share_matching_offsets(proba, target_shares, *, n_iter=300, step=0.1):
         Non-negative scores per class (rows need not sum to one).
     target_shares : ndarray of shape (n_classes,)
         The class shares the labels should hold.
+    tolerance : float or ndarray of shape (n_classes,), default=0.0
+        How far a class's label share may stay from its target, e.g. the sampling
+        error of `n_samples` rows drawn with the target shares.
     n_iter : int, default=300
         Number of updates.
     step : float, default=0.1
@@ -228,8 +233,11 @@ def share_matching_offsets(proba, target_shares, *, n_iter=300, step=0.1):
     >>> offsets = share_matching_offsets(proba, np.array([0.5, 0.5]))
     >>> (np.log(proba) + offsets).argmax(axis=1)
     array([0, 0, 1, 1])
+    >>> share_matching_offsets(proba, np.array([0.5, 0.5]), tolerance=0.5)
+    array([0., 0.])
     """
     n_samples, n_classes = proba.shape
+    lower, upper = target_shares - tolerance, target_shares + tolerance
     with np.errstate(divide="ignore"):
         log_proba = np.log(proba)
     adjustable = proba.max(axis=0) > 0
@@ -238,12 +246,13 @@ def share_matching_offsets(proba, target_shares, *, n_iter=300, step=0.1):
     for _ in range(n_iter):
         labels = (log_proba + offsets).argmax(axis=1)
         shares = np.bincount(labels, minlength=n_classes) / n_samples
-        gap = np.abs(shares - target_shares).sum()
+        wanted = np.clip(shares, lower, upper)
+        gap = np.abs(shares - wanted).sum()
         if gap < best_gap:
             best, best_gap = offsets.copy(), gap
-        if gap < smoothing:  # exactly the target shares
+        if gap < smoothing:  # within the bands, to the row
             break
         offsets += step * np.where(
-            adjustable, np.log((target_shares + smoothing) / (shares + smoothing)), 0.0
+            adjustable, np.log((wanted + smoothing) / (shares + smoothing)), 0.0
         )
     return best
