@@ -61,10 +61,11 @@ from .privacy import (
 
 
 # standard errors by which the server's label shares may differ from the training's
-# before it shifts them (see match_shares): 0 forces exact shares, which costs up to
-# 3 points on random public sets where the votes were right; 2 leaves most of the skew
-# (measured with benchmarks/bench_label_skew.py and random public subsets)
+# before it shifts them (see match_shares). Measured on random public subsets
+# (benchmarks/bench_share_tolerance.py): 0 forces exact shares and costs up to 3 points
+# where the votes were right; 2 gains far less under strong skew.
 SHARE_TOLERANCE = 1.0
+
 
 def _with_party_rows(task, n_public, party_rows, y):
     """`task` on public rows, plus the party's own labelled rows (stacked after them)."""
