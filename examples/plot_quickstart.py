@@ -37,14 +37,17 @@ for party in range(10):
 # In each of 2 partitions, a party's teacher votes on the public set with its class
 # probabilities and a student learns the winning labels together with the party's own
 # rows; the server pools the 20 students' probabilities, corrected for each party's own
-# class shares, and trains the final model on the winning labels. ``class_shares_``
-# shows which classes each tier learned.
+# class shares, and trains the final model on the winning labels. Where those labels
+# hold a digit far from its share of the training rows, the server first shifts its
+# votes (``share_offsets_``, one log-offset per class; zeros when no shift was needed).
+# ``class_shares_`` shows which classes each tier learned.
 model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
 fedkt = FedKTClassifier(model, n_partitions=2, n_jobs=-1, random_state=0)
 fedkt.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
 print(f"FedKT test accuracy: {fedkt.score(data.X_test, data.y_test):.3f}")
 print(f"each party sent {fedkt.upload_bytes_.mean() / 1024:.0f} KiB of student models")
 print("class shares of the final model's labels:", fedkt.class_shares_["final"].round(2))
+print("the server's share offsets:", fedkt.share_offsets_.round(2))
 
 # %%
 # The paper's algorithm is one parameter away: ``voting="hard"`` counts predicted
