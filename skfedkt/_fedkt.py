@@ -791,7 +791,8 @@ class FedKTClassifier(BaseFederatedClassifier):
             self.share_offsets_ = share_matching_offsets(
                 query_votes, training, tolerance=SHARE_TOLERANCE * sampling_error
             )
-            query_votes = self._shifted_votes(query_votes, self.share_offsets_)
+            # only the argmax or the normalised distribution is learned: scaling suffices
+            query_votes = query_votes * np.exp(self.share_offsets_ - self.share_offsets_.max())
         (final_targets,) = self._vote_targets(
             [query_votes], "L1", soft_labels, noise_rng, tie_rng
         )
@@ -867,15 +868,6 @@ class FedKTClassifier(BaseFederatedClassifier):
         if self.match_shares != "auto":
             return self.match_shares
         return self.voting == "soft" and self.privacy_level == "L0"
-
-    @staticmethod
-    def _shifted_votes(votes, log_offsets):
-        """Soft votes with class ``k`` scaled by ``exp(log_offsets[k])``, each row keeping
-        its number of votes."""
-        shifted = votes * np.exp(log_offsets - log_offsets.max())
-        totals = shifted.sum(axis=1, keepdims=True)
-        return np.divide(shifted * votes.sum(axis=1, keepdims=True), totals,
-                         out=np.zeros_like(shifted), where=totals > 0)
 
     def _student_data(self):
         if self.student_data != "auto":

@@ -8,6 +8,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -195,8 +196,6 @@ def _minority_data(seed=0):
 
 
 def test_matched_server_labels_hold_the_training_shares():
-    from sklearn.ensemble import RandomForestClassifier
-
     X, y, party, X_public = _minority_data()
     forest = RandomForestClassifier(n_estimators=20, max_depth=4)
     unmatched = _fit_quietly(FedKTClassifier(forest, match_shares=False, random_state=0),
