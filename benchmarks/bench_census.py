@@ -1,15 +1,17 @@
 """FedKT on the paper's census protocol (Table 1, Adult), on a local copy of the data.
 
-The census data does not ship with scikit-learn, so pass a local copy: LIBSVM's ``a9a``
-(32,561 rows, the paper's Adult) or a CSV with the label in the last column. Every seed
-draws a new 75/12.5/12.5 train/public/test split and a new Dirichlet(beta) partition over
-50 parties (``load_federated``), and fits, with random forests (100 trees, depth 6) at
-every tier as in the paper: FedKT's default, the paper's FedKT (``voting="hard"``),
-FedKT with the authors' code's teachers (single trees of depth 6), the undistilled
-ensemble of the parties' forests, and one forest on all training rows. Prints test
-accuracy (mean ± std over seeds) and the predicted positive rate next to the truth.
+The census data does not ship with scikit-learn, so pass a local copy: UCI's
+``adult.data`` as distributed (32,561 rows, text columns coded in sorted order, ``?``
+missing), LIBSVM's ``a9a`` (the same rows, every feature binarised), or any CSV with the
+label in the last column. Every seed draws a new 75/12.5/12.5 train/public/test split
+and a new Dirichlet(beta) partition over 50 parties (``load_federated``), and fits, with
+random forests (100 trees, depth 6) at every tier as in the paper: FedKT's default, the
+paper's FedKT (``voting="hard"``), FedKT with the authors' code's teachers (single trees
+of depth 6), the undistilled ensemble of the parties' forests, and one forest on all
+training rows. Prints test accuracy (mean ± std over seeds) and the predicted positive
+rate next to the truth.
 
-    python benchmarks/bench_census.py --path a9a               # 3 seeds, beta 0.5
+    python benchmarks/bench_census.py --path adult.data          # 3 seeds, beta 0.5
     python benchmarks/bench_census.py --path a9a --seeds 5 --betas 0.1 0.5 1
 """
 
@@ -71,7 +73,7 @@ def run_seed(path, n_parties, beta, seed, method):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--path", required=True,
-                        help="local copy of the census data (LIBSVM a9a, or CSV)")
+                        help="local copy of the census data (UCI adult.data, LIBSVM a9a, or CSV)")
     parser.add_argument("--parties", type=int, default=50)
     parser.add_argument("--betas", nargs="+", type=float, default=[0.5])
     parser.add_argument("--seeds", type=int, default=3)

@@ -72,6 +72,48 @@ def test_local_csv_with_and_without_header(tmp_path):
         assert_array_equal(y_read, y)
 
 
+CENSUS_ROWS = """|1x3 Cross validator
+39, State-gov, 77516, <=50K
+50, Self-emp-not-inc, 83311, <=50K
+
+38, ?, 215646, >50K
+53, Private, 234721, >50K
+"""
+
+
+def test_local_csv_with_text_columns_missing_values_and_a_title_line(tmp_path):
+    # UCI's census files: no .csv suffix, a title line, text columns, "?" for missing
+    path = tmp_path / "adult.test"
+    path.write_text(CENSUS_ROWS)
+    X, y = load_local_file(path, text_features="ordinal")
+    assert_array_equal(y, ["<=50K", "<=50K", ">50K", ">50K"])
+    np.testing.assert_array_equal(X[:, 0], [39, 50, 38, 53])
+    # codes in sorted order of the values; the missing value stays missing
+    np.testing.assert_array_equal(X[:, 1], [2, 1, np.nan, 0])
+    with pytest.raises(ValueError, match=r"Column 1 of .* holds text \(e.g. 'State-gov'\)"):
+        load_local_file(path)  # one party's codes would not match another's
+
+
+def test_load_federated_codes_text_columns_of_a_whole_dataset(tmp_path):
+    rng = np.random.RandomState(0)
+    jobs = np.array(["Private", "State-gov", "?"])[rng.randint(3, size=200)]
+    labels = np.where(rng.rand(200) < 0.3, ">50K", "<=50K")
+    path = tmp_path / "adult.data"
+    path.write_text("".join(f"{age}, {job}, {label}\n"
+                            for age, job, label in zip(rng.randint(18, 90, 200), jobs, labels)))
+    data = load_federated("adult", path=path, n_parties=4, min_party_size=5, random_state=0)
+    assert data.X_train.shape[1] == 2
+    assert set(np.unique(data.X_train[:, 1][~np.isnan(data.X_train[:, 1])])) <= {0, 1}
+    assert set(data.y_train) == {"<=50K", ">50K"}
+
+
+def test_local_csv_with_ragged_rows_names_the_row(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("1,2,0\n3,4\n")
+    with pytest.raises(ValueError, match="Data row 2 of .* has 2 fields, the first has 3"):
+        load_local_file(path)
+
+
 def test_real_datasets_fetch_openml_without_a_path(monkeypatch):
     calls = []
 

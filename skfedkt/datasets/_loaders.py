@@ -1,6 +1,8 @@
 """Federated datasets: train / public / test splits with the rows of train split by party."""
 
+import csv
 import warnings
+from itertools import islice
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -32,14 +34,21 @@ REAL = {"adult": 1590, "cod-rna": 351, "covtype": 1596}
 DATASETS = sorted([*BUNDLED, "synthetic", *REAL])
 
 
-def load_local_file(path, *, labelled=True):
-    """Features and labels from an svmlight/LIBSVM file or a numeric CSV file.
+# how CSV files mark a missing feature value (UCI's census data uses "?")
+MISSING_MARKERS = frozenset({"", "?", "na", "nan", "null"})
 
-    CSV files hold one row per example, numbers only, the label in the last column; a
-    first line that does not parse as numbers is taken as a header. Every other file is
-    read as svmlight/LIBSVM (``label index:value ...``), as the LIBSVM copies of adult
-    (a9a), cod-rna and covtype are distributed. Labels that are whole numbers are
-    returned as integers.
+
+def load_local_file(path, *, labelled=True, text_features="error"):
+    """Features and labels from a CSV file or an svmlight/LIBSVM file.
+
+    A file whose first or second line holds a comma is read as CSV: one row per
+    example, the label in the last column, blank lines skipped. A first line with no
+    number in it, followed by one with numbers or by nothing, is a header (or a title,
+    as in UCI's ``adult.test``) and is skipped. Fields are stripped of surrounding
+    spaces; ``?``, ``NA``, ``nan``, ``null`` and an empty field are missing values
+    (NaN). Every other file is read as svmlight/LIBSVM (``label index:value ...``), as
+    the LIBSVM copies of adult (a9a), cod-rna and covtype are distributed. Labels may be
+    text; labels that are whole numbers are returned as integers.
 
     Parameters
     ----------
@@ -48,27 +57,43 @@ def load_local_file(path, *, labelled=True):
     labelled : bool, default=True
         Whether the file holds labels. An unlabelled CSV (a public set) has features
         only; an unlabelled LIBSVM file's label field is ignored.
+    text_features : {"error", "ordinal"}, default="error"
+        What to do with a CSV feature column that holds text, such as the census
+        data's ``workclass`` in UCI's ``adult.data``. ``"ordinal"`` codes its values
+        0, 1, ... in sorted order (missing values stay NaN), which is consistent only
+        within one file: use it for a whole dataset, never for one party's file, whose
+        codes would not match the others'. ``"error"`` raises a ValueError naming the
+        column.
 
     Returns
     -------
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,), or None if not `labelled`
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from tempfile import TemporaryDirectory
+    >>> from skfedkt.datasets import load_local_file
+    >>> with TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "census.data"
+    ...     _ = path.write_text("39, State-gov, <=50K\\n52, ?, >50K\\n31, Private, >50K\\n")
+    ...     X, y = load_local_file(path, text_features="ordinal")
+    >>> X
+    array([[39.,  1.],
+           [52., nan],
+           [31.,  0.]])
+    >>> y
+    array(['<=50K', '>50K', '>50K'], dtype='<U5')
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No data file at {path}.")
-    if path.suffix.lower() == ".csv":
-        with path.open() as handle:
-            first = handle.readline()
-        try:
-            np.array(first.strip().split(","), dtype=float)
-            skip = 0
-        except ValueError:
-            skip = 1
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # numpy: "input contained no data"
-            table = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2)
-        X, y = (table[:, :-1], table[:, -1]) if labelled else (table, None)
+    with path.open(newline="") as handle:
+        # a title line, as in UCI's adult.test, may come before the comma-separated rows
+        leading = list(islice((line for line in handle if line.strip()), 2))
+    if any("," in line for line in leading):
+        X, y = _read_csv(path, labelled, text_features)
     else:
         X, y = load_svmlight_file(str(path))
         X = X.toarray()
@@ -76,7 +101,7 @@ def load_local_file(path, *, labelled=True):
         raise ValueError(f"No data rows in {path}.")
     if not labelled:
         return X, None
-    if np.array_equal(y, np.round(y)):
+    if y.dtype.kind == "f" and np.array_equal(y, np.round(y)):
         y = y.astype(np.int64)
     if type_of_target(y) == "continuous":
         raise ValueError(
@@ -85,6 +110,65 @@ def load_local_file(path, *, labelled=True):
             f"{y[0]:g}; FedKT classifies, so it needs class labels."
         )
     return X, y
+
+
+def _as_numbers(values):
+    """The column as floats (NaN where missing), or None if a value is text."""
+    numbers = np.empty(len(values))
+    for i, value in enumerate(values):
+        if value.lower() in MISSING_MARKERS:
+            numbers[i] = np.nan
+            continue
+        try:
+            numbers[i] = float(value)
+        except ValueError:
+            return None
+    return numbers
+
+
+def _read_csv(path, labelled, text_features):
+    with path.open(newline="") as handle:
+        rows = [[field.strip() for field in row]
+                for row in csv.reader(handle) if any(field.strip() for field in row)]
+    def holds_a_number(row):
+        return any(_as_numbers([field]) is not None for field in row)
+
+    # a header (or a title): no number in it, and numbers, if any, on the next row
+    if rows and not holds_a_number(rows[0]) and (len(rows) == 1 or holds_a_number(rows[1])):
+        rows = rows[1:]
+    if not rows:
+        return np.empty((0, 0)), None
+    width = len(rows[0])
+    for line, row in enumerate(rows, start=1):
+        if len(row) != width:
+            raise ValueError(
+                f"Data row {line} of {path} has {len(row)} fields, the first has {width}: "
+                "every row needs the same columns."
+            )
+    columns = [list(column) for column in zip(*rows)]
+    labels = None
+    if labelled:
+        labels = columns.pop()
+        numeric = _as_numbers(labels)
+        labels = np.array(labels) if numeric is None else numeric
+    features = []
+    for index, values in enumerate(columns):
+        numbers = _as_numbers(values)
+        if numbers is None:
+            text = next(v for v in values if _as_numbers([v]) is None)
+            if text_features == "error":
+                raise ValueError(
+                    f"Column {index} of {path} holds text (e.g. {text!r}); the models need "
+                    "numbers. Encode it the same way in every party's file (e.g. one-hot "
+                    "or an agreed list of codes)."
+                )
+            missing = np.array([v.lower() in MISSING_MARKERS for v in values])
+            categories, codes = np.unique(np.array(values)[~missing], return_inverse=True)
+            numbers = np.full(len(values), np.nan)
+            numbers[~missing] = codes
+        features.append(numbers)
+    X = np.column_stack(features) if features else np.empty((len(rows), 0))
+    return X, labels
 
 
 def _load(name, *, path, n_samples, n_features, n_classes, random_state):
@@ -96,7 +180,8 @@ def _load(name, *, path, n_samples, n_features, n_classes, random_state):
             n_classes=n_classes, random_state=random_state,
         )
     if path is not None:
-        return load_local_file(path)
+        # one file holds the whole dataset, so codes of text columns are consistent
+        return load_local_file(path, text_features="ordinal")
     # needs the network; a local copy is read with `path`
     try:
         with warnings.catch_warnings():
