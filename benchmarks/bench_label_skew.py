@@ -49,11 +49,12 @@ PARTIES = {"digits": 10, "breast_cancer": 5, "wine": 4, "imbalanced": 50}
 PARTIES_AT = {("imbalanced", 0.1): 10}
 METHODS = ["FedKT", "FedKT (paper)", "one-shot all", "FedCT", "PATE", "SOLO", "centralized",
            "central, public size"]
-# FedKT's default with one choice switched back to the paper's, or soft labels added
+# FedKT's default with one choice switched back to the paper's, or soft final labels added
 ABLATIONS = {
     "FedKT, unmatched shares": dict(match_shares=False),
     "FedKT, summed votes": dict(pooling="sum"),
-    "FedKT, soft labels": dict(soft_labels=True),
+    "FedKT, hard student labels": dict(soft_labels=False),
+    "FedKT, soft final labels": dict(soft_labels=True),
     "FedKT, 5 teachers": dict(n_subsets=5),
     "FedKT, public-only students": dict(student_data="public"),
     "FedKT, hard votes only": dict(voting="hard", n_subsets=1, student_data="party+public"),

@@ -68,11 +68,17 @@ SHARE_TOLERANCE = 1.0
 
 
 def _with_party_rows(task, n_public, party_rows, y):
-    """`task` on public rows, plus the party's own labelled rows (stacked after them)."""
+    """`task` on public rows, plus the party's own labelled rows (stacked after them).
+
+    Soft labels (weighted rows) of the public rows weigh together at most as much as the
+    party's rows: they come from teachers of those very rows and add no evidence, so a
+    large public set would otherwise make the student a lossy copy of its teacher.
+    """
     public_rows = np.arange(n_public) if task.rows is None else task.rows
     weights = task.sample_weight
     if weights is not None:
-        weights = np.concatenate([weights, np.ones(len(party_rows))])
+        scale = min(1.0, len(party_rows) / weights.sum())
+        weights = np.concatenate([weights * scale, np.ones(len(party_rows))])
     return Task(task.estimator, np.concatenate([task.y, y[party_rows]]),
                 np.concatenate([public_rows, n_public + party_rows]), weights)
 
@@ -126,7 +132,7 @@ class _FedKTParty:
         log moments of the party's noisy histograms.
         """
         config = self.config
-        soft_labels = config.soft_labels
+        soft_labels = config._soft_labels("students")
         self.n_queries = len(queries)
         self.log_moments = np.zeros(len(DEFAULT_ORDERS))
 
@@ -271,14 +277,22 @@ class FedKTClassifier(BaseFederatedClassifier):
         votes and the class counts, which no accountant covers: refused with
         ``voting="hard"`` and at L1 and L2. ``"auto"`` is True with soft votes at L0,
         else False.
-    soft_labels : bool, default=False
-        If True, the students and the final model learn the (noisy) vote distribution of
-        every public example instead of its winning class: every example is repeated
-        once per class with the class's share as sample weight, so both estimators must
-        accept ``sample_weight`` (a Pipeline's final step must). At L1 and L2 the whole
-        noisy histogram is then released, which only the data-independent bound covers.
-        Measured with random forests: better on breast_cancer and wine, worse on the 10
-        classes of digits (see the user guide).
+    soft_labels : bool or {"auto", "students"}, default="auto"
+        Whether learners learn the (noisy) vote distribution of every public example
+        instead of its winning class: every example is repeated once per class with the
+        class's share as sample weight, so those learners must accept ``sample_weight``
+        (a Pipeline's final step must). ``"students"``: the students do, the final model
+        learns the server's winning classes; True: both do; False: neither (the paper).
+        With ``student_data="party+public"`` the public rows' weights are scaled so that
+        together they weigh at most as much as the party's own rows: the teachers'
+        probabilities come from those very rows, and a large public set would otherwise
+        make each student a lossy copy of its teacher. ``"auto"`` is ``"students"`` with
+        soft votes below L2 when the student estimator accepts ``sample_weight``, else
+        False. Where a tier's noisy histogram is learned as a distribution (the students'
+        at L2, the final model's at L1), the whole histogram is released, which only the
+        data-independent bound covers. Measured with random forests (see the user
+        guide): soft student labels carry a skewed party's class probabilities, not only
+        its majority, to the server; soft final labels do not help.
     consistent_voting : bool, default=True
         With ``voting="hard"``: if True, a party casts its `n_partitions` votes for a
         class only when all its students predict that class, and none otherwise (the
@@ -411,7 +425,8 @@ class FedKTClassifier(BaseFederatedClassifier):
     Soft votes keep the privacy analysis: a model's vote has L1 mass one either way, so
     one model moves a histogram by at most 2 and the sensitivities above hold; the
     data-dependent bound of Papernot et al. holds for real-valued counts as long as
-    only the argmax is released (not with `soft_labels`).
+    only the argmax is released (not where the noisy tier's learners are taught soft
+    labels: the students at L2, the final model at L1).
 
     References
     ----------
@@ -454,7 +469,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         "student_data": [StrOptions({"auto", "public", "party+public"})],
         "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
         "match_shares": ["boolean", StrOptions({"auto"})],
-        "soft_labels": ["boolean"],
+        "soft_labels": ["boolean", StrOptions({"auto", "students"})],
         "consistent_voting": ["boolean"],
         "privacy_level": [StrOptions({"L0", "L1", "L2"})],
         "gamma": [Interval(Real, 0, None, closed="neither")],
@@ -477,7 +492,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         student_data="auto",
         pooling="auto",
         match_shares="auto",
-        soft_labels=False,
+        soft_labels="auto",
         consistent_voting=True,
         privacy_level="L0",
         gamma=0.05,
@@ -769,7 +784,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         """
         n_parties, n_classes = len(uploads), len(self.classes_)
         n_public = _num_samples(X_public)
-        soft_labels, soft_votes = self.soft_labels, self.voting == "soft"
+        soft_labels, soft_votes = self._soft_labels("final"), self.voting == "soft"
         self.students_ = [list(upload.payload["students"]) for upload in uploads]
         counts = [upload.manifest.get("class_counts") for upload in uploads]
         party_counts = None if None in counts else np.array(counts, dtype=np.int64)
@@ -902,16 +917,29 @@ class FedKTClassifier(BaseFederatedClassifier):
                 "privacy_level='L2' needs students that learn from noisy teacher votes "
                 "only. Use student_data='auto' or 'public' at L2."
             )
-        if self.soft_labels:
-            for name, estimator in (("student_estimator", self._student_template()),
-                                    ("final_estimator", self._final_template())):
+        if self.soft_labels in (True, "students"):
+            tiers = [("student_estimator", self._student_template(), "the students")]
+            if self.soft_labels is True:
+                tiers.append(("final_estimator", self._final_template(), "the final model"))
+            for name, estimator, learner in tiers:
                 if sample_weight_param(estimator) is None:
                     raise ValueError(
-                        "soft_labels=True teaches the students and the final model vote "
+                        f"soft_labels={self.soft_labels!r} teaches {learner} vote "
                         f"distributions through sample weights, but the {name} "
                         f"{type(estimator).__name__} takes no sample_weight in fit. Use "
-                        "soft_labels=False."
+                        "soft_labels='auto' or False."
                     )
+
+    def _soft_labels(self, tier):
+        """Whether the learners of `tier` ("students" or "final") learn vote
+        distributions rather than winning classes."""
+        if self.soft_labels == "auto":
+            # measured: soft student labels help under skew, soft final labels do not;
+            # L2 keeps the paper's noisy argmax, which its data-dependent bound needs
+            return (tier == "students" and not self._paper_tier_defaults()
+                    and sample_weight_param(self._student_template()) is not None)
+        return self.soft_labels is True or (tier == "students"
+                                            and self.soft_labels == "students")
 
     def _vote_targets(self, histograms, level, soft_labels, noise_rng, tie_rng):
         """What a tier's learner is taught from each of its vote histograms.
@@ -1017,7 +1045,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         moves a histogram by at most 2 either way. With soft labels the whole noisy
         histogram is released, not its argmax: only the data-independent bounds hold.
         """
-        level, soft_labels = self.privacy_level, self.soft_labels
+        level = self.privacy_level
+        soft_labels = self._soft_labels("students" if level == "L2" else "final")
         if level == "L0":
             return PrivacyReport(
                 level="L0", unit=None, gamma=None, delta=None, sensitivity=None,
@@ -1075,18 +1104,19 @@ class FedKTClassifier(BaseFederatedClassifier):
         compose (their moments are summed), and sensitivity is 2. With soft labels the
         whole histogram is released: only the data-independent bound holds.
         """
+        soft_labels = self._soft_labels("students")
         with _largest_order_noted() as largest_order:
             data_independent = data_independent_epsilon(
                 self.n_partitions * n_queries, sensitivity=2.0, gamma=self.gamma,
                 delta=self.delta, orders=DEFAULT_ORDERS,
             )
-            data_dependent = np.nan if self.soft_labels else epsilon_from_log_moments(
+            data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
                 log_moments, delta=self.delta, orders=DEFAULT_ORDERS
             )
         return dict(
             data_dependent_epsilon=float(data_dependent),
             data_independent_epsilon=float(data_independent),
-            epsilon=float(data_independent if self.soft_labels
+            epsilon=float(data_independent if soft_labels
                           else min(data_dependent, data_independent)),
             largest_order=bool(largest_order),
         )
@@ -1099,7 +1129,7 @@ class FedKTClassifier(BaseFederatedClassifier):
             sensitivity = 2.0 * self.n_partitions
             accountant = dict(gamma=self.gamma, delta=self.delta, orders=DEFAULT_ORDERS)
             with _largest_order_noted() as largest_order:
-                data_dependent = np.nan if self.soft_labels else pate_epsilon(
+                data_dependent = np.nan if self._soft_labels("final") else pate_epsilon(
                     self.vote_counts_[server_queries], sensitivity=sensitivity, **accountant
                 )
                 data_independent = data_independent_epsilon(

@@ -61,7 +61,8 @@ def _fit_quietly(clf, X, y, **fit_params):
 def test_teachers_vote_with_probabilities_under_soft_voting(two_class_data, voting, expected):
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(ProbabilityOnlyTeacher(), student_estimator=DecisionTreeClassifier(),
-                          voting=voting, student_data="public", random_state=0)
+                          voting=voting, student_data="public", soft_labels=False,
+                          random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     # soft: 0.6 > 0.4 for the second class in every teacher; hard: every vote the first
     assert_array_equal(clf.class_shares_["students"][..., expected], 1.0)
@@ -287,6 +288,50 @@ def test_soft_labels_need_sample_weight(two_class_data):
     with pytest.raises(ValueError, match="student_estimator KNeighborsClassifier takes no "
                                          "sample_weight"):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("n_public", [80, 20])
+def test_students_learn_soft_labels_weighing_at_most_their_party_rows(two_class_data,
+                                                                      n_public):
+    X, y, party, X_public = two_class_data
+    X_public = X_public[:n_public]
+    clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
+                          final_estimator=WeightRecordingTree(), random_state=0)
+    _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
+    n_party = np.sum(party == 0)  # 80 rows
+    weights = clf.students_[0][0].fit_weights_
+    # the public rows' weights: the teachers' probabilities, scaled down to weigh
+    # together at most as much as the party's own rows (weight one each, stacked last)
+    assert_array_equal(weights[-n_party:], 1.0)
+    assert_allclose(weights[:-n_party].sum(), min(n_public, n_party))
+    assert len(weights) - n_party > n_public  # one weighted row per example and class
+    # the final model learns the server's winning classes: no weights
+    assert clf.final_estimator_.fit_weights_ is None
+
+
+def test_soft_student_labels_fall_back_and_refuse_without_sample_weight(two_class_data):
+    X, y, party, X_public = two_class_data
+    clf = _fit_quietly(FedKTClassifier(LogisticRegression(),
+                                       student_estimator=KNeighborsClassifier(),
+                                       random_state=0),
+                       X, y, groups=party, X_unlabeled=X_public)
+    assert clf._soft_labels("students") is False  # "auto" falls back to winning classes
+    with pytest.raises(ValueError, match="soft_labels='students' teaches the students"):
+        clf.set_params(soft_labels="students").fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("level", ["L1", "L2"])
+def test_default_labels_keep_the_data_dependent_bound(two_class_data, level):
+    # "auto" teaches students distributions at L1 (the server's argmax is what L1
+    # protects) and winning classes at L2 (the students' labels are what L2 protects)
+    X, y, party, X_public = two_class_data
+    clf = FedKTClassifier(LogisticRegression(), privacy_level=level, gamma=0.5,
+                          query_fraction=0.25, random_state=0).fit(
+        X, y, groups=party, X_unlabeled=X_public
+    )
+    assert clf._soft_labels("students") is (level == "L1")
+    assert np.isfinite(clf.privacy_report_.data_dependent_epsilon)
+    assert "noisy-argmax queries" in clf.privacy_report_.statement
 
 
 def test_class_shares_of_every_tier(two_class_data):
