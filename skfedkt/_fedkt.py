@@ -77,8 +77,10 @@ def _with_party_rows(task, n_public, party_rows, y):
     public_rows = np.arange(n_public) if task.rows is None else task.rows
     weights = task.sample_weight
     if weights is not None:
-        scale = min(1.0, len(party_rows) / weights.sum())
-        weights = np.concatenate([weights * scale, np.ones(len(party_rows))])
+        public_weight = weights.sum()
+        if public_weight > len(party_rows):
+            weights = weights * (len(party_rows) / public_weight)
+        weights = np.concatenate([weights, np.ones(len(party_rows))])
     return Task(task.estimator, np.concatenate([task.y, y[party_rows]]),
                 np.concatenate([public_rows, n_public + party_rows]), weights)
 
