@@ -78,8 +78,9 @@ print(f"each party alone:  {solo.mean():.3f} (mean of {np.round(solo, 3)})")
 # The students and the final model are skorch nets too; ``predict_proba`` has one column
 # per digit. The bars compare the federated model with each party's own network: with
 # ten parties of about 130 rows each, the federated network (0.840) beats every one of
-# them (0.578 to 0.742). skorch nets take no ``sample_weight``, which FedKT needs only
-# for ``soft_labels=True``; soft votes just use ``predict_proba``.
+# them (0.578 to 0.742). skorch nets take no ``sample_weight``, which FedKT needs to
+# teach soft labels, so its students learn the teachers' winning digits here (the
+# default falls back to them); soft votes just use ``predict_proba``.
 proba = fedkt.predict_proba(data.X_test)
 print("probability columns:", proba.shape[1], "- classes:", fedkt.classes_)
 fig, ax = plt.subplots(figsize=(6, 3.5))
