@@ -107,10 +107,14 @@ def test_load_federated_codes_text_columns_of_a_whole_dataset(tmp_path):
     assert set(data.y_train) == {"<=50K", ">50K"}
 
 
-def test_local_csv_with_ragged_rows_names_the_row(tmp_path):
+def test_local_csv_with_ragged_rows_or_missing_labels_names_the_row(tmp_path):
     path = tmp_path / "ragged.csv"
     path.write_text("1,2,0\n3,4\n")
     with pytest.raises(ValueError, match="Data row 2 of .* has 2 fields, the first has 3"):
+        load_local_file(path)
+    path.write_text("1,2,0\n3,4,?\n5,6,1\n")
+    with pytest.raises(ValueError, match=r"Data row 2 of .* has no label \('\?' in the last "
+                                         r"column; unlabelled rows: 1\): drop them"):
         load_local_file(path)
 
 

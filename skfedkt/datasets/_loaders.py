@@ -149,6 +149,13 @@ def _read_csv(path, labelled, text_features):
     labels = None
     if labelled:
         labels = columns.pop()
+        missing = [row for row, label in enumerate(labels, start=1)
+                   if label.lower() in MISSING_MARKERS]
+        if missing:
+            raise ValueError(
+                f"Data row {missing[0]} of {path} has no label ({labels[missing[0] - 1]!r} "
+                f"in the last column; unlabelled rows: {len(missing)}): drop them."
+            )
         numeric = _as_numbers(labels)
         labels = np.array(labels) if numeric is None else numeric
     features = []
