@@ -92,6 +92,8 @@ def test_local_csv_with_text_columns_missing_values_and_a_title_line(tmp_path):
     np.testing.assert_array_equal(X[:, 1], [2, 1, np.nan, 0])
     with pytest.raises(ValueError, match=r"Column 1 of .* holds text \(e.g. 'State-gov'\)"):
         load_local_file(path)  # one party's codes would not match another's
+    with pytest.raises(ValueError, match="text_features must be 'error' or 'ordinal'"):
+        load_local_file(path, text_features="onehot")
 
 
 def test_load_federated_codes_text_columns_of_a_whole_dataset(tmp_path):

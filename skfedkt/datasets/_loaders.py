@@ -86,6 +86,10 @@ def load_local_file(path, *, labelled=True, text_features="error"):
     >>> y
     array(['<=50K', '>50K', '>50K'], dtype='<U5')
     """
+    if text_features not in ("error", "ordinal"):
+        raise ValueError(
+            f"text_features must be 'error' or 'ordinal', got {text_features!r}."
+        )
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No data file at {path}.")
@@ -130,6 +134,7 @@ def _read_csv(path, labelled, text_features):
     with path.open(newline="") as handle:
         rows = [[field.strip() for field in row]
                 for row in csv.reader(handle) if any(field.strip() for field in row)]
+
     def holds_a_number(row):
         return any(_as_numbers([field]) is not None for field in row)
 
@@ -170,7 +175,7 @@ def _read_csv(path, labelled, text_features):
                     "or an agreed list of codes)."
                 )
             missing = np.array([v.lower() in MISSING_MARKERS for v in values])
-            categories, codes = np.unique(np.array(values)[~missing], return_inverse=True)
+            _, codes = np.unique(np.array(values)[~missing], return_inverse=True)
             numbers = np.full(len(values), np.nan)
             numbers[~missing] = codes
         features.append(numbers)
