@@ -293,12 +293,13 @@ def test_soft_labels_need_sample_weight(two_class_data):
 @pytest.mark.parametrize("n_public", [80, 20])
 def test_students_learn_soft_labels_weighing_at_most_their_party_rows(two_class_data,
                                                                       n_public):
-    X, y, party, X_public = two_class_data
+    X, y, _, X_public = two_class_data
+    party = np.arange(len(y)) % 8  # 40 rows each: fewer than 80 public rows, more than 20
     X_public = X_public[:n_public]
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
                           final_estimator=WeightRecordingTree(), random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
-    n_party = np.sum(party == 0)  # 80 rows
+    n_party = np.sum(party == 0)
     weights = clf.students_[0][0].fit_weights_
     # the public rows' weights: the teachers' probabilities, scaled down to weigh
     # together at most as much as the party's own rows (weight one each, stacked last)
@@ -309,13 +310,21 @@ def test_students_learn_soft_labels_weighing_at_most_their_party_rows(two_class_
     assert clf.final_estimator_.fit_weights_ is None
 
 
+class UnweightedTree(DecisionTreeClassifier):
+    """A decision tree whose fit takes no sample_weight; remembers how many rows it saw."""
+
+    def fit(self, X, y):
+        self.fit_rows_ = len(X)
+        return super().fit(X, y)
+
+
 def test_soft_student_labels_fall_back_and_refuse_without_sample_weight(two_class_data):
     X, y, party, X_public = two_class_data
-    clf = _fit_quietly(FedKTClassifier(LogisticRegression(),
-                                       student_estimator=KNeighborsClassifier(),
+    clf = _fit_quietly(FedKTClassifier(LogisticRegression(), student_estimator=UnweightedTree(),
                                        random_state=0),
                        X, y, groups=party, X_unlabeled=X_public)
-    assert clf._soft_labels("students") is False  # "auto" falls back to winning classes
+    # "auto" falls back to winning classes: one row per public example, then the party's
+    assert clf.students_[0][0].fit_rows_ == len(X_public) + np.sum(party == 0)
     with pytest.raises(ValueError, match="soft_labels='students' teaches the students"):
         clf.set_params(soft_labels="students").fit(X, y, groups=party, X_unlabeled=X_public)
 
@@ -325,11 +334,12 @@ def test_default_labels_keep_the_data_dependent_bound(two_class_data, level):
     # "auto" teaches students distributions at L1 (the server's argmax is what L1
     # protects) and winning classes at L2 (the students' labels are what L2 protects)
     X, y, party, X_public = two_class_data
-    clf = FedKTClassifier(LogisticRegression(), privacy_level=level, gamma=0.5,
-                          query_fraction=0.25, random_state=0).fit(
-        X, y, groups=party, X_unlabeled=X_public
-    )
-    assert clf._soft_labels("students") is (level == "L1")
+    clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
+                          privacy_level=level, gamma=0.5, query_fraction=0.25,
+                          random_state=0)
+    _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
+    learned_distributions = clf.students_[0][0].fit_weights_ is not None
+    assert learned_distributions is (level == "L1")
     assert np.isfinite(clf.privacy_report_.data_dependent_epsilon)
     assert "noisy-argmax queries" in clf.privacy_report_.statement
 
