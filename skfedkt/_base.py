@@ -207,6 +207,20 @@ def _keep_frame(original, validated):
     return original if hasattr(original, "iloc") else validated
 
 
+def _framed_like(columns, original, validated):
+    """Rows with the given columns of the training DataFrame: validation has warned if
+    their names differ or are missing, columns then match by position, and the base
+    estimators, fitted on the DataFrame, should see its names (student rows stack it
+    with the public rows)."""
+    if hasattr(original, "iloc"):
+        return original.set_axis(columns, axis=1)
+    if sp.issparse(validated):
+        return validated
+    import pandas as pd
+
+    return pd.DataFrame(validated, columns=columns)
+
+
 class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Base class of the federated meta-estimators.
 
@@ -272,7 +286,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 # e.g. sparse public data for a dense-only base estimator (a TypeError)
                 raise type(exc)(f"Invalid X_unlabeled: {exc}") from exc
             _warn_if_public_shifted(X_valid, public_valid)
-            X_public = _keep_frame(X_unlabeled, public_valid)
+            X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
+                        if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
 
     def _warn_if_single_class(self, predicted, what, reference, reference_name, remedy):
@@ -294,4 +309,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     def _validate_predict_data(self, X):
         X_valid = validate_data(self, X, reset=False, **self._check_params())
+        if hasattr(self, "feature_names_in_"):
+            return _framed_like(self.feature_names_in_, X, X_valid)
         return _keep_frame(X, X_valid)

@@ -60,6 +60,28 @@ def test_sparse_public_data_for_a_dense_only_base_names_x_unlabeled(data, make):
                                X_unlabeled=sp.csr_matrix(X_public))
 
 
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize("public_kind", ["array", "frame-with-int-columns"])
+def test_public_data_without_the_training_names_warns_once_and_matches_by_position(
+        data, make, public_kind):
+    pd = pytest.importorskip("pandas")
+    X, y, X_public = data
+    X = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    if public_kind != "array":
+        X_public = pd.DataFrame(X_public)  # columns 0..3: not the training names
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = make(DecisionTreeClassifier(max_depth=3), random_state=0).fit(
+            X, y, groups=np.arange(80) % 2, X_unlabeled=X_public
+        )
+        predicted = model.predict(X.to_numpy())
+    # sklearn's warning from this estimator, at fit and predict; none from its clones
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2, messages
+    assert all(type(model).__name__ in m for m in messages)
+    np.testing.assert_array_equal(predicted, model.predict(X))
+
+
 @pytest.mark.parametrize(
     "estimator", [["tree"] * 2, {0: "tree", 1: DecisionTreeClassifier()},
                   [DecisionTreeClassifier(), 3]],
