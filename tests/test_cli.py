@@ -55,8 +55,9 @@ def test_privacy_options_reach_the_estimators(capsys):
 def test_defaults_match_the_documented_main_job():
     args = build_parser().parse_args(["run"])
     assert (args.dataset, args.estimator, args.beta, args.trials) == ("digits", "rf", 0.5, 3)
-    # parties: 10 unless the dataset is too small for them
+    # parties: 10 unless the dataset is too small for them or the paper used 50
     assert args.parties is None and "digits" not in DEFAULT_PARTIES
+    assert DEFAULT_PARTIES["adult"] == DEFAULT_PARTIES["cod-rna"] == 50
     assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
                                "central"]
 
