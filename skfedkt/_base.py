@@ -19,12 +19,18 @@ _MIN_CLASS_SHARE = 0.05
 # a public set with a quarter of its feature means further than this many training
 # standard deviations from the training means is almost surely in another feature space
 _SHIFT_WARNING_STDS = 5.0
-# what to do when a vote of skewed parties predicts a single class
+# what to do when a vote of skewed parties predicts a single class or loses classes
 _SKEWED_PARTIES_REMEDY = (
-    "under strong label skew the parties' models may all favour it. Inspect the "
-    "parties' class mixes, or use more public data or a model that predicts "
+    "under strong label skew the parties' models favour their own majority classes. "
+    "Inspect the parties' class mixes, or use more public data or a model that predicts "
     "probabilities."
 )
+
+
+def _lost_classes(learned, reference, ratio=0.5):
+    """Classes holding at least `_MIN_CLASS_SHARE` of `reference` but under `ratio` of
+    that share in `learned` (both arrays of class shares)."""
+    return np.flatnonzero((reference >= _MIN_CLASS_SHARE) & (learned < ratio * reference))
 
 
 class LabelCollapseWarning(UserWarning):
@@ -33,8 +39,10 @@ class LabelCollapseWarning(UserWarning):
     Raised by `FedKTClassifier.fit` when a student's labels, or the server's labels for
     the final model, hold a single class or under-represent a class badly compared with
     the rows behind them (the class shares of every tier are in ``class_shares_``), or
-    when its final model predicts one class; by `FedCTClassifier.fit` and
-    `OneShotEnsembleClassifier.fit` when their vote predicts one class on the public set.
+    when its final model predicts one class, or a class under half the share of it in
+    its labels; by `FedCTClassifier.fit` and `OneShotEnsembleClassifier.fit` when their
+    vote predicts on the public set one class, or a class under half its share of the
+    training rows (for classes of at least 5%).
     """
 
 
@@ -290,15 +298,32 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                         if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
 
-    def _warn_if_single_class(self, predicted, what, reference, reference_name, remedy):
+    def _warn_if_classes_lost(self, predicted, what, reference, reference_name, remedy):
         """Warn when `predicted` (class codes) holds one class while the class codes
-        `reference` hold several of at least `_MIN_CLASS_SHARE` each."""
-        held = np.flatnonzero(np.bincount(reference) >= _MIN_CLASS_SHARE * len(reference))
+        `reference` hold several of at least `_MIN_CLASS_SHARE` each, or gives such a
+        class under half its share in `reference`."""
+        n_classes = len(self.classes_)
+        reference_shares = np.bincount(reference, minlength=n_classes) / len(reference)
+        predicted_shares = np.bincount(predicted, minlength=n_classes) / len(predicted)
+        held = np.flatnonzero(reference_shares >= _MIN_CLASS_SHARE)
+        names = self.classes_.tolist()
         if np.unique(predicted).size == 1 and held.size > 1:
             warnings.warn(
-                f"{what} a single class, {self.classes_.tolist()[predicted[0]]!r}, although "
+                f"{what} a single class, {names[predicted[0]]!r}, although "
                 f"{reference_name} hold {held.size} classes of at least "
                 f"{_MIN_CLASS_SHARE:.0%} each: {remedy}",
+                LabelCollapseWarning,
+            )
+            return
+        lost = _lost_classes(predicted_shares, reference_shares)
+        if lost.size:
+            details = ", ".join(
+                f"class {names[c]!r}: {reference_shares[c]:.0%} of {reference_name}, "
+                f"{predicted_shares[c]:.0%} of the predictions" for c in lost
+            )
+            warnings.warn(
+                f"{what} classes far below their shares in {reference_name} ({details}): "
+                f"{remedy}",
                 LabelCollapseWarning,
             )
 

@@ -451,7 +451,7 @@ class FedCTClassifier(BaseFederatedClassifier):
             message = server.round(uploads, message)
         self._finish(uploads, message, [step.model for step in steps])
         self.upload_bytes_ = np.full(len(self.parties_), self.n_rounds_ * server.bytes_sent)
-        self._warn_if_single_class(
+        self._warn_if_classes_lost(
             ensemble_proba(self._models, data.X_public, len(self.classes_),
                            self.voting).argmax(axis=1),
             "The parties' vote predicts on the public set", data.y, "the training rows",

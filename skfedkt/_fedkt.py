@@ -17,6 +17,7 @@ from ._base import (
     _MIN_CLASS_SHARE,
     BaseFederatedClassifier,
     LabelCollapseWarning,
+    _lost_classes,
     pickled_bytes,
     stack_rows,
 )
@@ -191,12 +192,6 @@ def _largest_order_noted():
     with warnings.catch_warnings(record=True) as caught:
         warnings.filterwarnings("always", message=".*largest moment order")
         yield caught
-
-
-def _lost_classes(learned, reference, ratio=0.5):
-    """Classes holding at least `_MIN_CLASS_SHARE` of `reference` but under `ratio` of
-    that share in `learned` (both arrays of class shares)."""
-    return np.flatnonzero((reference >= _MIN_CLASS_SHARE) & (learned < ratio * reference))
 
 
 def _final_estimator_has(attr):
@@ -852,7 +847,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         """Collapse warnings from the class shares, and a single-class final model."""
         self._warn_on_collapse()
         learned_rows = np.flatnonzero(self.public_mask_)
-        self._warn_if_single_class(
+        self._warn_if_classes_lost(
             self._final_model.predict(_safe_indexing(X_public, learned_rows)),
             f"The final model {type(self._final_template()).__name__} predicts on the "
             f"{len(learned_rows)} public rows it learned",

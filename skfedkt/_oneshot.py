@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, pickled_bytes
+from ._base import BaseFederatedClassifier, pickled_bytes
 from ._upload import PartyUpload
 from ._federation import (
     PartyData,
@@ -430,11 +430,23 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             self._distil(X_public, rng)
         if X_public is not None:
             counts = [upload.manifest.get("class_counts") for upload in uploads]
-            self._warn_if_single_class(
+            self._warn_if_classes_lost(
                 self._predict_codes(X_public), "The model predicts on the public set",
                 np.repeat(np.arange(len(self.classes_)), np.sum(counts, axis=0)),
-                "the training rows", _SKEWED_PARTIES_REMEDY,
+                "the training rows", self._collapse_remedy(),
             )
+
+    def _collapse_remedy(self):
+        remedy = (
+            "under label skew each party's model favours its own majority classes, and "
+            "an average of them the classes that most parties hold. FedKTClassifier "
+            "corrects its votes for the parties' class mixes."
+        )
+        if self.selection == "all":
+            return remedy
+        # a party holding mostly one class can top a held-out score measured on a few rows
+        return (f"{remedy} The {self.n_selected} parties that selection={self.selection!r} "
+                "keeps may share a majority class; selection='all' averages every party.")
 
     def _check_some_party_trains(self, party_sizes):
         if max(party_sizes) < self._min_rows():
