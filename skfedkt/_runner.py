@@ -75,7 +75,7 @@ class Result:
     epsilon: float
     """Privacy budget spent (NaN without differential privacy)."""
     collapse_warned: bool = False
-    """Whether fit warned that the labels a tier learned from lost classes."""
+    """Whether fit warned that labels learned, or an ensemble's predictions, lost classes."""
 
 
 def _make(algorithm, estimator, options, seed, n_jobs, verbose):
@@ -218,8 +218,8 @@ def summary_table(results, algorithms):
         )
     if any(r.collapse_warned for r in results):
         lines.append(
-            "collapse: trials whose fit warned that the labels a model learned lost "
-            "classes (LabelCollapseWarning; see class_shares_)."
+            "collapse: trials whose fit warned that the labels a model learned, or an "
+            "ensemble's predictions on the public set, lost classes (LabelCollapseWarning)."
         )
     return "\n".join(lines)
 
