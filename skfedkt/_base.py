@@ -39,10 +39,10 @@ class LabelCollapseWarning(UserWarning):
     Raised by `FedKTClassifier.fit` when a student's labels, or the server's labels for
     the final model, hold a single class or under-represent a class badly compared with
     the rows behind them (the class shares of every tier are in ``class_shares_``), or
-    when its final model predicts one class, or a class under half the share of it in
-    its labels; by `FedCTClassifier.fit` and `OneShotEnsembleClassifier.fit` when their
-    vote predicts on the public set one class, or a class under half its share of the
-    training rows (for classes of at least 5%).
+    when its final model predicts one class, or a class under half or over twice its
+    share of its labels; by `FedCTClassifier.fit` and `OneShotEnsembleClassifier.fit`
+    when their vote predicts on the public set one class, or a class under half or over
+    twice its share of the training rows (for classes of at least 5%).
     """
 
 
@@ -301,7 +301,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     def _warn_if_classes_lost(self, predicted, what, reference, reference_name, remedy):
         """Warn when `predicted` (class codes) holds one class while the class codes
         `reference` hold several of at least `_MIN_CLASS_SHARE` each, or gives such a
-        class under half its share in `reference`."""
+        class under half or over twice its share in `reference`."""
         n_classes = len(self.classes_)
         reference_shares = np.bincount(reference, minlength=n_classes) / len(reference)
         predicted_shares = np.bincount(predicted, minlength=n_classes) / len(predicted)
@@ -315,14 +315,16 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 LabelCollapseWarning,
             )
             return
-        lost = _lost_classes(predicted_shares, reference_shares)
-        if lost.size:
+        # a class that crowds out the others is as telling as one that is lost
+        distorted = np.union1d(_lost_classes(predicted_shares, reference_shares),
+                               _lost_classes(reference_shares, predicted_shares))
+        if distorted.size:
             details = ", ".join(
                 f"class {names[c]!r}: {reference_shares[c]:.0%} of {reference_name}, "
-                f"{predicted_shares[c]:.0%} of the predictions" for c in lost
+                f"{predicted_shares[c]:.0%} of the predictions" for c in distorted
             )
             warnings.warn(
-                f"{what} classes far below their shares in {reference_name} ({details}): "
+                f"{what} classes far from their shares in {reference_name} ({details}): "
                 f"{remedy}",
                 LabelCollapseWarning,
             )

@@ -195,7 +195,25 @@ def test_an_ensemble_that_under_predicts_a_class_warns_with_the_shares(selection
             X[200:], y[200:], groups=groups, X_unlabeled=X[:200])
     (message,) = [str(w.message) for w in caught]
     if selection == "all":
-        assert "classes far below their shares in the training rows (class 1: 30% of " \
+        assert "classes far from their shares in the training rows (class 1: 30% of " \
             "the training rows, 3% of the predictions)" in message
     assert "FedKTClassifier corrects" in message
     assert ("selection='cv' keeps" in message) == names_selection
+
+
+def test_an_ensemble_that_over_predicts_a_minority_class_warns():
+    from skfedkt import LabelCollapseWarning
+
+    # two of three parties hold mostly class 1 (25% of all rows) and their models
+    # outvote the third's on most public rows
+    rng = np.random.RandomState(0)
+    y = np.r_[np.zeros(300, dtype=int), np.ones(100, dtype=int)]
+    X = rng.normal(y[:, None] * 0.5, 1.0, size=(400, 2))
+    groups = np.r_[np.zeros(280), np.full(10, 1), np.full(10, 2), np.full(50, 1),
+                   np.full(50, 2)]
+    X_public = rng.normal(0.1, 1.0, size=(200, 2))
+    with pytest.warns(LabelCollapseWarning, match=r"classes far from their shares in the "
+                      r"training rows \(class 0: 75% of the training rows, \d+% of the "
+                      r"predictions, class 1: 25% of the training rows, [5-9]\d% of"):
+        OneShotEnsembleClassifier(DecisionTreeClassifier(max_depth=2), random_state=0).fit(
+            X, y, groups=groups, X_unlabeled=X_public)
