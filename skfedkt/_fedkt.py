@@ -844,7 +844,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.epsilon_ = self.privacy_report_.epsilon
 
     def _warn_after_fit(self, X_public):
-        """Collapse warnings from the class shares, and a single-class final model."""
+        """Collapse warnings from the class shares, and for a final model whose
+        predictions hold one class or distort the shares of its labels."""
         self._warn_on_collapse()
         learned_rows = np.flatnonzero(self.public_mask_)
         self._warn_if_classes_lost(
