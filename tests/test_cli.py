@@ -130,6 +130,25 @@ def test_bad_data_files_exit_with_one_short_line(tmp_path, capsys, content, mess
     assert len(err) == 1 and message in err[0] and len(err[0]) < 300
 
 
+def test_every_algorithm_takes_labels_that_xgboost_would_refuse(tmp_path, capsys):
+    # LIBSVM's adult (a9a) labels rows -1 and +1; XGBoost accepts only 0..K-1
+    pytest.importorskip("xgboost")
+    rng = np.random.RandomState(0)
+    lines = []
+    for i in range(400):
+        label = 1 if i % 4 == 0 else -1
+        features = rng.choice(20, size=3, replace=False) + (label > 0) * 20
+        lines.append(f"{label:+d} " + " ".join(f"{f + 1}:1" for f in sorted(features)))
+    path = _write(tmp_path / "a9a", "\n".join(lines) + "\n")
+    status = main(["--dataset", "adult", "--data-path", path, "--estimator", "xgb",
+                   "--parties", "4", "--trials", "1", "--n-jobs", "1", "--quiet",
+                   "--algorithms", "fedkt", "fedct", "ensemble", "solo", "central"])
+    assert status == 0, capsys.readouterr().err
+    table = capsys.readouterr().out.splitlines()
+    central = next(line for line in table if line.startswith("central"))
+    assert float(central.split()[1]) > 0.9  # the classes are separable
+
+
 def test_too_few_rows_and_parties_name_the_flags(capsys):
     assert main(["--dataset", "synthetic", "--n-samples", "10", "--quiet"]) == 1
     err = capsys.readouterr().err
