@@ -17,7 +17,6 @@ from sklearn.tree import DecisionTreeClassifier
 from ._base import LabelCollapseWarning
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
-from ._fitting import seeded_clone
 from ._oneshot import OneShotEnsembleClassifier
 from .baselines import solo_scores
 from .datasets import load_federated
@@ -97,17 +96,13 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0):
     `verbose` is passed to the federated estimators, which then print their stages.
     """
     start = time.perf_counter()
-    if algorithm == "solo":
-        scores = solo_scores(estimator, data.X_train, data.y_train, data.groups, data.X_test,
+    if algorithm in ("solo", "central"):
+        # centralized training is SOLO with one party holding every row
+        groups = data.groups if algorithm == "solo" else np.zeros(len(data.y_train))
+        scores = solo_scores(estimator, data.X_train, data.y_train, groups, data.X_test,
                              data.y_test, n_jobs=n_jobs, random_state=seed)
-        return float(np.mean(scores)), time.perf_counter() - start, 0.0, np.nan
-    if algorithm == "central":
-        # class codes, as every clone learns them: XGBoost takes no other labels
-        classes, codes = np.unique(data.y_train, return_inverse=True)
-        model = seeded_clone(estimator, seed).fit(data.X_train, codes)
-        seconds = time.perf_counter() - start
-        accuracy = np.mean(classes[model.predict(data.X_test)] == data.y_test)
-        return float(accuracy), seconds, np.nan, np.nan
+        upload = 0.0 if algorithm == "solo" else np.nan
+        return float(np.mean(scores)), time.perf_counter() - start, upload, np.nan
     model = _make(algorithm, estimator, options, seed, n_jobs, verbose)
     groups = None if algorithm == "pate" else data.groups
     model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)

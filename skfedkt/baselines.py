@@ -1,6 +1,7 @@
 """The papers' baselines that are not one of the meta-estimators.
 
-Centralized training is ``clone(estimator).fit(X, y)``; centralized PATE is
+Centralized training is `solo_scores` with one party holding every row (or
+``clone(estimator).fit(X, y)``); centralized PATE is
 ``FedKTClassifier(estimator).fit(X, y, X_unlabeled=X_public)`` (one party); the
 undistilled ensemble is ``OneShotEnsembleClassifier(estimator, selection="all")``.
 """
