@@ -17,9 +17,9 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 
 from skfedkt import FedKTClassifier
-from skfedkt._federation import derived_random_state
-from skfedkt._fitting import draw_seeds
-from skfedkt._voting import count_votes, plurality_vote
+from skfedkt._deployment._protocol import derived_random_state
+from skfedkt._engine._fitting import draw_seeds
+from skfedkt._engine._voting import count_votes, plurality_vote
 
 
 def direct_work_seconds(X, y, party, X_public, estimator, n_partitions, n_subsets, seed):

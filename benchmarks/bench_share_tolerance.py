@@ -2,7 +2,7 @@
 
 The server shifts its labels until every class's share is within a tolerance, in
 standard errors of sampling, of its share of the training rows (``SHARE_TOLERANCE`` in
-``skfedkt/_fedkt.py``). The label-skew benchmark's public sets are stratified, so their
+``skfedkt/_fedkt/_server.py``). The label-skew benchmark's public sets are stratified, so their
 class shares equal the training rows' exactly, which would flatter exact matching; here
 every seed gives FedKT a random 70% of the public set instead, whose shares differ by
 sampling error. Test accuracy, mean ± std over 5 seeds, for no matching and for
@@ -20,13 +20,13 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
+from bench_label_skew import BETAS, PARTIES, PARTIES_AT, _mean_std, forest, load, print_table
 from joblib import Parallel, delayed
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-import skfedkt._fedkt
-from bench_label_skew import BETAS, PARTIES, PARTIES_AT, _mean_std, forest, load, print_table
+import skfedkt._fedkt._server
 from skfedkt import FedKTClassifier
 from skfedkt.datasets import load_federated
 
@@ -49,7 +49,7 @@ def split(task, beta, seed):
 def run(task, beta, seed, tolerance):
     model, data, public = split(task, beta, seed)
     # each job runs in its own worker process, so setting the constant is local to it
-    skfedkt._fedkt.SHARE_TOLERANCE = 0.0 if tolerance is None else tolerance
+    skfedkt._fedkt._server.SHARE_TOLERANCE = 0.0 if tolerance is None else tolerance
     clf = FedKTClassifier(model, match_shares=tolerance is not None, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -25,7 +25,6 @@ extensions = [
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py"]
 autosummary_generate = True
-autodoc_default_options = {"inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 

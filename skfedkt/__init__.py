@@ -5,11 +5,11 @@ data, exchanging models or labels on public unlabelled data instead.
 """
 
 from . import baselines, datasets, privacy
-from ._base import LabelCollapseWarning, PublicSet
+from ._deployment._upload import PartyUpload, UploadError, load_model, read_upload, save_model
+from ._engine._base import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
 from ._oneshot import OneShotEnsembleClassifier
-from ._upload import PartyUpload, UploadError, load_model, read_upload, save_model
 
 __version__ = "0.1.0"
 

@@ -12,8 +12,8 @@ import sys
 from tqdm import tqdm
 
 from . import __version__
-from ._deploy_cli import HANDLERS, add_deploy_commands
-from ._upload import UploadError
+from ._deployment._cli import HANDLERS, add_deploy_commands
+from ._deployment._upload import UploadError
 from ._runner import (
     ALGORITHMS,
     DESCRIPTIONS,

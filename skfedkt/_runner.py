@@ -14,7 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from ._base import LabelCollapseWarning
+from ._engine._base import LabelCollapseWarning
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier
 from ._oneshot import OneShotEnsembleClassifier

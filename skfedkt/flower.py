@@ -37,8 +37,8 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from sklearn.base import clone
 
+from ._deployment._upload import read_upload
 from ._fedct import FedCTClassifier
-from ._upload import read_upload
 
 _RECORD = "skfedkt"
 

@@ -14,6 +14,7 @@ queries are offered:
 """
 
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -126,6 +127,15 @@ def epsilon_from_log_moments(log_moments, *, delta, orders=DEFAULT_ORDERS):
             stacklevel=2,
         )
     return float(epsilons[best])
+
+
+@contextmanager
+def _largest_order_noted():
+    """Collects the accountant's 'largest moment order' warnings: the privacy statement
+    says it once instead of a warning at every fit."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", message=".*largest moment order")
+        yield caught
 
 
 @validate_params(

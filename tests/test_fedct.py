@@ -19,7 +19,7 @@ from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
 from skfedkt import FedCTClassifier
-from skfedkt._voting import count_votes, plurality_vote
+from skfedkt._engine._voting import count_votes, plurality_vote
 from skfedkt.privacy import bit_flip_epsilon, bit_flip_probability
 
 

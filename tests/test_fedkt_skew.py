@@ -17,8 +17,8 @@ from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
 from skfedkt import FedKTClassifier, LabelCollapseWarning
+from skfedkt._engine._voting import prior_corrected_proba, share_matching_offsets
 from skfedkt.datasets import load_federated
-from skfedkt._voting import prior_corrected_proba, share_matching_offsets
 from skfedkt.privacy import data_independent_epsilon, pate_epsilon
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 from numpy.testing import assert_array_equal
 
-from skfedkt._voting import class_shares, count_votes, plurality_vote
+from skfedkt._engine._voting import class_shares, count_votes, plurality_vote
 
 
 def test_count_votes_counts_weights_and_skips_abstentions():

@@ -13,7 +13,6 @@ from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-
 # classes below this share of the rows behind a model are not missed when it drops them
 _MIN_CLASS_SHARE = 0.05
 # a public set with a quarter of its feature means further than this many training

@@ -1,37 +1,19 @@
-"""One-shot federated ensembles with selection and distillation (Guha, Talwalkar, Smith)."""
+"""OneShotEnsembleClassifier: its parameters, `fit`, which composes both steps, and prediction."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, is_regressor
-from sklearn.exceptions import UndefinedMetricWarning
-from sklearn.metrics import get_scorer
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from ._base import BaseFederatedClassifier, pickled_bytes
-from ._upload import PartyUpload
-from ._federation import (
-    PartyData,
-    collect_uploads,
-    derived_random_state,
-    party_random_state,
-    root_seed,
-    server_expectations,
-)
-from ._fitting import (
-    ClassCodeModel,
-    GlobalLabelClassifier,
-    Task,
-    draw_seeds,
-    ensemble_proba,
-    fit_clones,
-    seeded_clone,
-)
+from .._deployment._protocol import derived_random_state, root_seed
+from .._engine._base import BaseFederatedClassifier, pickled_bytes
+from .._engine._fitting import ensemble_proba
+from ._party import _OneShotParty, _OneShotPartyStep
+from ._server import _OneShotServerStep
 
 
 def _student_is(kind):
@@ -46,52 +28,7 @@ def _student_is(kind):
     return check
 
 
-class _OneShotParty:
-    """The party step of one-shot ensembles: a local model on the party's rows and, for
-    ``selection="cv"``, a second model fit without a held-out share of them, whose score
-    on that share ranks the party at the server.
-
-    `OneShotEnsembleClassifier.fit_party` runs it on the party's machine, ``fit`` runs
-    every party's in one flat parallel batch. A party with fewer rows than
-    ``min_samples`` (two with "cv") trains nothing and sends only its size.
-    """
-
-    def __init__(self, config, party, rows, y, random_state):
-        self.config, self.party, self.rows, self.y = config, party, rows, y
-        self.trained = len(rows) >= config._min_rows()
-        cv = self.trained and config.selection == "cv"
-        self.split = config._validation_split(rows, random_state) if cv else None
-        self.seeds = draw_seeds(random_state, (1 + cv) * self.trained)
-
-    def tasks(self):
-        template = self.config._local_template()
-        tasks = [Task(template, self.y[self.rows], self.rows)] if self.trained else []
-        if self.split is not None:
-            fit_rows, _ = self.split
-            tasks.append(Task(template, self.y[fit_rows], fit_rows))
-        return tasks
-
-    def upload(self, models, X, scorer, classes, manifest):
-        """The local model, its held-out score and the party's class counts."""
-        score = None
-        if self.split is not None:
-            score = self.config._validation_score(
-                models[1], X, self.y, self.split[1], classes, scorer
-            )
-        return PartyUpload(
-            manifest=dict(
-                manifest,
-                class_counts=np.bincount(self.y[self.rows], minlength=len(classes)).tolist(),
-                score=None if score is None or np.isnan(score) else score,
-            ),
-            payload={
-                "model": models[0].estimator if self.trained else None,
-                "codes": models[0].codes if self.trained else None,
-            },
-        )
-
-
-class OneShotEnsembleClassifier(BaseFederatedClassifier):
+class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFederatedClassifier):
     """One-shot federated learning: an ensemble of selected local models, optionally distilled.
 
     Every party with at least `min_samples` rows trains one model on its own rows and
@@ -305,86 +242,6 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self._server_step(uploads, None if X_unlabeled is None else data.X_public, root)
         return self
 
-    def fit_party(self, X, y, *, party, classes, X_unlabeled=None, party_seed=None):
-        """The party step, on one party's machine: its local model and, for
-        ``selection="cv"``, the model's held-out score.
-
-        This estimator is not modified.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The party's rows.
-        y : array-like of shape (n_samples,)
-            Their labels, all among `classes`.
-        party : str or int
-            The party's name, as the server will know it.
-        classes : array-like of shape (n_classes,)
-            The class labels every party and the server agreed on.
-        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
-            The agreed public data, when the server distils; its fingerprint goes into
-            the manifest so that the server can check it.
-        party_seed : int, default=None
-            Seed of this party's draws (its validation split, its model's seed); None
-            derives them from `random_state` and `party`, as `fit` does.
-
-        Returns
-        -------
-        upload : skfedkt.PartyUpload
-            Save it with ``upload.save(path)`` and send the file to the server.
-        """
-        self._validate_params()
-        scorer = self._scorer() if self.selection == "cv" else None
-        data = PartyData(self, X, y, classes, X_unlabeled, party)
-        step = _OneShotParty(self, data.party, np.arange(len(data.y)), data.y,
-                             party_random_state(self.random_state, data.party, party_seed))
-        (models,) = self._party_tier([step], data.X, len(data.classes))
-        return step.upload(models, data.X, scorer, data.classes, data.manifest(self))
-
-    def fit_server(self, uploads, X_unlabeled=None, *, classes=None, trusted=(),
-                   min_parties=None):
-        """The server step: select the ensemble among the parties' models, distil it.
-
-        Checks every upload before loading it (see `FedKTClassifier.fit_server`). With
-        the uploads of `fit_party` and the same `random_state`, the fitted estimator
-        equals the one `fit` gives.
-
-        Parameters
-        ----------
-        uploads : list of str, path-like, bytes or PartyUpload
-            The parties' upload files.
-        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
-            The agreed public data; required with a `student_estimator`.
-        classes : array-like, default=None
-            The agreed classes; ``None`` takes them from the first upload.
-        trusted : sequence of str, default=()
-            Type names to load beyond scikit-learn's and XGBoost's.
-        min_parties : int, default=None
-            If given, uploads that fail a check are left out (in ``left_out_parties_``)
-            as long as this many parties remain; if None, any failure raises.
-
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-        self._validate_params()
-        self._check_public_data(X_unlabeled)
-        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
-        uploads, self.left_out_parties_ = collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties,
-        )
-        manifest = uploads[0].manifest
-        self.classes_ = np.array(manifest["classes"])
-        if X_unlabeled is None:  # the features the parties agreed on
-            self.n_features_in_ = manifest["n_features"]
-            if manifest["feature_names"] is not None:
-                self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
-        self.parties_ = np.array([upload.party for upload in uploads])
-        self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
-        self._server_step(uploads, X_unlabeled, root_seed(self.random_state))
-        return self
-
     def _check_public_data(self, X_unlabeled):
         if self.student_estimator is not None and X_unlabeled is None:
             raise ValueError(
@@ -392,129 +249,12 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                 "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
             )
 
-    def _party_tier(self, steps, X, n_classes):
-        """Every party's local model (and cv model) in one flat parallel batch; the fitted
-        models of each step."""
-        fits = fit_clones(
-            [task for step in steps for task in step.tasks()], X, n_classes=n_classes,
-            seeds=np.concatenate([step.seeds for step in steps]),
-            n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0),
-        ).models
-        sizes = np.cumsum([0] + [len(step.seeds) for step in steps])
-        return [fits[start:stop] for start, stop in zip(sizes[:-1], sizes[1:])]
-
-    def _server_step(self, uploads, X_public, root):
-        """Selection among the trained parties' models, then distillation."""
-        self._check_some_party_trains([upload.manifest["n_rows"] for upload in uploads])
-        trained = [i for i, upload in enumerate(uploads) if upload.payload["model"] is not None]
-        self.trained_parties_ = self.parties_[trained]
-        local_models = [
-            ClassCodeModel(uploads[i].payload["model"], uploads[i].payload["codes"])
-            for i in trained
-        ]
-        self.estimators_ = [model.estimator for model in local_models]
-        if self.selection == "cv":
-            self.local_scores_ = np.array(
-                [np.nan if uploads[i].manifest["score"] is None else uploads[i].manifest["score"]
-                 for i in trained], dtype=float,
-            )
-        rng = derived_random_state(root, "server")
-        chosen = self._select(
-            np.array([uploads[i].manifest["n_rows"] for i in trained]), rng
-        )
-        self._say(f"{len(trained)} parties trained a local model; the ensemble keeps "
-                  f"{len(chosen)} ({self.selection!r} selection)")
-        self.selected_parties_ = self.trained_parties_[chosen]
-        self._ensemble = [local_models[i] for i in chosen]
-        if self.student_estimator is not None:
-            self._distil(X_public, rng)
-        if X_public is not None:
-            counts = [upload.manifest.get("class_counts") for upload in uploads]
-            self._warn_if_classes_lost(
-                self._predict_codes(X_public), "The model predicts on the public set",
-                np.repeat(np.arange(len(self.classes_)), np.sum(counts, axis=0)),
-                "the training rows", self._collapse_remedy(),
-            )
-
-    def _collapse_remedy(self):
-        remedy = (
-            "under label skew each party's model favours its own majority classes, and "
-            "an average of them the classes that most parties hold. FedKTClassifier "
-            "corrects its votes for the parties' class mixes."
-        )
-        if self.selection == "all":
-            return remedy
-        # a party holding mostly one class can top a held-out score measured on a few rows
-        return (f"{remedy} The {self.n_selected} parties that selection={self.selection!r} "
-                "keeps may share a majority class; selection='all' averages every party.")
-
     def _check_some_party_trains(self, party_sizes):
         if max(party_sizes) < self._min_rows():
             raise ValueError(
                 f"No party has the {self._min_rows()} samples needed to train a local "
                 f"model; the largest has {max(party_sizes)} sample(s). Lower min_samples."
             )
-
-    def _min_rows(self):
-        """Rows a party needs to train (two with "cv": one to fit, one to validate)."""
-        return max(self.min_samples, 2) if self.selection == "cv" else self.min_samples
-
-    def _validation_split(self, rows, rng):
-        n_validation = min(max(1, round(self.validation_fraction * len(rows))), len(rows) - 1)
-        shuffled = rng.permutation(rows)
-        return shuffled[n_validation:], shuffled[:n_validation]
-
-    def _scorer(self):
-        """The scorer of `scoring`; an unknown name fails here, before any fit."""
-        if callable(self.scoring):
-            return self.scoring
-        if self.scoring is None:
-            # ROC AUC for binary problems (the paper), accuracy otherwise: decided once
-            # the classes are known
-            return None
-        try:
-            return get_scorer(self.scoring)
-        except ValueError as exc:
-            raise ValueError(f"Invalid scoring={self.scoring!r}: {exc}") from exc
-
-    def _validation_score(self, model, X, y, rows, classes, scorer):
-        """`model`'s score on the validation rows `rows` of `X` (class codes `y`)."""
-        if scorer is None:
-            scorer = get_scorer("roc_auc" if len(classes) == 2 else "accuracy")
-        view = GlobalLabelClassifier(model, classes)
-        # e.g. ROC AUC of validation rows holding a single class: NaN, ranked last
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UndefinedMetricWarning)
-            try:
-                return float(scorer(view, _safe_indexing(X, rows), classes[y[rows]]))
-            except ValueError:
-                return np.nan
-
-    def _select(self, sizes, rng):
-        """Sorted indices (into ``trained_parties_``) of the ensemble's models."""
-        n_trained = len(sizes)
-        k = min(self.n_selected, n_trained)
-        if self.selection == "all":
-            return np.arange(n_trained)
-        if self.selection == "random":
-            return np.sort(rng.choice(n_trained, size=k, replace=False))
-        merit = sizes if self.selection == "data" else np.nan_to_num(
-            self.local_scores_, nan=-np.inf
-        )
-        return np.sort(np.argsort(-merit, kind="stable")[:k])
-
-    def _distil(self, X_public, rng):
-        (seed,) = draw_seeds(rng, 1)
-        targets = ensemble_proba(self._ensemble, X_public, len(self.classes_), self.voting)
-        if is_regressor(self.student_estimator):
-            self.student_ = seeded_clone(self.student_estimator, seed).fit(X_public, targets)
-            self._student = None
-        else:
-            (self._student,), _, _ = fit_clones(
-                [Task(self.student_estimator, targets.argmax(axis=1))], X_public,
-                n_classes=len(self.classes_), seeds=[seed],
-            )
-            self.student_ = self._student.estimator
 
     def _student_outputs(self, X):
         """The regressor student's per-class outputs, shape (n_samples, n_classes)."""

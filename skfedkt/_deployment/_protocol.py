@@ -17,8 +17,8 @@ from sklearn.base import clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from ._base import _keep_frame
-from ._fitting import _MAX_SEED
+from .._engine._base import _keep_frame
+from .._engine._fitting import _MAX_SEED
 from ._upload import (
     FORMAT_VERSION,
     PartyUpload,
@@ -138,7 +138,7 @@ class PartyData:
 
 def _configuration(config):
     """The format, package version, algorithm and parameters of a step."""
-    from . import __version__
+    from .. import __version__
 
     return dict(format=FORMAT_VERSION, package_version=__version__,
                 algorithm=type(config).__name__, params=algorithm_params(config))
@@ -270,3 +270,11 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
         )
     order = np.unique(np.array(list(accepted)))
     return [accepted[p] for p in order.tolist()], left_out
+
+
+def checked_message(message, expected):
+    """The server's message of a round, read and checked like an upload."""
+    if not isinstance(message, PartyUpload):
+        message = read_upload(message, name="the server's message")
+    (message,), _ = collect_uploads([message], dict(expected, party="server"))
+    return message

@@ -79,7 +79,7 @@ def soft_label_rows(distributions):
     Examples
     --------
     >>> import numpy as np
-    >>> from skfedkt._fitting import soft_label_rows
+    >>> from skfedkt._engine._fitting import soft_label_rows
     >>> soft_label_rows(np.array([[0.25, 0.75], [0.0, 0.0], [1.0, 0.0]]))
     (array([0, 0, 2]), array([0, 1, 0]), array([0.25, 0.75, 1.  ]))
     """

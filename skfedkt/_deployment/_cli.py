@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._runner import ESTIMATORS, _make
+from .._runner import ESTIMATORS, _make
+from ..datasets import DATASETS, load_federated, load_local_file
 from ._upload import load_model, read_upload, save_model
-from .datasets import DATASETS, load_federated, load_local_file
 
 DEPLOYED = ["fedkt", "fedct", "oneshot"]
 

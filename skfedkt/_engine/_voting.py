@@ -27,7 +27,7 @@ def count_votes(predictions, n_classes, weights=1):
 
     Examples
     --------
-    >>> from skfedkt._voting import count_votes
+    >>> from skfedkt._engine._voting import count_votes
     >>> count_votes([[0, 1, -1], [0, 0, 1]], n_classes=2, weights=[2, 1])
     array([[3, 0],
            [1, 2],
@@ -72,7 +72,7 @@ def plurality_vote(votes, tie_break):
 
     Examples
     --------
-    >>> from skfedkt._voting import plurality_vote
+    >>> from skfedkt._engine._voting import plurality_vote
     >>> plurality_vote([[1, 3, 0], [0, 0, 0], [2, 2, 0]], tie_break=0)
     array([ 1, -1,  1])
     """
@@ -101,7 +101,7 @@ def class_shares(votes):
 
     Examples
     --------
-    >>> from skfedkt._voting import class_shares
+    >>> from skfedkt._engine._voting import class_shares
     >>> class_shares([[1, 0], [0.5, 0.5], [0, 0]])
     array([0.75, 0.25])
     """
@@ -149,7 +149,7 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
     Examples
     --------
     >>> import numpy as np
-    >>> from skfedkt._voting import prior_corrected_proba
+    >>> from skfedkt._engine._voting import prior_corrected_proba
     >>> # party 0 holds 90% class 0 yet gives class 1 three times its share: evidence
     >>> # for class 1; party 1 holds 90% class 1 and says 0.9: its prior, no evidence
     >>> proba = np.array([[[0.7, 0.3]], [[0.1, 0.9]]])
@@ -227,7 +227,7 @@ def share_matching_offsets(proba, target_shares, *, tolerance=0.0, n_iter=300, s
     Examples
     --------
     >>> import numpy as np
-    >>> from skfedkt._voting import share_matching_offsets
+    >>> from skfedkt._engine._voting import share_matching_offsets
     >>> # class 1 always has the smaller probability, but ranks the rows well
     >>> proba = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.55, 0.45]])
     >>> offsets = share_matching_offsets(proba, np.array([0.5, 0.5]))

@@ -1,0 +1,8 @@
+"""The shared engine, used alike by every algorithm's party and server steps.
+
+- `_base`: the base class of the meta-estimators: input and party validation, label
+  encoding, tags, collapse warnings.
+- `_fitting`: fitting many clones of base estimators in one flat parallel batch, each
+  with its own seed and on class codes it can digest; their votes on public data.
+- `_voting`: vote counting, tie breaks and the pooling of votes across parties.
+"""

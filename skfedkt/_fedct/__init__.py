@@ -1,0 +1,13 @@
+"""FedCT: federated co-training by sharing hard labels on public data (Abourayya et al.).
+
+- `_party`: what runs at a party in every round: its model on its rows plus the
+  consensus-labelled public rows, and its (bit-flipped) labels of the public set.
+- `_server`: what runs at the server: the consensus of the parties' labels, when to stop,
+  and the final voting classifier of the parties' models.
+- `_classifier`: `FedCTClassifier`, its parameters, and `fit`, which runs the rounds of
+  both steps in one process.
+"""
+
+from ._classifier import FedCTClassifier
+
+__all__ = ["FedCTClassifier"]
