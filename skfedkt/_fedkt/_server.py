@@ -37,6 +37,12 @@ from ..privacy import (
 SHARE_TOLERANCE = 1.0
 
 
+def _student_models(uploads):
+    """Every party's students with the class codes of their outputs, in party order."""
+    return [ClassCodeModel(student, codes) for upload in uploads
+            for student, codes in zip(upload.payload["students"], upload.payload["codes"])]
+
+
 class _FedKTServerStep:
     """FedKTClassifier's server side: the server step of Algorithm 1 (lines 14-22),
     run by `fit_server` on the parties' uploads and by `fit` in one process."""
@@ -83,8 +89,7 @@ class _FedKTServerStep:
         self.parties_ = np.array([upload.party for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
         n_classes = len(self.classes_)
-        models = [ClassCodeModel(student, codes) for upload in uploads
-                  for student, codes in zip(upload.payload["students"], upload.payload["codes"])]
+        models = _student_models(uploads)
         self._say(f"server: {len(uploads)} parties sent {len(models)} students")
         student_votes = predict_votes(models, X_unlabeled, n_classes=n_classes,
                                       soft_votes=self.voting == "soft", n_jobs=self.n_jobs)
@@ -104,6 +109,7 @@ class _FedKTServerStep:
         n_public = _num_samples(X_public)
         soft_labels, soft_votes = self._soft_labels("final"), self.voting == "soft"
         self.students_ = [list(upload.payload["students"]) for upload in uploads]
+        self._student_models = _student_models(uploads)
         counts = [upload.manifest.get("class_counts") for upload in uploads]
         party_counts = None if None in counts else np.array(counts, dtype=np.int64)
         noise_rng, tie_rng = (
