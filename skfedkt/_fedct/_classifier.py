@@ -82,8 +82,10 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         The party labels found in ``groups``, sorted.
     estimators_ : list of estimator
         The final model of every party, aligned with ``parties_``. Like every fitted
-        clone they were trained on integer class codes (indices into ``classes_``); a
-        party whose training labels held one class has a constant ``DummyClassifier``.
+        clone, each was trained on the positions ``0..k-1`` of the ``k`` classes its
+        labels held (skorch nets: on the indices into ``classes_``), so its own
+        predictions are not labels of ``classes_``; a party whose training labels held
+        one class has a constant ``DummyClassifier``.
     consensus_mask_ : ndarray of bool of shape (n_public,)
         Public examples that received a consensus label in the last round (with bit-flip
         noise, an example on which every party abstained gets none).

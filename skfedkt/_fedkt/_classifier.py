@@ -166,11 +166,12 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         The party labels found in ``groups``, sorted.
     students_ : list of list of estimator
         ``students_[i]`` holds the `n_partitions` fitted students of party
-        ``parties_[i]``. Like every fitted clone, they were trained on integer class
-        codes (indices into ``classes_``) of the classes present in their labels; a
+        ``parties_[i]``. Like every fitted clone, each was trained on the positions
+        ``0..k-1`` of the ``k`` classes its labels held (skorch nets: on the indices
+        into ``classes_``), so its own predictions are not labels of ``classes_``; a
         student whose labels held a single class is a constant ``DummyClassifier``.
     final_estimator_ : estimator
-        The server's fitted final model, trained on class codes like the students.
+        The server's fitted final model, trained on class positions like the students.
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent, aligned with ``parties_``: its students, the only
         communication of FedKT (the final model's trip back is not counted). `fit`

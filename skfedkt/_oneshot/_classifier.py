@@ -98,9 +98,10 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
         The parties with enough rows to train and send a model.
     estimators_ : list of estimator
         Every local model trained on a party's full rows, aligned with
-        ``trained_parties_``. Like every fitted clone they were trained on integer class
-        codes (indices into ``classes_``); a party with one class has a constant
-        ``DummyClassifier``.
+        ``trained_parties_``. Like every fitted clone, each was trained on the
+        positions ``0..k-1`` of the ``k`` classes its labels held (skorch nets: on the
+        indices into ``classes_``), so its own predictions are not labels of
+        ``classes_``; a party with one class has a constant ``DummyClassifier``.
     selected_parties_ : ndarray of shape (n_ensemble,)
         The parties whose models form the ensemble.
     local_scores_ : ndarray of shape (n_trained,)
