@@ -45,10 +45,13 @@ ESTIMATORS = {
     "xgb": _xgboost,
 }
 
-ALGORITHMS = ["fedkt", "fedkt-paper", "fedct", "oneshot", "ensemble", "solo", "pate", "central"]
+ALGORITHMS = ["fedkt", "fedkt-undistilled", "fedkt-paper", "fedct", "oneshot", "ensemble",
+              "solo", "pate", "central"]
 
 DESCRIPTIONS = {
     "fedkt": "FedKT (one round, two-tier knowledge transfer, soft votes)",
+    "fedkt-undistilled": "FedKT without the final model: the server's pooled vote of the "
+    "students predicts (distill=False)",
     "fedkt-paper": "FedKT exactly as in the paper (hard votes, 5 teachers per partition)",
     "fedct": "FedCT (co-training rounds, hard labels)",
     "oneshot": "One-shot ensemble (selected local models)",
@@ -79,8 +82,9 @@ class Result:
 
 def _make(algorithm, estimator, options, seed, n_jobs, verbose):
     common = dict(n_jobs=n_jobs, random_state=seed, verbose=verbose)
-    if algorithm == "fedkt":
-        return FedKTClassifier(estimator, **options["fedkt"], **common)
+    if algorithm in ("fedkt", "fedkt-undistilled"):
+        return FedKTClassifier(estimator, **options["fedkt"],
+                               distill=algorithm == "fedkt", **common)
     if algorithm in ("fedkt-paper", "pate"):
         return FedKTClassifier(estimator, **{**options["fedkt"], "voting": "hard"}, **common)
     if algorithm == "fedct":
@@ -196,13 +200,14 @@ def summary_table(results, algorithms):
     The last column counts the trials whose fit warned that labels collapsed
     (`LabelCollapseWarning`; ``class_shares_`` of the estimator has the details).
     """
-    header = (f"{'algorithm':<12}{'accuracy':>16}{'fit time (s)':>16}"
+    width = max(12, *(len(algorithm) + 1 for algorithm in algorithms))
+    header = (f"{'algorithm':<{width}}{'accuracy':>16}{'fit time (s)':>16}"
               f"{'upload/party':>22}{'epsilon':>16}{'collapse':>10}")
     lines = [header, "-" * len(header)]
     for algorithm in algorithms:
         rows = [r for r in results if r.algorithm == algorithm]
         lines.append(
-            f"{algorithm:<12}{_mean_std([r.accuracy for r in rows], 3):>16}"
+            f"{algorithm:<{width}}{_mean_std([r.accuracy for r in rows], 3):>16}"
             f"{_mean_std([r.fit_seconds for r in rows], 2):>16}"
             f"{_bytes([r.upload_bytes for r in rows]):>22}"
             f"{_mean_std([r.epsilon for r in rows], 2):>16}"

@@ -14,7 +14,8 @@ from skfedkt.__main__ import DEFAULT_PARTIES, build_parser, main
 def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn):
     pytest.importorskip("matplotlib")
     output, plot = tmp_path / "results.csv", tmp_path / "results.png"
-    algorithms = ["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "central"]
+    algorithms = ["fedkt", "fedkt-undistilled", "fedkt-paper", "fedct", "oneshot", "solo",
+                  "central"]
     status = main([
         "run", "--dataset", "iris", "--estimator", "dt", "--parties", "3", "--trials", "2",
         "--algorithms", *algorithms, "--quiet",
@@ -142,7 +143,8 @@ def test_every_algorithm_takes_labels_that_xgboost_would_refuse(tmp_path, capsys
     path = _write(tmp_path / "a9a", "\n".join(lines) + "\n")
     status = main(["--dataset", "adult", "--data-path", path, "--estimator", "xgb",
                    "--parties", "4", "--trials", "1", "--n-jobs", "1", "--quiet",
-                   "--algorithms", "fedkt", "fedct", "ensemble", "solo", "central"])
+                   "--algorithms", "fedkt", "fedkt-undistilled", "fedct", "ensemble", "solo",
+                   "central"])
     assert status == 0, capsys.readouterr().err
     table = capsys.readouterr().out.splitlines()
     central = next(line for line in table if line.startswith("central"))

@@ -63,10 +63,12 @@ FEDKT_SETTINGS = [
     dict(voting="hard", privacy_level="L1", gamma=0.5),
     dict(privacy_level="L2", gamma=0.5, query_fraction=0.5),
     dict(soft_labels=True, estimator=LogisticRegression(max_iter=500)),
+    dict(distill=False),
 ]
 
 
-@pytest.mark.parametrize("params", FEDKT_SETTINGS, ids=["L0", "L1-hard", "L2", "soft-labels"])
+@pytest.mark.parametrize("params", FEDKT_SETTINGS,
+                         ids=["L0", "L1-hard", "L2", "soft-labels", "undistilled"])
 def test_fedkt_files_give_the_model_fit_gives(consortium, tmp_path, params):
     X, y, party, X_public, X_test = consortium
     params = {"estimator": RandomForestClassifier(10, max_depth=4), **params}

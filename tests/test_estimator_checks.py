@@ -23,6 +23,7 @@ BASE_ESTIMATORS = [
 
 @parametrize_with_checks(
     [FedKTClassifier(base, random_state=0) for base in BASE_ESTIMATORS]
+    + [FedKTClassifier(distill=False, random_state=0)]
     + [FedCTClassifier(base, n_rounds=3, random_state=0) for base in BASE_ESTIMATORS]
     + [
         FedCTClassifier(voting="soft", n_rounds=2, random_state=0),

@@ -344,6 +344,45 @@ def test_default_labels_keep_the_data_dependent_bound(two_class_data, level):
     assert "noisy-argmax queries" in clf.privacy_report_.statement
 
 
+def test_undistilled_model_predicts_with_the_servers_vote(two_class_data):
+    X, y, party, X_public = two_class_data
+    params = dict(estimator=RandomForestClassifier(10, max_depth=4), random_state=0)
+    distilled = _fit_quietly(FedKTClassifier(**params), X, y, groups=party,
+                             X_unlabeled=X_public)
+    undistilled = _fit_quietly(FedKTClassifier(distill=False, **params), X, y,
+                               groups=party, X_unlabeled=X_public)
+    assert not hasattr(undistilled, "final_estimator_")
+    assert not hasattr(undistilled, "decision_function")
+    # the same students and the same vote; on the public rows the vote gives the labels
+    assert_array_equal(undistilled.vote_counts_, distilled.vote_counts_)
+    assert_array_equal(undistilled.predict(X_public), distilled.public_labels_)
+    proba = undistilled.predict_proba(X)
+    assert_allclose(proba.sum(axis=1), 1)
+    assert_allclose(proba, distilled._student_vote_proba(X))
+    assert_array_equal(undistilled.predict(X), undistilled.classes_[proba.argmax(axis=1)])
+
+
+@pytest.mark.parametrize("options", [dict(voting="hard"), dict(privacy_level="L1")])
+def test_undistilled_model_is_refused_where_its_votes_are_not_covered(two_class_data,
+                                                                     options):
+    X, y, party, X_public = two_class_data
+    with pytest.raises(ValueError, match="distill=False .* needs voting='soft'"):
+        FedKTClassifier(distill=False, **options).fit(X, y, groups=party,
+                                                      X_unlabeled=X_public)
+
+
+def test_undistilled_model_keeps_the_l2_guarantee(two_class_data):
+    X, y, party, X_public = two_class_data
+    params = dict(privacy_level="L2", gamma=0.5, random_state=0)
+    distilled = _fit_quietly(FedKTClassifier(**params), X, y, groups=party,
+                             X_unlabeled=X_public)
+    undistilled = _fit_quietly(FedKTClassifier(distill=False, **params), X, y,
+                               groups=party, X_unlabeled=X_public)
+    # at L2 the students are private: the vote computed from them is covered as they are
+    assert undistilled.epsilon_ == distilled.epsilon_ < np.inf
+    assert undistilled.predict(X).shape == (len(X),)
+
+
 def test_class_shares_of_every_tier(two_class_data):
     X, y, party, X_public = two_class_data
     clf = _fit_quietly(FedKTClassifier(voting="hard", random_state=0), X, y, groups=party,

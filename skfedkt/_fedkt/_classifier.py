@@ -19,9 +19,14 @@ from ._server import _FedKTServerStep
 
 def _final_estimator_has(attr):
     def check(self):
-        return hasattr(self._final_template(), attr)
+        return self.distill and hasattr(self._final_template(), attr)
 
     return check
+
+
+def _has_predict_proba(self):
+    # without a final model, the students' pooled vote gives the probabilities
+    return not self.distill or hasattr(self._final_template(), "predict_proba")
 
 
 class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier):
@@ -113,6 +118,18 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         data-independent bound covers. Measured with random forests (see the user
         guide): soft student labels carry a skewed party's class probabilities, not only
         its majority, to the server; soft final labels do not help.
+    distill : bool, default=True
+        Whether the server distils the students into one final model (the paper). If
+        False, it trains none: `predict` and `predict_proba` pool the students' soft
+        votes on the rows given exactly as the server pools them on the public set
+        (prior correction and share offsets included), so every party's students run
+        at prediction time. Where the public set is too small to carry what the
+        students know into one model, this is more accurate (see the user guide, "When
+        it struggles"), at the price of a model `n_partitions` times the number of
+        parties larger. Needs ``voting="soft"``. Refused at ``privacy_level="L1"``,
+        whose guarantee covers the server's noisy labels of the public set, not the
+        students' votes on new rows; at L2 the students themselves are differentially
+        private, and so is anything computed from them.
     consistent_voting : bool, default=True
         With ``voting="hard"``: if True, a party casts its `n_partitions` votes for a
         class only when all its students predict that class, and none otherwise (the
@@ -172,6 +189,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         student whose labels held a single class is a constant ``DummyClassifier``.
     final_estimator_ : estimator
         The server's fitted final model, trained on class positions like the students.
+        Not set with ``distill=False``.
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent, aligned with ``parties_``: its students, the only
         communication of FedKT (the final model's trip back is not counted). `fit`
@@ -291,6 +309,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
         "match_shares": ["boolean", StrOptions({"auto"})],
         "soft_labels": ["boolean", StrOptions({"auto", "students"})],
+        "distill": ["boolean"],
         "consistent_voting": ["boolean"],
         "privacy_level": [StrOptions({"L0", "L1", "L2"})],
         "gamma": [Interval(Real, 0, None, closed="neither")],
@@ -314,6 +333,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         pooling="auto",
         match_shares="auto",
         soft_labels="auto",
+        distill=True,
         consistent_voting=True,
         privacy_level="L0",
         gamma=0.05,
@@ -333,6 +353,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self.pooling = pooling
         self.match_shares = match_shares
         self.soft_labels = soft_labels
+        self.distill = distill
         self.consistent_voting = consistent_voting
         self.privacy_level = privacy_level
         self.gamma = gamma
@@ -465,6 +486,14 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
 
     def _check_options(self):
         """Refuse option combinations that break privacy or cannot be carried out."""
+        if not self.distill and (self.voting == "hard" or self.privacy_level == "L1"):
+            raise ValueError(
+                "distill=False predicts with the students' pooled soft votes on new rows: "
+                "it needs voting='soft', and at privacy_level='L1' only the server's "
+                "noisy labels of the public set are private, not those votes, so it is "
+                f"refused there (voting={self.voting!r}, privacy_level="
+                f"{self.privacy_level!r}). Use distill=True, or privacy_level 'L0' or 'L2'."
+            )
         if self.pooling == "prior-corrected" and (
             self.voting == "hard" or self.privacy_level != "L0"
         ):
@@ -493,7 +522,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             )
         if self.soft_labels in (True, "students"):
             tiers = [("student_estimator", self._student_template(), "the students")]
-            if self.soft_labels is True:
+            if self.soft_labels is True and self.distill:
                 tiers.append(("final_estimator", self._final_template(), "the final model"))
             for name, estimator, learner in tiers:
                 if sample_weight_param(estimator) is None:
@@ -564,7 +593,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         return votes + rng.laplace(scale=1 / self.gamma, size=votes.shape)
 
     def predict(self, X):
-        """Predict class labels with the final model.
+        """Predict class labels with the final model (with ``distill=False``, with the
+        students' pooled vote).
 
         Parameters
         ----------
@@ -577,13 +607,17 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             The predicted classes.
         """
         check_is_fitted(self)
-        return self.classes_[self._final_model.predict(self._validate_predict_data(X))]
+        X = self._validate_predict_data(X)
+        if not self.distill:
+            return self.classes_[self._student_vote_proba(X).argmax(axis=1)]
+        return self.classes_[self._final_model.predict(X)]
 
-    @available_if(_final_estimator_has("predict_proba"))
+    @available_if(_has_predict_proba)
     def predict_proba(self, X):
         """Class probabilities of the final model, one column per class of ``classes_``.
 
-        Classes the final model never learned get probability 0.
+        Classes the final model never learned get probability 0. With
+        ``distill=False``, the students' pooled vote, normalised.
 
         Parameters
         ----------
@@ -596,11 +630,12 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             The class probabilities, columns in the order of ``classes_``.
         """
         check_is_fitted(self)
-        return self._final_model.predict_proba(
-            self._validate_predict_data(X), len(self.classes_)
-        )
+        X = self._validate_predict_data(X)
+        if not self.distill:
+            return self._student_vote_proba(X)
+        return self._final_model.predict_proba(X, len(self.classes_))
 
-    @available_if(_final_estimator_has("predict_proba"))
+    @available_if(_has_predict_proba)
     def predict_log_proba(self, X):
         """Logarithm of `predict_proba`.
 

@@ -130,20 +130,22 @@ class _FedKTServerStep:
             self.share_offsets_ = share_matching_offsets(
                 query_votes, training, tolerance=SHARE_TOLERANCE * sampling_error
             )
-            # only the argmax or the normalised distribution is learned: scaling suffices
-            query_votes = query_votes * np.exp(self.share_offsets_ - self.share_offsets_.max())
+            query_votes = self._shifted(query_votes)
         (final_targets,) = self._vote_targets(
             [query_votes], "L1", soft_labels, noise_rng, tie_rng
         )
         final_task = self._target_task(self._final_template(), final_targets, server_queries)
         self._say(f"server: {self._pooling() if soft_votes else 'hard'} vote of "
-                  f"{n_parties * self.n_partitions} students; the final model learns "
-                  f"{len(np.unique(final_task.y))} classes on the public rows")
-        (self._final_model,), _, _ = fit_clones(
-            [final_task], X_public, n_classes=n_classes,
-            seeds=draw_seeds(derived_random_state(root, "final"), 1),
-        )
-        self.final_estimator_ = self._final_model.estimator
+                  f"{n_parties * self.n_partitions} students; " + (
+                      f"the final model learns {len(np.unique(final_task.y))} classes on "
+                      "the public rows" if self.distill else "they are the model"))
+        self._party_counts = party_counts  # the pooling of the students' votes needs them
+        if self.distill:
+            (self._final_model,), _, _ = fit_clones(
+                [final_task], X_public, n_classes=n_classes,
+                seeds=draw_seeds(derived_random_state(root, "final"), 1),
+            )
+            self.final_estimator_ = self._final_model.estimator
         final_rows = np.arange(n_public) if final_task.rows is None else final_task.rows
         learned = np.zeros((n_public, n_classes))
         np.add.at(learned, (final_rows, final_task.y),
@@ -207,10 +209,29 @@ class _FedKTServerStep:
             return every_student_votes
         return votes
 
+    def _shifted(self, votes):
+        """`votes` shifted by the share offsets. Only the argmax or the normalised
+        distribution is used, so scaling by exp(offsets) suffices."""
+        return votes * np.exp(self.share_offsets_ - self.share_offsets_.max())
+
+    def _student_vote_proba(self, X):
+        """The server's pooled, share-shifted vote of the students on `X`, normalised:
+        what the final model learns on the public rows, and ``distill=False`` predicts."""
+        n_parties, n_classes = len(self.parties_), len(self.classes_)
+        votes = predict_votes(self._student_models, X, n_classes=n_classes,
+                              soft_votes=True, n_jobs=self.n_jobs)
+        pooled = self._shifted(self._server_votes(
+            votes.reshape(n_parties, self.n_partitions, *votes.shape[1:]), n_classes,
+            self._party_counts,
+        ))
+        return pooled / pooled.sum(axis=1, keepdims=True)
+
     def _warn_after_fit(self, X_public):
         """Collapse warnings from the class shares, and for a final model whose
         predictions hold one class or distort the shares of its labels."""
         self._warn_on_collapse()
+        if not self.distill:
+            return  # the vote predicts its own labels on the public rows
         learned_rows = np.flatnonzero(self.public_mask_)
         self._warn_if_classes_lost(
             self._final_model.predict(_safe_indexing(X_public, learned_rows)),
