@@ -37,7 +37,9 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
     the public unlabelled data and a student learns the winning labels (PATE inside the
     party). The parties send their students to the server, which lets them vote on the
     public data in turn and trains the final model on the winning labels. One round of
-    communication, any classifier, and only the students leave the parties.
+    communication, any classifier, and only the students leave the parties. With
+    ``distill=False`` the server trains no final model and predicts with the students'
+    vote instead.
 
     By default votes are class probabilities (``voting="soft"``), which keeps the
     minority classes of skewed parties alive through both tiers; ``voting="hard"`` is
