@@ -37,10 +37,13 @@ from ..privacy import (
 SHARE_TOLERANCE = 1.0
 
 
-def _student_models(uploads):
-    """Every party's students with the class codes of their outputs, in party order."""
-    return [ClassCodeModel(student, codes) for upload in uploads
-            for student, codes in zip(upload.payload["students"], upload.payload["codes"])]
+def _student_models(students, codes):
+    """Every party's students with the class codes of their outputs, in party order.
+
+    `students` and `codes` hold one list per party."""
+    return [ClassCodeModel(student, student_codes)
+            for party_students, party_codes in zip(students, codes)
+            for student, student_codes in zip(party_students, party_codes)]
 
 
 class _FedKTServerStep:
@@ -89,7 +92,8 @@ class _FedKTServerStep:
         self.parties_ = np.array([upload.party for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
         n_classes = len(self.classes_)
-        models = _student_models(uploads)
+        models = _student_models([upload.payload["students"] for upload in uploads],
+                                 [upload.payload["codes"] for upload in uploads])
         self._say(f"server: {len(uploads)} parties sent {len(models)} students")
         student_votes = predict_votes(models, X_unlabeled, n_classes=n_classes,
                                       soft_votes=self.voting == "soft", n_jobs=self.n_jobs)
@@ -109,7 +113,8 @@ class _FedKTServerStep:
         n_public = _num_samples(X_public)
         soft_labels, soft_votes = self._soft_labels("final"), self.voting == "soft"
         self.students_ = [list(upload.payload["students"]) for upload in uploads]
-        self._student_models = _student_models(uploads)
+        # the codes, not the wrapped models: a skops file would hold every student twice
+        self._student_codes = [list(upload.payload["codes"]) for upload in uploads]
         counts = [upload.manifest.get("class_counts") for upload in uploads]
         party_counts = None if None in counts else np.array(counts, dtype=np.int64)
         noise_rng, tie_rng = (
@@ -218,8 +223,8 @@ class _FedKTServerStep:
         """The server's pooled, share-shifted vote of the students on `X`, normalised:
         what the final model learns on the public rows, and ``distill=False`` predicts."""
         n_parties, n_classes = len(self.parties_), len(self.classes_)
-        votes = predict_votes(self._student_models, X, n_classes=n_classes,
-                              soft_votes=True, n_jobs=self.n_jobs)
+        votes = predict_votes(_student_models(self.students_, self._student_codes), X,
+                              n_classes=n_classes, soft_votes=True, n_jobs=self.n_jobs)
         pooled = self._shifted(self._server_votes(
             votes.reshape(n_parties, self.n_partitions, *votes.shape[1:]), n_classes,
             self._party_counts,
