@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
@@ -349,8 +349,10 @@ def test_undistilled_model_predicts_with_the_servers_vote(two_class_data):
     params = dict(estimator=RandomForestClassifier(10, max_depth=4), random_state=0)
     distilled = _fit_quietly(FedKTClassifier(**params), X, y, groups=party,
                              X_unlabeled=X_public)
-    undistilled = _fit_quietly(FedKTClassifier(distill=False, **params), X, y,
-                               groups=party, X_unlabeled=X_public)
+    # refitting a distilled model without distillation leaves no final model behind
+    undistilled = _fit_quietly(clone(distilled).fit(X, y, groups=party, X_unlabeled=X_public)
+                               .set_params(distill=False), X, y, groups=party,
+                               X_unlabeled=X_public)
     assert not hasattr(undistilled, "final_estimator_")
     assert not hasattr(undistilled, "decision_function")
     # the same students and the same vote; on the public rows the vote gives the labels

@@ -151,6 +151,9 @@ class _FedKTServerStep:
                 seeds=draw_seeds(derived_random_state(root, "final"), 1),
             )
             self.final_estimator_ = self._final_model.estimator
+        else:  # nor a final model left from an earlier fit
+            for stale in ("_final_model", "final_estimator_"):
+                vars(self).pop(stale, None)
         final_rows = np.arange(n_public) if final_task.rows is None else final_task.rows
         learned = np.zeros((n_public, n_classes))
         np.add.at(learned, (final_rows, final_task.y),
