@@ -23,8 +23,11 @@ def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn)
     ])
     assert status == 0
     printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    header = next(line for line in lines if line.startswith("algorithm"))
     for algorithm in algorithms:
-        assert any(line.split()[0] == algorithm for line in printed.splitlines()[2:])
+        (row,) = [line for line in lines[2:] if line.split()[0] == algorithm]
+        assert len(row) == len(header)  # columns aligned, even for the longest name
     assert "upload/party" in printed and "collapse" in printed
     assert " KiB" in printed and " B " in printed  # student models; FedCT's label bits
     # collapse warnings are counted in the table, not printed
