@@ -46,6 +46,10 @@ def _positive(kind):
     return parse
 
 
+def _non_negative(text):
+    return 0 if text.strip() == "0" else _positive(int)(text)
+
+
 def _positive_or_auto(text):
     return text if text == "auto" else _positive(int)(text)
 
@@ -111,6 +115,10 @@ def _add_run_arguments(run):
     models.add_argument("--n-jobs", type=int, default=-1,
                         help="parallel jobs inside every fit (-1: all cores)")
     add_algorithm_arguments(run)
+
+    models.add_argument("--audit", type=_non_negative, metavar="N", default=None,
+                        help="attack every federated fit by membership inference, with N "
+                        "reference fits (0: the loss attack only), and print the AUCs")
 
     output = run.add_argument_group("output")
     output.add_argument("--output", help="write one CSV line per algorithm and trial")
@@ -236,7 +244,7 @@ def main(argv=None):
                 dataset=args.dataset, estimator=args.estimator, algorithms=args.algorithms,
                 n_trials=args.trials, dataset_options=dataset_options,
                 algorithm_options=algorithm_options(args), n_jobs=args.n_jobs,
-                make_progress=make_progress,
+                make_progress=make_progress, audit=args.audit,
             )
         finally:
             # an error is printed on a line of its own, not on the bar's

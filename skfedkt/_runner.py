@@ -20,6 +20,7 @@ from ._fedkt import FedKTClassifier
 from ._oneshot import OneShotEnsembleClassifier
 from .baselines import solo_scores
 from .datasets import load_federated
+from .privacy import membership_audit
 
 
 def _xgboost():
@@ -78,6 +79,11 @@ class Result:
     """Privacy budget spent (NaN without differential privacy)."""
     collapse_warned: bool = False
     """Whether fit warned that labels learned, or an ensemble's predictions, lost classes."""
+    party_attack_auc: float = np.nan
+    """With an audit: the largest membership-attack AUC of a party's own release (its
+    upload, labels or local model; mean over parties), NaN without one."""
+    final_attack_auc: float = np.nan
+    """With an audit: the membership-attack AUC of the final model (mean over parties)."""
 
 
 def _make(algorithm, estimator, options, seed, n_jobs, verbose):
@@ -94,10 +100,27 @@ def _make(algorithm, estimator, options, seed, n_jobs, verbose):
     return OneShotEnsembleClassifier(estimator, selection="all", **common)
 
 
-def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0):
-    """Fit one algorithm on one federated split; return (accuracy, seconds, bytes, eps).
+def _attack_aucs(model, data, groups, n_reference, seed):
+    """(largest AUC of a party's own release, AUC of the final model), both means over
+    the parties, from a membership audit with the test rows as non-members."""
+    audit = membership_audit(
+        model, data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public,
+        X_holdout=data.X_test, y_holdout=data.y_test, n_reference=n_reference,
+        random_state=seed,
+    )
+    attack = "lira" if n_reference else "loss"
+    party_releases = {r.release for r in audit.results} - {"final model"}
+    return (max(audit.auc(release, attack) for release in party_releases),
+            audit.auc("final model", attack))
 
-    `verbose` is passed to the federated estimators, which then print their stages.
+
+def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audit=None):
+    """Fit one algorithm on one federated split.
+
+    Returns (accuracy, seconds, bytes, epsilon, party attack AUC, final attack AUC); the
+    AUCs come from a membership audit with `audit` reference fits (NaN when `audit` is
+    None, and for the baselines). `verbose` is passed to the federated estimators, which
+    then print their stages.
     """
     start = time.perf_counter()
     if algorithm in ("solo", "central"):
@@ -106,7 +129,7 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0):
         scores = solo_scores(estimator, data.X_train, data.y_train, groups, data.X_test,
                              data.y_test, n_jobs=n_jobs, random_state=seed)
         upload = 0.0 if algorithm == "solo" else np.nan
-        return float(np.mean(scores)), time.perf_counter() - start, upload, np.nan
+        return float(np.mean(scores)), time.perf_counter() - start, upload, np.nan, *_NO_AUDIT
     model = _make(algorithm, estimator, options, seed, n_jobs, verbose)
     groups = None if algorithm == "pate" else data.groups
     model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
@@ -114,8 +137,13 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0):
     upload = np.nan if algorithm == "pate" else float(np.mean(model.upload_bytes_))
     # epsilon_ is inf without noise: no guarantee to report
     epsilon = float(getattr(model, "epsilon_", np.inf))
+    attack_aucs = _NO_AUDIT if audit is None else _attack_aucs(model, data, groups, audit,
+                                                               seed)
     return (model.score(data.X_test, data.y_test), seconds, upload,
-            epsilon if np.isfinite(epsilon) else np.nan)
+            epsilon if np.isfinite(epsilon) else np.nan, *attack_aucs)
+
+
+_NO_AUDIT = (np.nan, np.nan)
 
 
 class _StagesOnBar(io.TextIOBase):
@@ -132,11 +160,13 @@ class _StagesOnBar(io.TextIOBase):
 
 
 def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
-                   algorithm_options, n_jobs=None, make_progress=None):
+                   algorithm_options, n_jobs=None, make_progress=None, audit=None):
     """Run every algorithm on `n_trials` random federated splits of `dataset`.
 
     Trial ``i`` uses ``random_state=i`` for the split, the partition and the models, so
-    every algorithm sees the same parties in a trial. ``make_progress(total)``, called
+    every algorithm sees the same parties in a trial. With `audit` (a number of
+    reference fits), every federated fit is also attacked by membership inference
+    (`skfedkt.privacy.membership_audit`, the test rows as non-members). ``make_progress(total)``, called
     once the first split has loaded, returns an object whose ``set_description`` is
     called with the algorithm and trial about to be fit, and ``update(1)`` after every
     fit (a tqdm bar does both); the fits' stages go to its ``set_postfix_str`` when it
@@ -161,9 +191,9 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
                 _StagesOnBar(progress)
             ):
                 warnings.simplefilter("always", LabelCollapseWarning)
-                accuracy, seconds, upload, epsilon = run_trial(
+                accuracy, seconds, upload, epsilon, *attack_aucs = run_trial(
                     data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial,
-                    n_jobs, verbose=int(progress is not None),
+                    n_jobs, verbose=int(progress is not None), audit=audit,
                 )
             collapse = [w for w in caught if issubclass(w.category, LabelCollapseWarning)]
             for other in caught:
@@ -171,7 +201,7 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
                     warnings.showwarning(other.message, other.category, other.filename,
                                          other.lineno)
             results.append(Result(dataset, estimator, algorithm, trial, float(accuracy),
-                                  seconds, upload, epsilon, bool(collapse)))
+                                  seconds, upload, epsilon, bool(collapse), *attack_aucs))
             if progress is not None:
                 progress.update(1)
     return results
@@ -197,12 +227,16 @@ def _bytes(values):
 def summary_table(results, algorithms):
     """The paper's Table 1 layout: one row per algorithm, mean ± std over trials.
 
-    The last column counts the trials whose fit warned that labels collapsed
-    (`LabelCollapseWarning`; ``class_shares_`` of the estimator has the details).
+    The column ``collapse`` counts the trials whose fit warned that labels collapsed
+    (`LabelCollapseWarning`; ``class_shares_`` of the estimator has the details). With
+    an audit, two more give the membership-attack AUC of the parties' releases and of
+    the final model.
     """
     width = max(12, *(len(algorithm) + 1 for algorithm in algorithms))
+    audited = any(np.isfinite(r.final_attack_auc) for r in results)
     header = (f"{'algorithm':<{width}}{'accuracy':>16}{'fit time (s)':>16}"
-              f"{'upload/party':>22}{'epsilon':>16}{'collapse':>10}")
+              f"{'upload/party':>22}{'epsilon':>16}{'collapse':>10}"
+              + (f"{'attack party':>16}{'attack final':>16}" if audited else ""))
     lines = [header, "-" * len(header)]
     for algorithm in algorithms:
         rows = [r for r in results if r.algorithm == algorithm]
@@ -212,12 +246,21 @@ def summary_table(results, algorithms):
             f"{_bytes([r.upload_bytes for r in rows]):>22}"
             f"{_mean_std([r.epsilon for r in rows], 2):>16}"
             f"{f'{sum(r.collapse_warned for r in rows)}/{len(rows)}':>10}"
+            + (f"{_mean_std([r.party_attack_auc for r in rows], 2):>16}"
+               f"{_mean_std([r.final_attack_auc for r in rows], 2):>16}" if audited else "")
         )
     if any(np.isfinite(r.epsilon) for r in results):
         lines.append(
             "epsilon at delta = 1e-05: FedKT the smaller of the data-dependent moments "
             "accountant and the data-independent bounds, FedCT the smaller of pure and RDP "
             "composition of its bit flips (privacy_report_ states each)."
+        )
+    if audited:
+        lines.append(
+            "attack: membership-inference AUC (0.5 is a guess; skfedkt.privacy."
+            "membership_audit, the test rows as non-members), mean over parties: 'party' "
+            "the most revealing of a party's own releases (its upload, FedCT's labels or "
+            "local model), 'final' the final model."
         )
     if any(r.collapse_warned for r in results):
         lines.append(

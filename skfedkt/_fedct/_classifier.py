@@ -15,7 +15,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._deployment._protocol import derived_random_state, root_seed
 from .._engine._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, stack_rows
-from .._engine._fitting import ensemble_proba
+from .._engine._fitting import ClassCodeModel, ensemble_proba
+from ..privacy._release import Release, final_model_release, models_release
 from ._party import _FedCTParty, _FedCTPartyStep
 from ._server import _FedCTServer, _FedCTServerStep
 
@@ -316,6 +317,53 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
 
     def _sensitivity(self, n_public):
         return 2.0 * n_public if self.dp_sensitivity is None else float(self.dp_sensitivity)
+
+    def _membership_releases(self):
+        """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
+        shared labels (through its bit flips, covered by ``epsilon_``) as labels of rows
+        the attacker chooses, which is the server's power to pick the public set; every
+        party's final local model, which the voting ensemble needs; and that ensemble."""
+        report = self.privacy_report_
+        sensitivity = None if report is None else report.sensitivity
+        delta = 0.0 if report is None else report.delta
+        n_classes = len(self.classes_)
+        releases = []
+        for party, model in zip(self.parties_.tolist(), self._models):
+            releases += [
+                self._labels_release(party, model, n_classes, sensitivity, self.epsilon_,
+                                     delta),
+                models_release("local model", party, [model], n_classes),
+            ]
+        return [*releases, final_model_release(self)]
+
+    def _upload_releases(self, upload, n_classes):
+        """What one party's upload of a round lets out: its labels, as labels of rows the
+        attacker chooses (where the party's model is at hand, ``upload.local_model``),
+        and its model when the upload carries it."""
+        releases = []
+        local_model = getattr(upload, "local_model", None)
+        if local_model is not None:
+            n_public = len(upload.payload["labels"])
+            epsilon = np.inf if self.dp_epsilon is None else self.dp_epsilon
+            releases.append(self._labels_release(
+                upload.party, local_model.model, n_classes, self._sensitivity(n_public),
+                epsilon, 0.0,
+            ))
+        if upload.payload["model"] is not None:
+            releases.append(models_release(
+                "local model", upload.party,
+                [ClassCodeModel(upload.payload["model"], upload.payload["codes"])], n_classes,
+            ))
+        return releases
+
+    def _labels_release(self, party, model, n_classes, sensitivity, epsilon, delta):
+        def shared_votes(X):
+            # the same flips every time: the attacker sees one release
+            labels = self._share_labels(model.predict(X), n_classes, sensitivity,
+                                        np.random.RandomState(0))
+            return (labels[:, None] == np.arange(n_classes)).astype(float)
+
+        return Release("labels", party, "labels", shared_votes, epsilon, delta)
 
     def predict_proba(self, X):
         """Vote shares (``voting="hard"``) or averaged probabilities of the parties' models.

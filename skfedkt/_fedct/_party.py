@@ -21,7 +21,7 @@ from .._engine._fitting import (
     draw_seeds,
     fit_clones,
 )
-from ..privacy import bit_flip_probability
+from ..privacy._accounting import bit_flip_probability
 from ._server import _FedCTServer
 
 
@@ -56,8 +56,9 @@ class _FedCTParty:
     def upload(self, model, predictions, accuracy, round_, n_classes, final, manifest):
         """The round's labels and training accuracy; the model itself if `final`."""
         self.model = model
-        labels = self.config._share_labels(predictions, n_classes, len(predictions),
-                                           self._round_rng)
+        labels = self.config._share_labels(
+            predictions, n_classes, self.config._sensitivity(len(predictions)), self._round_rng
+        )
         return PartyUpload(
             manifest=dict(manifest, round=int(round_), training_accuracy=float(accuracy)),
             payload={
@@ -175,7 +176,7 @@ class _FedCTPartyStep:
             )
         ]
 
-    def _share_labels(self, predictions, n_classes, n_public, rng):
+    def _share_labels(self, predictions, n_classes, sensitivity, rng):
         """What a party sends: its labels, through bit-flip noise when private.
 
         Returns class codes of shape (n_public,); ``-1`` where a noisy one-hot row does
@@ -185,7 +186,7 @@ class _FedCTPartyStep:
             return predictions
         one_hot = predictions[..., None] == np.arange(n_classes)
         flip = rng.random_sample(one_hot.shape) < bit_flip_probability(
-            self.dp_epsilon, self._sensitivity(n_public)
+            self.dp_epsilon, sensitivity
         )
         noisy = one_hot ^ flip
         return np.where(noisy.sum(axis=-1) == 1, noisy.argmax(axis=-1), -1)

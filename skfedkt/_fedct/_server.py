@@ -16,7 +16,7 @@ from .._deployment._protocol import (
 from .._deployment._upload import PartyUpload, UploadError
 from .._engine._fitting import ClassCodeModel
 from .._engine._voting import count_votes, plurality_vote
-from ..privacy import (
+from ..privacy._accounting import (
     BitFlipPrivacyReport,
     bit_flip_epsilon,
     bit_flip_probability,

@@ -11,10 +11,17 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._deployment._protocol import derived_random_state, root_seed
 from .._engine._base import BaseFederatedClassifier, pickled_bytes
-from .._engine._fitting import Task, sample_weight_param, soft_label_rows
+from .._engine._fitting import ClassCodeModel, Task, sample_weight_param, soft_label_rows
 from .._engine._voting import class_shares, plurality_vote
+from ..privacy._release import final_model_release, models_release
 from ._party import _FedKTParty, _FedKTPartyStep
 from ._server import _FedKTServerStep
+
+
+def _students_release(party, students, codes, n_classes, epsilon, delta):
+    return models_release("upload", party, [ClassCodeModel(student, student_codes)
+                                            for student, student_codes in zip(students, codes)],
+                          n_classes, epsilon, delta if np.isfinite(epsilon) else 0.0)
 
 
 def _final_estimator_has(attr):
@@ -593,6 +600,32 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         if self.privacy_level != level:
             return votes
         return votes + rng.laplace(scale=1 / self.gamma, size=votes.shape)
+
+    def _membership_releases(self):
+        """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's
+        students, its upload (at L2 covered by the party's epsilon), and the final model
+        (covered by ``epsilon_`` at L1 and L2)."""
+        report = self.privacy_report_
+        party_epsilons = report.party_epsilons or {}
+        delta = 0.0 if report.delta is None else report.delta
+        uploads = [
+            _students_release(party, students, codes, len(self.classes_),
+                              party_epsilons.get(party, np.inf), delta)
+            for party, students, codes in zip(
+                self.parties_.tolist(), self.students_, self._student_codes
+            )
+        ]
+        return [*uploads, final_model_release(self, self.epsilon_, delta)]
+
+    @staticmethod
+    def _upload_releases(upload, n_classes):
+        """What one party's upload lets out: its students (at L2 with its guarantee)."""
+        privacy = upload.manifest.get("privacy") or {}
+        return [_students_release(
+            upload.party, upload.payload["students"], upload.payload["codes"], n_classes,
+            privacy.get("epsilon", np.inf), upload.manifest["params"]["delta"]
+            if privacy else 0.0,
+        )]
 
     def predict(self, X):
         """Predict class labels with the final model (with ``distill=False``, with the

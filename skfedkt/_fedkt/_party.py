@@ -24,7 +24,7 @@ from .._engine._fitting import (
     iter_clone_fits,
 )
 from .._engine._voting import class_shares
-from ..privacy import (
+from ..privacy._accounting import (
     DEFAULT_ORDERS,
     _largest_order_noted,
     data_independent_epsilon,

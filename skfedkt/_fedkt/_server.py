@@ -21,7 +21,7 @@ from .._engine._voting import (
     prior_corrected_proba,
     share_matching_offsets,
 )
-from ..privacy import (
+from ..privacy._accounting import (
     DEFAULT_ORDERS,
     PrivacyReport,
     _largest_order_noted,

@@ -11,7 +11,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._deployment._protocol import derived_random_state, root_seed
 from .._engine._base import BaseFederatedClassifier, pickled_bytes
-from .._engine._fitting import ensemble_proba
+from .._engine._fitting import ClassCodeModel, ensemble_proba
+from ..privacy._release import final_model_release, models_release
 from ._party import _OneShotParty, _OneShotPartyStep
 from ._server import _OneShotServerStep
 
@@ -256,6 +257,27 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
                 f"No party has the {self._min_rows()} samples needed to train a local "
                 f"model; the largest has {max(party_sizes)} sample(s). Lower min_samples."
             )
+
+    def _membership_releases(self):
+        """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):
+        every trained party's local model (its upload) and the final model."""
+        n_classes = len(self.classes_)
+        return [
+            *(models_release("upload", party, [ClassCodeModel(model, codes)], n_classes)
+              for party, model, codes in zip(self.trained_parties_.tolist(), self.estimators_,
+                                             self._local_codes)),
+            final_model_release(self),
+        ]
+
+    @staticmethod
+    def _upload_releases(upload, n_classes):
+        """What one party's upload lets out: its local model, if it trained one."""
+        if upload.payload["model"] is None:
+            return []
+        return [models_release(
+            "upload", upload.party,
+            [ClassCodeModel(upload.payload["model"], upload.payload["codes"])], n_classes,
+        )]
 
     def _student_outputs(self, X):
         """The regressor student's per-class outputs, shape (n_samples, n_classes)."""

@@ -78,6 +78,7 @@ class _OneShotServerStep:
             for i in trained
         ]
         self.estimators_ = [model.estimator for model in local_models]
+        self._local_codes = [model.codes for model in local_models]
         if self.selection == "cv":
             self.local_scores_ = np.array(
                 [np.nan if uploads[i].manifest["score"] is None else uploads[i].manifest["score"]
