@@ -41,6 +41,19 @@ def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn)
     assert plot.stat().st_size > 0
 
 
+def test_the_audit_adds_attack_columns(capsys):
+    assert main(["run", "--dataset", "iris", "--estimator", "dt", "--trials", "1", "--quiet",
+                 "--algorithms", "fedkt", "fedct", "central", "--audit", "0",
+                 "--n-jobs", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[-4:] == ["attack", "party", "attack", "final"]
+    rows = {line.split()[0]: line.split() for line in lines[3:6]}
+    # a decision tree's upload keeps its rows: FedCT's local models are full-depth trees
+    assert 0.5 <= float(rows["fedct"][-6]) <= 1 and 0 <= float(rows["fedkt"][-3]) <= 1
+    assert rows["central"][-2:] == ["-", "-"]  # a baseline has nothing to attack
+    assert any(line.startswith("attack: membership-inference AUC") for line in lines)
+
+
 def test_privacy_options_reach_the_estimators(capsys):
     status = main([
         "--dataset", "breast_cancer", "--estimator", "lr", "--trials", "1", "--quiet",

@@ -136,3 +136,22 @@ def test_party_needs_the_public_set(consortium, tmp_path, capsys):
                    "0", "1", "--name", "a", "--out", str(tmp_path / "u")])
     assert status == 1
     assert "fedkt needs the agreed public set: pass --public" in capsys.readouterr().err
+
+
+def test_a_party_audits_its_upload_on_the_command_line(consortium, tmp_path, capsys):
+    upload = tmp_path / "upload-0.skfedkt"
+    _party(consortium, "fedkt", 0, upload, capsys)
+    audit = ["audit", "fedkt", *MODEL, "--data", consortium / "party-0.csv", "--public",
+             consortium / "public.csv", "--holdout", consortium / "test.csv", "--classes",
+             0, 1, "--name", "hospital-0", "--references", 1]
+    for extra in ([], ["--upload", upload]):
+        printed = _run([*audit, *extra], capsys)
+        assert "Membership audit of FedKTClassifier's party step" in printed
+        rows = [line.split() for line in printed.splitlines() if line.startswith("upload")]
+        assert [row[1] for row in rows] == ["loss", "lira"]
+        assert all(0 <= float(row[2]) <= 1 for row in rows)
+    assert main(["audit", "fedkt", *MODEL, "--data", str(consortium / "party-1.csv"),
+                 "--public", str(consortium / "public.csv"), "--holdout",
+                 str(consortium / "test.csv"), "--classes", "0", "1", "--name",
+                 "hospital-1", "--upload", str(upload)]) == 1
+    assert "upload is party 'hospital-0''s, not 'hospital-1''s" in capsys.readouterr().err

@@ -256,12 +256,13 @@ def test_pipeline_transform_input_transforms_public_data(federated_data, wrap):
     scale_up = FunctionTransformer(_times_1000)
     pipe = Pipeline(
         [("scale", scale_up),
-         ("fedkt", FedKTClassifier(RecordingTree(), student_data="public", random_state=0))],
+         ("fedkt", FedKTClassifier(RecordingTree(), min_public_rows=0, random_state=0))],
         transform_input=["X_unlabeled"],
     )
     with config_context(enable_metadata_routing=True):
         pipe.fit(X, y, groups=party, X_unlabeled=wrap(X_public))
-    # students learn from the public data only: they saw it transformed
+    # students learn from the public data only (no jittered copies): they saw it
+    # transformed
     student = next(s for students in pipe[-1].students_ for s in students
                    if isinstance(s, RecordingTree))
     assert student.fit_max_ == pytest.approx(1000 * np.abs(X_public).max())

@@ -246,7 +246,7 @@ def test_auto_teachers_and_students_follow_voting_and_privacy_level(two_class_da
 def test_students_learn_their_party_rows_when_asked(two_class_data, student_data, party_rows):
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(DecisionTreeClassifier(), student_estimator=WeightRecordingTree(),
-                          student_data=student_data, random_state=0)
+                          student_data=student_data, min_public_rows=0, random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     for label, students in zip(clf.parties_, clf.students_):
         n_party = np.sum(party == label) if party_rows else 0

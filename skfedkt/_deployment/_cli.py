@@ -1,4 +1,5 @@
-"""Command line for deployments: ``skfedkt split``, ``party``, ``server`` and ``score``.
+"""Command line for deployments: ``skfedkt split``, ``party``, ``server``, ``audit`` and
+``score``.
 
 Each party runs ``skfedkt party`` on its own machine and sends the upload file it writes;
 the server runs ``skfedkt server`` on the uploads and writes the final model (FedKT,
@@ -13,6 +14,7 @@ import numpy as np
 
 from .._runner import ESTIMATORS, _make
 from ..datasets import DATASETS, load_federated, load_local_file
+from ..privacy import party_membership_audit
 from ._upload import load_model, read_upload, save_model
 
 DEPLOYED = ["fedkt", "fedct", "oneshot"]
@@ -29,7 +31,7 @@ def _label(text):
 
 
 def add_deploy_commands(commands, add_algorithm_arguments, positive):
-    """The split, party, server and score subcommands."""
+    """The split, party, server, audit and score subcommands."""
     formatter = argparse.ArgumentDefaultsHelpFormatter
     split = commands.add_parser(
         "split", formatter_class=formatter,
@@ -94,6 +96,29 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     server.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
                         help="types to load beyond scikit-learn's and XGBoost's, e.g. a "
                         "skorch net's: loading runs their code")
+
+    audit = algorithm_command(
+        "audit", "attack a party's upload by membership inference, before sending it",
+        "Run the party step on this party's rows (or read its --upload) and attack what "
+        "the upload carries: the party's rows as members, as many rows of --holdout "
+        "(labelled rows the party did not train on) of the same classes as non-members; "
+        "the loss attack and LiRA with --references reference runs of the party step. "
+        "Prints the attacks' AUC (0.5 is a guess).",
+    )
+    audit.add_argument("--data", required=True, help="this party's labelled rows")
+    audit.add_argument("--holdout", required=True,
+                       help="labelled rows of the same population the party did not train on")
+    audit.add_argument("--name", required=True, type=_label, help="this party's name")
+    audit.add_argument("--classes", required=True, nargs="+", type=_label,
+                       help="the agreed class labels")
+    audit.add_argument("--upload", help="an upload file to audit instead of running the "
+                       "party step")
+    audit.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
+                       help="types to load from --upload beyond scikit-learn's and XGBoost's")
+    audit.add_argument("--references", type=int, default=4,
+                       help="reference runs of the party step for LiRA (0: the loss attack "
+                       "only)")
+    audit.add_argument("--party-seed", type=int, help="the party's secret seed (L2, bit flips)")
 
     score = commands.add_parser(
         "score", formatter_class=formatter, help="accuracy of a model file on labelled data",
@@ -204,6 +229,22 @@ def run_server(args):
     return 0
 
 
+def run_audit(args):
+    if args.references < 0:
+        raise ValueError(f"--references must be 0 or more, got {args.references}.")
+    X, y = load_local_file(args.data)
+    X_holdout, y_holdout = load_local_file(args.holdout)
+    upload = None if args.upload is None else read_upload(args.upload, trusted=args.trust)
+    audit = party_membership_audit(
+        _estimator(args), X, y, party=args.name, classes=args.classes,
+        X_unlabeled=_public(args, required=args.algorithm != "oneshot"),
+        X_holdout=X_holdout, y_holdout=y_holdout, upload=upload, party_seed=args.party_seed,
+        n_reference=args.references, random_state=args.random_state,
+    )
+    print(audit)
+    return 0
+
+
 def run_score(args):
     model = load_model(args.model, trusted=args.trust)
     X, y = load_local_file(args.data)
@@ -211,4 +252,5 @@ def run_score(args):
     return 0
 
 
-HANDLERS = {"split": run_split, "party": run_party, "server": run_server, "score": run_score}
+HANDLERS = {"split": run_split, "party": run_party, "server": run_server, "audit": run_audit,
+            "score": run_score}

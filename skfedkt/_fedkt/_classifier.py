@@ -10,12 +10,18 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._deployment._protocol import derived_random_state, root_seed
-from .._engine._base import BaseFederatedClassifier, pickled_bytes
+from .._engine._augment import jittered_rows
+from .._engine._base import BaseFederatedClassifier, pickled_bytes, stack_rows
 from .._engine._fitting import ClassCodeModel, Task, sample_weight_param, soft_label_rows
 from .._engine._voting import class_shares, plurality_vote
 from ..privacy._release import final_model_release, models_release
 from ._party import _FedKTParty, _FedKTPartyStep
 from ._server import _FedKTServerStep
+
+
+# rows the tiers without noise label at least, by default (see min_public_rows); measured
+# on the label-skew benchmark (benchmarks/bench_label_skew.py --ablation)
+MIN_PUBLIC_ROWS = 2000
 
 
 def _students_release(party, students, codes, n_classes, epsilon, delta):
@@ -81,13 +87,18 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         so a party's model that gives a minority class 40% still counts for it.
         ``"hard"``: each model votes for its predicted class, as in the paper; with
         label skew, hard votes drift toward the majority class at every tier.
-    student_data : {"auto", "public", "party+public"}, default="auto"
-        What the students learn from: the public data labelled by the teachers
-        (``"public"``, the paper), or that plus their party's own labelled rows
-        (``"party+public"``), so that a student knows at least what its party knows.
-        ``"auto"`` is ``"public"`` with ``voting="hard"`` and at L2 (where students must
-        learn from noisy votes only; ``"party+public"`` is refused there), else
-        ``"party+public"``.
+    student_data : {"public", "party+public"}, default="public"
+        What the students, all that a party uploads, learn from: the public data
+        labelled by its teachers (``"public"``, the paper), so that the party's own rows
+        shape its upload only through its teachers' votes; or that plus the party's own
+        labelled rows (``"party+public"``), so that a student knows at least what its
+        party knows. With ``"party+public"`` the upload reveals which rows the party
+        holds about as much as shipping a model trained on them, and no privacy level
+        covers that: membership attacks on the uploads score an AUC of 0.70-0.80 where
+        public-only students score about 0.5 (``benchmarks/bench_membership.py``). It is
+        refused at L2, stated in ``privacy_report_`` and in every upload's manifest
+        (``privacy_note``). Check an upload with
+        `skfedkt.privacy.party_membership_audit` before sending it.
     pooling : {"auto", "sum", "prior-corrected"}, default="auto"
         How the server combines soft votes. ``"sum"``: it adds every student's class
         probabilities. ``"prior-corrected"``: it corrects each party's probabilities for
@@ -127,6 +138,18 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         data-independent bound covers. Measured with random forests (see the user
         guide): soft student labels carry a skewed party's class probabilities, not only
         its majority, to the server; soft final labels do not help.
+    min_public_rows : int or "auto", default="auto"
+        The tiers without noise label at least this many rows: a smaller public set is
+        extended by jittered copies of its rows (every row in turn, numeric columns
+        plus Gaussian noise of 0.3 times the column's standard deviation on the public
+        set, integer columns rounded within their range, other columns copied; sparse
+        public sets are not extended). A few hundred public rows carry only part of
+        what the teachers know into the students, and of what the students know into
+        the final model; copies near the same rows carry more, and, being made from the
+        public rows and `random_state` only, reveal nothing about any party. The noisy
+        tier (the server at L1, the parties at L2) labels its queries only. ``0`` labels
+        the public rows alone, as the paper does. ``"auto"`` is 2000 with soft votes
+        and 0 with ``voting="hard"``.
     distill : bool, default=True
         Whether the server distils the students into one final model (the paper). If
         False, it trains none: `predict` and `predict_proba` pool the students' soft
@@ -314,10 +337,11 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         "n_partitions": [Interval(Integral, 1, None, closed="left")],
         "n_subsets": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "voting": [StrOptions({"soft", "hard"})],
-        "student_data": [StrOptions({"auto", "public", "party+public"})],
+        "student_data": [StrOptions({"public", "party+public"})],
         "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
         "match_shares": ["boolean", StrOptions({"auto"})],
         "soft_labels": ["boolean", StrOptions({"auto", "students"})],
+        "min_public_rows": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "distill": ["boolean"],
         "consistent_voting": ["boolean"],
         "privacy_level": [StrOptions({"L0", "L1", "L2"})],
@@ -338,10 +362,11 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         n_partitions=2,
         n_subsets="auto",
         voting="soft",
-        student_data="auto",
+        student_data="public",
         pooling="auto",
         match_shares="auto",
         soft_labels="auto",
+        min_public_rows="auto",
         distill=True,
         consistent_voting=True,
         privacy_level="L0",
@@ -362,6 +387,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self.pooling = pooling
         self.match_shares = match_shares
         self.soft_labels = soft_labels
+        self.min_public_rows = min_public_rows
         self.distill = distill
         self.consistent_voting = consistent_voting
         self.privacy_level = privacy_level
@@ -420,7 +446,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self._check_options()
         n_classes = len(self.classes_)
         root = root_seed(self.random_state)
-        party_queries, server_queries = self._tier_queries(_num_samples(data.X_public), root)
+        X_labelled, party_rows, server_rows = self._tier_rows(data.X_public, root)
         steps = [
             _FedKTParty(self, party, rows, data.y, derived_random_state(root, "party", party))
             for party, rows in zip(self.parties_.tolist(), data.party_rows)
@@ -428,10 +454,10 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self._say(
             f"party tier: {sum(len(s.teacher_rows) for s in steps)} teachers "
             f"({len(steps)} parties x {self.n_partitions} partitions x {self._n_subsets()} "
-            f"subsets) vote on {len(party_queries)} public rows, {self.voting} votes"
+            f"subsets) vote on {len(party_rows)} public rows, {self.voting} votes"
         )
         student_models, student_votes = self._party_tier(
-            steps, data.X, data.X_public, party_queries, n_classes
+            steps, data.X, X_labelled, party_rows, n_classes
         )
         uploads = [
             step.upload(models, dict(party=step.party, n_rows=len(step.rows)))
@@ -441,7 +467,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self.upload_bytes_ = np.array(
             [pickled_bytes(upload.payload["students"]) for upload in uploads]
         )
-        self._server_step(uploads, student_votes, data.X_public, server_queries, root)
+        self._server_step(uploads, student_votes, X_labelled, server_rows, root,
+                          _num_samples(data.X_public))
         if self.privacy_level == "L2":
             # parties do not send their class counts at L2; the simulation knows them
             counts = np.array([np.bincount(data.y[rows], minlength=n_classes)
@@ -453,16 +480,33 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self._warn_after_fit(data.X_public)
         return self
 
-    def _tier_queries(self, n_public, root):
-        """The public rows each tier labels: (party tier's, server tier's).
+    def _tier_rows(self, X_public, root):
+        """The rows the tiers label, and which of them each tier labels.
 
-        The noisy tier labels only the queries: the server at L0/L1, the parties at L2.
+        Returns ``(X_labelled, party_rows, server_rows)``: the public rows followed by
+        their jittered copies (up to `min_public_rows`), and the indices into them that
+        the party tier and the server tier label. The noisy tier labels only its
+        queries, drawn from the public rows: the server at L1, the parties at L2; the
+        other tier labels every row, copies included, and so does the server at L0
+        beside its queries (``query_fraction`` is a privacy knob).
         """
+        n_public = _num_samples(X_public)
         queries = self._draw_queries(n_public, derived_random_state(root, "public"))
-        every_public = np.arange(n_public)
+        synthetic = jittered_rows(X_public, self._min_public_rows(),
+                                  derived_random_state(root, "synthetic"))
+        X_labelled = X_public if synthetic is None else stack_rows(X_public, synthetic)
+        every_row = np.arange(_num_samples(X_labelled))
         if self.privacy_level == "L2":
-            return queries, every_public
-        return every_public, queries
+            return X_labelled, queries, every_row
+        if self.privacy_level == "L1":
+            return X_labelled, every_row, queries
+        return X_labelled, every_row, np.concatenate([queries, every_row[n_public:]])
+
+    def _min_public_rows(self):
+        if self.min_public_rows != "auto":
+            return self.min_public_rows
+        # the paper's algorithm labels the public rows alone
+        return 0 if self.voting == "hard" else MIN_PUBLIC_ROWS
 
     def _paper_tier_defaults(self):
         """Whether "auto" means the paper's choice: hard voting (the paper's algorithm),
@@ -487,11 +531,6 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         if self.match_shares != "auto":
             return self.match_shares
         return self.voting == "soft" and self.privacy_level == "L0"
-
-    def _student_data(self):
-        if self.student_data != "auto":
-            return self.student_data
-        return "public" if self._paper_tier_defaults() else "party+public"
 
     def _check_options(self):
         """Refuse option combinations that break privacy or cannot be carried out."""
@@ -523,11 +562,11 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
                 f"privacy_level {self.privacy_level!r} (voting={self.voting!r}). Use "
                 "match_shares='auto' or False."
             )
-        if self.privacy_level == "L2" and self._student_data() == "party+public":
+        if self.privacy_level == "L2" and self.student_data == "party+public":
             raise ValueError(
                 "student_data='party+public' trains every student on its party's rows, but "
                 "privacy_level='L2' needs students that learn from noisy teacher votes "
-                "only. Use student_data='auto' or 'public' at L2."
+                "only. Use student_data='public' at L2."
             )
         if self.soft_labels in (True, "students"):
             tiers = [("student_estimator", self._student_template(), "the students")]
@@ -570,8 +609,9 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
                 yield plurality_vote(votes, tie_rng)
 
     @staticmethod
-    def _target_task(estimator, targets, rows):
-        """The Task that teaches `estimator` the targets of public rows `rows`.
+    def _target_task(estimator, targets, rows, n_rows):
+        """The Task that teaches `estimator` the targets of rows `rows` of a matrix of
+        `n_rows` rows.
 
         `targets` are labels (``-1`` for none) or per-row distributions (soft labels,
         passed as sample weights).
@@ -580,8 +620,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             pairs, labels, weights = soft_label_rows(targets)
             return Task(estimator, labels, rows[pairs], weights)
         labelled = targets >= 0
-        if labelled.all() and np.array_equal(rows, np.arange(len(rows))):
-            rows = None  # every public row: the engine then copies nothing
+        if labelled.all() and np.array_equal(rows, np.arange(n_rows)):
+            rows = None  # every row: the engine then copies nothing
         else:
             rows = rows[labelled]
         return Task(estimator, targets[labelled].astype(np.int64), rows)

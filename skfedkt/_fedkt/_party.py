@@ -33,6 +33,15 @@ from ..privacy._accounting import (
 )
 
 
+# what an upload's manifest and the privacy report say when students learn party rows
+PARTY_ROWS_NOTE = (
+    "The students learned their party's own labelled rows as well as the teachers' labels "
+    "of the public set (student_data='party+public'): an upload reveals which rows its "
+    "party holds about as much as a model trained on them, and no privacy guarantee "
+    "covers that."
+)
+
+
 def _with_party_rows(task, n_public, party_rows, y):
     """`task` on public rows, plus the party's own labelled rows (stacked after them).
 
@@ -124,15 +133,17 @@ class _FedKTParty:
             for t in targets
         ]
         self.class_counts = np.bincount(self.y[self.rows], minlength=n_classes)
-        tasks = [config._target_task(config._student_template(), t, queries) for t in targets]
-        if config._student_data() == "party+public":
+        tasks = [config._target_task(config._student_template(), t, queries, n_public)
+                 for t in targets]
+        if config.student_data == "party+public":
             tasks = [_with_party_rows(task, n_public, self.rows, self.y) for task in tasks]
         return tasks
 
     def upload(self, student_models, manifest):
         """Line 13: what the party sends, its students, and the facts the server needs:
         its class counts (not at L2, where they are not protected), its students' class
-        shares and, at L2, its privacy guarantee."""
+        shares and, at L2, its privacy guarantee; and what the upload reveals when its
+        students learned the party's rows."""
         private = self.config.privacy_level == "L2"
         return PartyUpload(
             manifest=dict(
@@ -142,6 +153,8 @@ class _FedKTParty:
                 n_queries=self.n_queries,
                 privacy=self.config._party_privacy(self.log_moments, self.n_queries)
                 if private else None,
+                privacy_note=PARTY_ROWS_NOTE
+                if self.config.student_data == "party+public" else None,
             ),
             payload={
                 "students": [model.estimator for model in student_models],
@@ -215,19 +228,21 @@ class _FedKTPartyStep:
                 "knowing random_state can recompute. Pass a secret party_seed.",
                 UserWarning,
             )
-        root = root_seed(self.random_state)
-        party_queries, _ = self._tier_queries(_num_samples(data.X_public), root)
+        X_labelled, party_rows, _ = self._tier_rows(data.X_public,
+                                                    root_seed(self.random_state))
         step = _FedKTParty(self, data.party, rows, data.y,
                            party_random_state(self.random_state, data.party, party_seed))
         (models,), _ = self._party_tier(
-            [step], data.X, data.X_public, party_queries, len(data.classes)
+            [step], data.X, X_labelled, party_rows, len(data.classes)
         )
         return step.upload(models, data.manifest(self))
 
     def _party_tier(self, steps, X, X_public, party_queries, n_classes):
         """Lines 2-12 for the parties of `steps`: all their teachers in one flat parallel
-        batch, then all their students. Returns each party's fitted students (ClassCodeModel)
-        and their votes on the public set, stacked (n_parties * n_partitions, n_public, ...).
+        batch, then all their students. `X_public` holds the rows the tiers label (the
+        public rows and their jittered copies), `party_queries` the ones this tier
+        labels. Returns each party's fitted students (ClassCodeModel) and their votes on
+        `X_public`, stacked (n_parties * n_partitions, n_labelled, ...).
         """
         fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs,
                            verbose=max(self.verbose - 1, 0))
@@ -250,7 +265,7 @@ class _FedKTPartyStep:
                 islice(histograms, self.n_partitions), party_queries, n_public, n_classes
             )
         ]
-        with_party_rows = self._student_data() == "party+public"
+        with_party_rows = self.student_data == "party+public"
         self._say(f"party tier: {len(student_tasks)} students learn "
                   f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
         models, votes, _ = fit_clones(

@@ -29,6 +29,7 @@ from ..privacy._accounting import (
     guarantee_strength,
     pate_epsilon,
 )
+from ._party import PARTY_ROWS_NOTE
 
 # standard errors by which the server's label shares may differ from the training's
 # before it shifts them (see match_shares). Measured on random public subsets
@@ -95,22 +96,24 @@ class _FedKTServerStep:
         models = _student_models([upload.payload["students"] for upload in uploads],
                                  [upload.payload["codes"] for upload in uploads])
         self._say(f"server: {len(uploads)} parties sent {len(models)} students")
-        student_votes = predict_votes(models, X_unlabeled, n_classes=n_classes,
-                                      soft_votes=self.voting == "soft", n_jobs=self.n_jobs)
         root = root_seed(self.random_state)
-        _, server_queries = self._tier_queries(_num_samples(X_unlabeled), root)
-        self._server_step(uploads, student_votes, X_unlabeled, server_queries, root)
+        X_labelled, _, server_rows = self._tier_rows(X_unlabeled, root)
+        student_votes = predict_votes(models, X_labelled, n_classes=n_classes,
+                                      soft_votes=self.voting == "soft", n_jobs=self.n_jobs)
+        self._server_step(uploads, student_votes, X_labelled, server_rows, root,
+                          _num_samples(X_unlabeled))
         self._warn_after_fit(X_unlabeled)
         return self
 
-    def _server_step(self, uploads, student_votes, X_public, server_queries, root):
+    def _server_step(self, uploads, student_votes, X_labelled, server_rows, root, n_public):
         """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
         `uploads` hold each party's students and manifest, `student_votes` the students'
-        votes on the public set (stacked as `_party_tier` returns them).
+        votes on `X_labelled` (the `n_public` public rows, then their jittered copies;
+        stacked as `_party_tier` returns them), `server_rows` the rows this tier labels.
         """
         n_parties, n_classes = len(uploads), len(self.classes_)
-        n_public = _num_samples(X_public)
+        n_labelled = _num_samples(X_labelled)
         soft_labels, soft_votes = self._soft_labels("final"), self.voting == "soft"
         self.students_ = [list(upload.payload["students"]) for upload in uploads]
         # the codes, not the wrapped models: a skops file would hold every student twice
@@ -121,25 +124,29 @@ class _FedKTServerStep:
             np.random.RandomState(seed)
             for seed in draw_seeds(derived_random_state(root, "server"), 2)
         )
-        self.vote_counts_ = self._server_votes(
+        votes = self._server_votes(
             student_votes.reshape(n_parties, self.n_partitions, *student_votes.shape[1:]),
             n_classes, party_counts,
         )
-        query_votes = self.vote_counts_[server_queries]
+        self.vote_counts_ = votes[:n_public]
+        query_votes = votes[server_rows]
+        queries = server_rows[server_rows < n_public]
         self.share_offsets_ = np.zeros(n_classes)
         if self._match_shares():
             training = class_shares(party_counts.sum(axis=0)[None])
             # a random public set's shares differ from the training's by sampling
-            # error alone: only labels outside that band are the votes' bias
-            sampling_error = np.sqrt(training * (1 - training) / len(query_votes))
+            # error alone: only labels outside that band are the votes' bias (the
+            # jittered copies repeat the public rows and add no sample)
+            sampling_error = np.sqrt(training * (1 - training) / len(queries))
             self.share_offsets_ = share_matching_offsets(
-                query_votes, training, tolerance=SHARE_TOLERANCE * sampling_error
+                votes[queries], training, tolerance=SHARE_TOLERANCE * sampling_error
             )
             query_votes = self._shifted(query_votes)
         (final_targets,) = self._vote_targets(
             [query_votes], "L1", soft_labels, noise_rng, tie_rng
         )
-        final_task = self._target_task(self._final_template(), final_targets, server_queries)
+        final_task = self._target_task(self._final_template(), final_targets, server_rows,
+                                       n_labelled)
         self._say(f"server: {self._pooling() if soft_votes else 'hard'} vote of "
                   f"{n_parties * self.n_partitions} students; " + (
                       f"the final model learns {len(np.unique(final_task.y))} classes on "
@@ -147,19 +154,19 @@ class _FedKTServerStep:
         self._party_counts = party_counts  # the pooling of the students' votes needs them
         if self.distill:
             (self._final_model,), _, _ = fit_clones(
-                [final_task], X_public, n_classes=n_classes,
+                [final_task], X_labelled, n_classes=n_classes,
                 seeds=draw_seeds(derived_random_state(root, "final"), 1),
             )
             self.final_estimator_ = self._final_model.estimator
         else:  # nor a final model left from an earlier fit
             for stale in ("_final_model", "final_estimator_"):
                 vars(self).pop(stale, None)
-        final_rows = np.arange(n_public) if final_task.rows is None else final_task.rows
-        learned = np.zeros((n_public, n_classes))
+        final_rows = np.arange(n_labelled) if final_task.rows is None else final_task.rows
+        learned = np.zeros((n_labelled, n_classes))
         np.add.at(learned, (final_rows, final_task.y),
                   1.0 if final_task.sample_weight is None else final_task.sample_weight)
-        self.public_mask_ = learned.any(axis=1)
-        self.public_labels_ = self.classes_[learned[self.public_mask_].argmax(axis=1)]
+        self.public_mask_ = learned[:n_public].any(axis=1)
+        self.public_labels_ = self.classes_[learned[:n_public][self.public_mask_].argmax(1)]
         unknown = np.full(n_classes, np.nan)
         self.class_shares_ = {
             "training": unknown if party_counts is None else class_shares(
@@ -174,9 +181,8 @@ class _FedKTServerStep:
             "final": class_shares(learned),
         }
         self.privacy_report_ = self._privacy_report(
-            [upload.manifest.get("privacy") for upload in uploads], server_queries,
-            uploads[0].manifest["n_queries"] if self.privacy_level == "L2"
-            else len(server_queries),
+            [upload.manifest.get("privacy") for upload in uploads], queries,
+            uploads[0].manifest["n_queries"] if self.privacy_level == "L2" else len(queries),
         )
         self.epsilon_ = self.privacy_report_.epsilon
 
@@ -309,12 +315,15 @@ class _FedKTServerStep:
         """
         level = self.privacy_level
         soft_labels = self._soft_labels("students" if level == "L2" else "final")
+        uploads = (f" {PARTY_ROWS_NOTE}" if self.student_data == "party+public" else
+                   " The uploads' students learned the public set's labels only.")
         if level == "L0":
             return PrivacyReport(
                 level="L0", unit=None, gamma=None, delta=None, sensitivity=None,
                 n_queries=n_queries, data_dependent_epsilon=np.inf,
                 data_independent_epsilon=np.inf, epsilon=np.inf,
-                statement="FedKT-L0 adds no noise: no differential privacy (epsilon = inf).",
+                statement="FedKT-L0 adds no noise: no differential privacy (epsilon = "
+                f"inf).{uploads}",
             )
         data_dependent, data_independent, party_epsilons, sensitivity, largest_order = (
             self._account(party_privacy, server_queries, n_queries)
@@ -349,7 +358,7 @@ class _FedKTServerStep:
             f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private "
             f"{protects}; {guarantee_strength(epsilon)}. {n_queries} {release} per noisy "
             f"histogram tier, Laplace scale 1/gamma = {1 / self.gamma:.4g}, sensitivity "
-            f"{sensitivity:g}; {bounds}."
+            f"{sensitivity:g}; {bounds}." + (uploads if level == "L1" else "")
         )
         return PrivacyReport(
             level=level, unit="party" if level == "L1" else "example", gamma=self.gamma,
