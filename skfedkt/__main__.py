@@ -144,7 +144,11 @@ def add_algorithm_arguments(parser):
                        help="L1: Laplace noise at the server (party-level DP); L2: in the "
                        "parties' teacher votes (example-level DP)")
     fedkt.add_argument("--gamma", type=_positive(float), default=0.05,
-                       help="inverse Laplace scale: larger is less noise, larger epsilon")
+                       help="inverse noise scale (Laplace scale, Gaussian std: 1/gamma): "
+                       "larger is less noise, larger epsilon")
+    fedkt.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace",
+                       help="noise on the counts at L1/L2: the paper's Laplace, or Gaussian "
+                       "(GNMax) with exact composition")
     fedkt.add_argument("--query-fraction", type=_fraction(closed=True), default=1.0,
                        help="share of the public set the noisy tier labels")
 
@@ -170,7 +174,7 @@ def algorithm_options(args):
     return {
         "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets, voting=args.voting,
                       privacy_level=args.privacy_level, gamma=args.gamma,
-                      query_fraction=args.query_fraction),
+                      noise=args.noise, query_fraction=args.query_fraction),
         "fedct": dict(n_rounds=args.rounds, dp_epsilon=args.dp_epsilon,
                       dp_sensitivity=args.dp_sensitivity),
         "oneshot": dict(selection=args.selection, n_selected=args.n_selected,

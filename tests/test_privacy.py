@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+from scipy.stats import norm
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.datasets import make_classification
@@ -13,6 +14,7 @@ from skfedkt import FedKTClassifier
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import (
     data_independent_epsilon,
+    gaussian_epsilon,
     laplace_epsilon,
     pate_epsilon,
     pate_epsilon_data_independent,
@@ -122,6 +124,27 @@ def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none()
     assert_array_equal(votes[np.arange(len(votes)), codes], votes.max(axis=1))
 
 
+@pytest.mark.parametrize("level, n_subsets, gap", [("L1", 2, 1), ("L2", 4, 4)])
+def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_subsets, gap):
+    X, y, party, X_public = _pure_parties(**({"classes": ("a", "b")} if level == "L2" else {}))
+    clf = FedKTClassifier(n_partitions=1, n_subsets=n_subsets, privacy_level=level,
+                          noise="gaussian", gamma=0.5, random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    if level == "L1":  # the server's histogram: 2 votes for 'a', 1 for 'b'
+        flipped = np.mean(clf.public_labels_ == "b")
+    else:  # party 'a''s 4 teachers vote 'a': its student learned the noisy argmax
+        flipped = np.mean(clf.students_[0][0].predict(X_public) == 1)
+    # two counts `gap` apart, each with N(0, 2^2) noise
+    expected = norm.cdf(-gap * 0.5 / np.sqrt(2))
+    assert flipped == pytest.approx(expected, abs=4 * np.sqrt(expected * (1 - expected) / 3000))
+    report = clf.privacy_report_
+    assert report.mechanism == "gaussian" and np.isnan(report.data_dependent_epsilon)
+    assert report.sensitivity == pytest.approx(np.sqrt(2))  # one party's one student (L1)
+    assert clf.epsilon_ == pytest.approx(
+        gaussian_epsilon(3000, sigma=2.0, delta=1e-5, sensitivity=np.sqrt(2)))
+    assert "Gaussian standard deviation 1/gamma = 2" in report.statement
+
+
 def test_l0_adds_no_noise():
     X, y, party, X_public = _pure_parties()
     clf = FedKTClassifier(n_partitions=1, n_subsets=2, random_state=0)
@@ -224,3 +247,17 @@ def test_l1_releases_the_histogram_without_the_consistent_voting_fallback():
         server = FedKTClassifier(n_partitions=2, voting="hard", privacy_level="L1")
         votes = server._server_votes(disagreeing, 2)
     assert_array_equal(votes, np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("n_releases, sigma, sensitivity", [
+    (1, 2.0, np.sqrt(2)), (81, 25.0, np.sqrt(2)), (320, 30.0, 2 * np.sqrt(2)), (5000, 100.0, 1.0),
+])
+def test_gaussian_composition_matches_dp_accountings_pld(n_releases, sigma, sensitivity):
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import PLDAccountant
+
+    accountant = PLDAccountant()
+    accountant.compose(dp_accounting.GaussianDpEvent(sigma / sensitivity), n_releases)
+    assert gaussian_epsilon(n_releases, sigma=sigma, delta=1e-5, sensitivity=sensitivity) == (
+        pytest.approx(accountant.get_epsilon(1e-5), rel=1e-6)
+    )

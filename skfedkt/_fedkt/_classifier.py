@@ -179,8 +179,18 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
           partition of every party. Every student, and hence the final model, is
           differentially private at the *example* level, even towards the server.
     gamma : float, default=0.05
-        Inverse scale of the Laplace noise (scale ``1/gamma``); larger means less noise
-        and a larger epsilon. Unused at L0.
+        Inverse scale of the noise: the Laplace scale, or the Gaussian standard
+        deviation, is ``1/gamma``; larger means less noise and a larger epsilon. Unused
+        at L0.
+    noise : {"laplace", "gaussian"}, default="laplace"
+        The noise on the counts at L1 and L2. ``"laplace"`` is the paper's: each query
+        is ``2 s gamma``-DP (L1) or ``2 gamma``-DP (L2), composed by the data-dependent
+        moments accountant and data-independent bounds, the smaller reported.
+        ``"gaussian"`` (GNMax, Papernot et al. 2018) is ``mu``-Gaussian DP per query
+        with ``mu = sqrt(2) s gamma`` (L1) or ``sqrt(2) gamma`` (L2), and queries compose
+        exactly (`skfedkt.privacy.gaussian_epsilon`): no data-dependent term, so the
+        epsilon may be published. For many queries it spends less privacy for the same
+        noise.
     query_fraction : float in (0, 1], default=1.0
         Fraction of the public set that the noisy tier labels: the server at L0 and L1,
         every partition of every party at L2. The other public examples are not used by
@@ -346,6 +356,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         "consistent_voting": ["boolean"],
         "privacy_level": [StrOptions({"L0", "L1", "L2"})],
         "gamma": [Interval(Real, 0, None, closed="neither")],
+        "noise": [StrOptions({"laplace", "gaussian"})],
         "query_fraction": [Interval(Real, 0, 1, closed="right")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "n_jobs": [Integral, None],
@@ -371,6 +382,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         consistent_voting=True,
         privacy_level="L0",
         gamma=0.05,
+        noise="laplace",
         query_fraction=1.0,
         delta=1e-5,
         n_jobs=None,
@@ -392,6 +404,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self.consistent_voting = consistent_voting
         self.privacy_level = privacy_level
         self.gamma = gamma
+        self.noise = noise
         self.query_fraction = query_fraction
         self.delta = delta
         self.n_jobs = n_jobs
@@ -636,10 +649,12 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         return np.sort(rng.permutation(n_public)[:n_queries])
 
     def _add_noise(self, votes, rng, level):
-        """Laplace noise of scale 1/gamma on every count, at the tier of `level` only."""
+        """Laplace noise of scale 1/gamma, or Gaussian noise of standard deviation
+        1/gamma, on every count, at the tier of `level` only."""
         if self.privacy_level != level:
             return votes
-        return votes + rng.laplace(scale=1 / self.gamma, size=votes.shape)
+        draw = rng.laplace if self.noise == "laplace" else rng.normal
+        return votes + draw(scale=1 / self.gamma, size=votes.shape)
 
     def _membership_releases(self):
         """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's

@@ -29,6 +29,7 @@ from ..privacy._accounting import (
     _largest_order_noted,
     data_independent_epsilon,
     epsilon_from_log_moments,
+    gaussian_epsilon,
     pate_log_moments,
 )
 
@@ -115,7 +116,8 @@ class _FedKTParty:
 
         def account(histograms):
             for votes in histograms:
-                if config.privacy_level == "L2" and not soft_labels:
+                if (config.privacy_level == "L2" and not soft_labels
+                        and config.noise == "laplace"):
                     # each partition is a PATE over the party's rows (sensitivity 2)
                     self.log_moments += pate_log_moments(
                         votes, gamma=config.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
@@ -293,9 +295,15 @@ class _FedKTPartyStep:
         """A party's L2 guarantee, from the log moments of its noisy histograms.
 
         An example sits in one teacher of every partition: the party's partitions
-        compose (their moments are summed), and sensitivity is 2. With soft labels the
-        whole histogram is released: only the data-independent bound holds.
+        compose (their moments are summed), and sensitivity is 2 (L1 norm; sqrt(2) in
+        L2 norm for Gaussian noise). With soft labels the whole histogram is released:
+        only the data-independent bound holds.
         """
+        if self.noise == "gaussian":
+            epsilon = gaussian_epsilon(self.n_partitions * n_queries, sigma=1 / self.gamma,
+                                       delta=self.delta, sensitivity=np.sqrt(2))
+            return dict(data_dependent_epsilon=np.nan, data_independent_epsilon=epsilon,
+                        epsilon=epsilon, largest_order=False)
         soft_labels = self._soft_labels("students")
         with _largest_order_noted() as largest_order:
             data_independent = data_independent_epsilon(

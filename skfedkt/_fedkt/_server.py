@@ -26,6 +26,7 @@ from ..privacy._accounting import (
     PrivacyReport,
     _largest_order_noted,
     data_independent_epsilon,
+    gaussian_epsilon,
     guarantee_strength,
     pate_epsilon,
 )
@@ -328,13 +329,14 @@ class _FedKTServerStep:
         data_dependent, data_independent, party_epsilons, sensitivity, largest_order = (
             self._account(party_privacy, server_queries, n_queries)
         )
-        if soft_labels:
-            epsilon = data_independent
-        elif level == "L1":
-            epsilon = min(data_dependent, data_independent)
-        else:
+        gaussian = self.noise == "gaussian"
+        if level == "L2":
             # parallel composition over parties (Theorem 4)
             epsilon = max(party_epsilons.values())
+        elif soft_labels or gaussian:
+            epsilon = data_independent
+        else:
+            epsilon = min(data_dependent, data_independent)
         protects = (
             "for each party (whether it took part, with all its rows): the final model and "
             "the server's labels" if level == "L1" else
@@ -342,7 +344,10 @@ class _FedKTServerStep:
             "student, hence the final model"
         )
         release = "noisy histograms (soft labels)" if soft_labels else "noisy-argmax queries"
-        if soft_labels:
+        if gaussian:
+            bounds = ("Gaussian-DP queries composed exactly: data-independent, so it may be "
+                      "published")
+        elif soft_labels:
             bounds = (f"data-independent epsilon {data_independent:.4g} (the data-dependent "
                       "moments accountant covers argmax releases only)")
         else:
@@ -357,20 +362,27 @@ class _FedKTServerStep:
         statement = (
             f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private "
             f"{protects}; {guarantee_strength(epsilon)}. {n_queries} {release} per noisy "
-            f"histogram tier, Laplace scale 1/gamma = {1 / self.gamma:.4g}, sensitivity "
-            f"{sensitivity:g}; {bounds}." + (uploads if level == "L1" else "")
+            f"histogram tier, {'Gaussian standard deviation' if gaussian else 'Laplace scale'}"
+            f" 1/gamma = {1 / self.gamma:.4g}, {'L2' if gaussian else 'L1'} sensitivity "
+            f"{sensitivity:.4g}; {bounds}." + (uploads if level == "L1" else "")
         )
         return PrivacyReport(
             level=level, unit="party" if level == "L1" else "example", gamma=self.gamma,
             delta=self.delta, sensitivity=sensitivity, n_queries=n_queries,
             data_dependent_epsilon=data_dependent, data_independent_epsilon=data_independent,
             epsilon=epsilon, party_epsilons=party_epsilons, orders=DEFAULT_ORDERS,
-            statement=statement,
+            statement=statement, mechanism=self.noise,
         )
 
     def _account(self, party_privacy, server_queries, n_queries):
         """(data-dependent, data-independent, per-party epsilons, sensitivity, whether the
         moments bound still decreased at the largest order)."""
+        if self.privacy_level == "L1" and self.noise == "gaussian":
+            # one party moves all s of its students' votes: sqrt(2) s in L2 norm
+            sensitivity = np.sqrt(2) * self.n_partitions
+            epsilon = gaussian_epsilon(n_queries, sigma=1 / self.gamma, delta=self.delta,
+                                       sensitivity=sensitivity)
+            return np.nan, epsilon, None, sensitivity, False
         if self.privacy_level == "L1":
             # one party moves all s of its students: a count moves by s (Theorem 1)
             sensitivity = 2.0 * self.n_partitions
@@ -390,4 +402,5 @@ class _FedKTServerStep:
         data_dependent = max(report["data_dependent_epsilon"] for report in party_privacy)
         data_independent = party_privacy[0]["data_independent_epsilon"]
         largest_order = any(report["largest_order"] for report in party_privacy)
-        return data_dependent, data_independent, party_epsilons, 2.0, largest_order
+        sensitivity = np.sqrt(2) if self.noise == "gaussian" else 2.0
+        return data_dependent, data_independent, party_epsilons, sensitivity, largest_order

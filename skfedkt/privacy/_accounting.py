@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import expit
+from scipy.stats import norm
 from sklearn.utils._param_validation import Interval, validate_params
 
 # every order to 32, then sparser up to 1024: strongly agreeing votes reach their bound
@@ -283,6 +285,64 @@ def laplace_epsilon(n_releases, *, gamma, delta, sensitivity=2.0):
     return float(accountant.get_epsilon(delta))
 
 
+@validate_params(
+    {
+        "n_releases": [Interval(Integral, 0, None, closed="left")],
+        "sigma": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "sensitivity": [Interval(Real, 0, None, closed="neither")],
+    },
+    prefer_skip_nested_validation=True,
+)
+def gaussian_epsilon(n_releases, *, sigma, delta, sensitivity):
+    """Epsilon of `n_releases` Gaussian histograms, composed exactly.
+
+    Each release adds Gaussian noise of standard deviation `sigma` to every count of a
+    histogram of L2 sensitivity `sensitivity`; the noisy argmax, or the normalised
+    noisy histogram, is post-processing of it. One release is ``mu``-Gaussian DP with
+    ``mu = sensitivity / sigma``, and ``n`` of them compose to ``sqrt(n) mu``-Gaussian
+    DP exactly (Dong, Roth and Su, 2022). The epsilon is the exact one of that
+    guarantee at `delta` (Balle and Wang, 2018): the root of
+    ``Phi(mu / 2 - epsilon / mu) - exp(epsilon) Phi(-mu / 2 - epsilon / mu) = delta``.
+
+    Parameters
+    ----------
+    n_releases : int
+        Number of noisy histograms released.
+    sigma : float
+        Standard deviation of the noise on every count.
+    delta : float
+        Failure probability.
+    sensitivity : float
+        L2 sensitivity of one histogram: ``sqrt(2)`` when one voter changes its vote,
+        ``sqrt(2) * s`` when one party changes its ``s`` votes.
+
+    Returns
+    -------
+    epsilon : float
+
+    Examples
+    --------
+    >>> from skfedkt.privacy import gaussian_epsilon
+    >>> round(gaussian_epsilon(81, sigma=25, delta=1e-5, sensitivity=2 ** 0.5), 3)
+    2.033
+    """
+    if n_releases == 0:
+        return 0.0
+    mu = np.sqrt(n_releases) * sensitivity / sigma
+
+    def excess(epsilon):  # delta(epsilon) - delta, decreasing in epsilon
+        return (norm.cdf(mu / 2 - epsilon / mu)
+                - np.exp(epsilon + norm.logcdf(-mu / 2 - epsilon / mu)) - delta)
+
+    if excess(0.0) <= 0:
+        return 0.0
+    upper = 1.0
+    while excess(upper) > 0:
+        upper *= 2
+    return float(brentq(excess, 0.0, upper, xtol=1e-10))
+
+
 def guarantee_strength(epsilon):
     """How much an epsilon protects, in words, for the statements of the reports.
 
@@ -346,6 +406,9 @@ class PrivacyReport:
         Moment orders used.
     statement : str
         The guarantee in words, with its caveats.
+    mechanism : {"laplace", "gaussian"}
+        The noise on the counts; with ``"gaussian"``, `sensitivity` is an L2 norm and
+        `epsilon` the exact composition of Gaussian mechanisms.
     """
 
     level: str
@@ -360,6 +423,7 @@ class PrivacyReport:
     party_epsilons: dict | None = None
     orders: tuple = field(default=DEFAULT_ORDERS)
     statement: str = ""
+    mechanism: str = "laplace"
 
     def __str__(self):
         return self.statement
