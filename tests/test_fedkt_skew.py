@@ -269,7 +269,7 @@ def test_soft_labels_reach_students_and_final_model_as_weights(two_class_data, r
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
                           final_estimator=make_pipeline(StandardScaler(), WeightRecordingTree()),
-                          soft_labels=True, student_data="public", random_state=0)
+                          soft_labels=True, min_public_rows=0, random_state=0)
     with config_context(enable_metadata_routing=routing):
         _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     student = clf.students_[0][0]
@@ -297,7 +297,8 @@ def test_students_learn_soft_labels_weighing_at_most_their_party_rows(two_class_
     party = np.arange(len(y)) % 8  # 40 rows each: fewer than 80 public rows, more than 20
     X_public = X_public[:n_public]
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
-                          final_estimator=WeightRecordingTree(), random_state=0)
+                          final_estimator=WeightRecordingTree(), student_data="party+public",
+                          min_public_rows=0, random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     n_party = np.sum(party == 0)
     weights = clf.students_[0][0].fit_weights_
@@ -321,10 +322,10 @@ class UnweightedTree(DecisionTreeClassifier):
 def test_soft_student_labels_fall_back_and_refuse_without_sample_weight(two_class_data):
     X, y, party, X_public = two_class_data
     clf = _fit_quietly(FedKTClassifier(LogisticRegression(), student_estimator=UnweightedTree(),
-                                       random_state=0),
+                                       min_public_rows=0, random_state=0),
                        X, y, groups=party, X_unlabeled=X_public)
-    # "auto" falls back to winning classes: one row per public example, then the party's
-    assert clf.students_[0][0].fit_rows_ == len(X_public) + np.sum(party == 0)
+    # "auto" falls back to winning classes: one row per public example
+    assert clf.students_[0][0].fit_rows_ == len(X_public)
     with pytest.raises(ValueError, match="soft_labels='students' teaches the students"):
         clf.set_params(soft_labels="students").fit(X, y, groups=party, X_unlabeled=X_public)
 
@@ -420,7 +421,7 @@ def test_final_model_that_cannot_split_warns(two_class_data):
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(),
                           final_estimator=DecisionTreeClassifier(min_samples_leaf=1000),
-                          random_state=0)
+                          min_public_rows=0, random_state=0)
     with pytest.warns(LabelCollapseWarning, match="final model DecisionTreeClassifier "
                                                   "predicts on the 80 public rows it "
                                                   "learned a single class.*min_samples"):

@@ -335,7 +335,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
     >>> clf.vote_counts_.shape  # the server's votes on the public set
     (107, 2)
     >>> clf.class_shares_["final"].round(2)  # the classes the final model learned
-    array([0.37, 0.63])
+    array([0.4, 0.6])
     >>> print(f"{clf.score(X_test, y_test):.2f}")
     0.9...
     """

@@ -324,8 +324,8 @@ def gaussian_epsilon(n_releases, *, sigma, delta, sensitivity):
     Examples
     --------
     >>> from skfedkt.privacy import gaussian_epsilon
-    >>> round(gaussian_epsilon(81, sigma=25, delta=1e-5, sensitivity=2 ** 0.5), 3)
-    2.033
+    >>> round(gaussian_epsilon(81, sigma=25, delta=1e-5, sensitivity=2 ** 0.5), 2)
+    2.03
     """
     if n_releases == 0:
         return 0.0
