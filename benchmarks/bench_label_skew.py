@@ -53,15 +53,17 @@ PARTIES = {"digits": 10, "breast_cancer": 5, "wine": 4, "imbalanced": 50}
 PARTIES_AT = {("imbalanced", 0.1): 10}
 METHODS = ["FedKT", "FedKT (paper)", "one-shot all", "FedCT", "PATE", "SOLO", "centralized",
            "central, public size", "FedKT, undistilled"]
-# FedKT's default with one choice switched back to the paper's, or soft final labels added
+# FedKT's default with one choice switched back to the paper's, or soft final labels
+# added; "students learn party rows" is the default before students kept to the public set
 ABLATIONS = {
     "FedKT, unmatched shares": dict(match_shares=False),
     "FedKT, summed votes": dict(pooling="sum"),
     "FedKT, hard student labels": dict(soft_labels=False),
     "FedKT, soft final labels": dict(soft_labels=True),
     "FedKT, 5 teachers": dict(n_subsets=5),
-    "FedKT, public-only students": dict(student_data="public"),
-    "FedKT, hard votes only": dict(voting="hard", n_subsets=1, student_data="party+public"),
+    "FedKT, no public copies": dict(min_public_rows=0),
+    "FedKT, students learn party rows": dict(student_data="party+public", min_public_rows=0),
+    "FedKT, hard votes only": dict(voting="hard", n_subsets=1, min_public_rows=2000),
 }
 
 

@@ -49,7 +49,7 @@ print("rows per hospital:", np.bincount(party))
 # ``student_data="party+public"`` the students also learn the hospital's own rows, which
 # the package allows as an explicit choice and says so in the privacy report. At L2,
 # Laplace noise on every teacher vote makes each upload differentially private.
-forest = RandomForestClassifier(n_estimators=50, random_state=0)
+forest = RandomForestClassifier(n_estimators=25, random_state=0)
 configurations = {
     "one-shot: local forest": OneShotEnsembleClassifier(forest, selection="all"),
     "FedKT, students learn party rows": FedKTClassifier(forest, student_data="party+public"),
