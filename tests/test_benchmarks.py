@@ -24,3 +24,39 @@ def test_census_benchmark_reads_a_local_file_and_prints_every_method(tmp_path, m
     for method in bench_census.METHODS:
         assert f"| 1 | {method} | " in out
     assert "| 1 | FedKT | nan" not in out
+
+
+def test_privacy_benchmark_calibrates_gaussian_noise_to_the_papers_epsilons(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_privacy
+
+    from skfedkt.privacy import gaussian_epsilon
+
+    for row in bench_privacy.PAPER_ROWS:
+        task, level, gamma, n_queries, epsilon, *_ = row
+        paper, paper_queries = bench_privacy.configure(row, "paper", 2.0)
+        assert (paper["noise"], paper["gamma"], paper_queries) == ("laplace", gamma, n_queries)
+        ours, queries = bench_privacy.configure(row, "skfedkt", 2.0)
+        assert ours["noise"] == "gaussian" and queries == 2 * n_queries
+        _, s, _ = bench_privacy.LEVELS[level]
+        # L1: one party moves its s votes per query; L2: every one of the s partitions
+        # answers every query, one example moving one teacher vote in each
+        releases, sensitivity = ((queries, 2 ** 0.5 * s) if level == "L1"
+                                 else (queries * s, 2 ** 0.5))
+        assert np.isclose(gaussian_epsilon(releases, sigma=1 / ours["gamma"], delta=1e-5,
+                                           sensitivity=sensitivity), epsilon, rtol=1e-6)
+
+
+def test_membership_benchmark_audits_uploads_by_their_party_step(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_membership
+
+    monkeypatch.setattr(sys, "argv", [
+        "bench_membership.py", "--uploads-only", "--seeds", "1", "--references", "1",
+        "--n-jobs", "1", "--methods", "FedKT, students learn party rows", "FedCT"])
+    bench_membership.main()
+    out = capsys.readouterr().out
+    # FedCT has no upload release: it is left out; no final model, hence no accuracy
+    assert "| breast_cancer | FedKT, students learn party rows | upload |" in out
+    assert "FedCT" not in out and "| final model |" not in out
+    assert out.count("| inf | - |") == 1
