@@ -35,7 +35,8 @@ from bench_label_skew import _mean_std, print_table
 from skfedkt import FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import load_federated
 
-METHODS = ["FedKT", "FedKT, students learn party rows", "FedKT (paper)",
+METHODS = ["FedKT", "FedKT, one teacher, soft student labels", "FedKT, students learn party rows",
+           "FedKT (paper)",
            "FedKT (paper, tree teachers)", "one-shot all", "centralized"]
 
 
@@ -46,9 +47,12 @@ def forest():
 def make(method, seed):
     if method == "FedKT":
         return FedKTClassifier(forest(), random_state=seed)
-    if method == "FedKT, students learn party rows":
-        return FedKTClassifier(forest(), student_data="party+public", min_public_rows=0,
+    if method == "FedKT, one teacher, soft student labels":  # the default until 0.1
+        return FedKTClassifier(forest(), n_subsets=1, soft_labels="students",
                                random_state=seed)
+    if method == "FedKT, students learn party rows":  # the default before that
+        return FedKTClassifier(forest(), student_data="party+public", min_public_rows=0,
+                               n_subsets=1, soft_labels="students", random_state=seed)
     if method == "FedKT (paper)":
         return FedKTClassifier(forest(), voting="hard", random_state=seed)
     if method == "FedKT (paper, tree teachers)":

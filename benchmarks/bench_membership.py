@@ -20,7 +20,8 @@ depth)" is, for scale, what shipping a party's own unrestricted forest reveals.
     python benchmarks/bench_membership.py --census-path adult.data --uploads-only
     python benchmarks/bench_membership.py --census-path adult.data --uploads-only \
         --seeds 3 --methods "FedKT (default)" "FedKT, no public copies" \
-        "FedKT, hard student labels" "FedKT, 5 teachers, hard student labels"
+        "FedKT, soft student labels" "FedKT, one teacher per partition" \
+        "FedKT, one teacher, soft student labels"
 
 ``--fedct-claim`` instead reproduces the FedCT paper's privacy claim on its own setup
 (5 parties, IID): the hard labels FedCT shares against the models that parameter-
@@ -67,15 +68,19 @@ METHODS = {
     "FedKT, no public copies": (
         lambda seed: FedKTClassifier(forest(), min_public_rows=0, random_state=seed),
         ["upload", "final model"]),
-    "FedKT, hard student labels": (
-        lambda seed: FedKTClassifier(forest(), soft_labels=False, random_state=seed),
+    "FedKT, soft student labels": (
+        lambda seed: FedKTClassifier(forest(), soft_labels="students", random_state=seed),
         ["upload", "final model"]),
-    "FedKT, 5 teachers, hard student labels": (
-        lambda seed: FedKTClassifier(forest(), n_subsets=5, soft_labels=False,
+    "FedKT, one teacher per partition": (
+        lambda seed: FedKTClassifier(forest(), n_subsets=1, random_state=seed),
+        ["upload", "final model"]),
+    "FedKT, one teacher, soft student labels": (
+        lambda seed: FedKTClassifier(forest(), n_subsets=1, soft_labels="students",
                                      random_state=seed),
         ["upload", "final model"]),
     "FedKT, students learn party rows": (
-        lambda seed: FedKTClassifier(forest(), student_data="party+public", random_state=seed),
+        lambda seed: FedKTClassifier(forest(), student_data="party+public", n_subsets=1,
+                                     soft_labels="students", random_state=seed),
         ["upload", "final model"]),
     "FedKT (paper, hard votes)": (
         lambda seed: FedKTClassifier(forest(), voting="hard", random_state=seed),

@@ -50,10 +50,6 @@ def _non_negative(text):
     return 0 if text.strip() == "0" else _positive(int)(text)
 
 
-def _positive_or_auto(text):
-    return text if text == "auto" else _positive(int)(text)
-
-
 def _fraction(closed):
     def parse(text):
         value = _positive(float)(text)
@@ -134,9 +130,8 @@ def add_algorithm_arguments(parser):
     fedkt = parser.add_argument_group("FedKT")
     fedkt.add_argument("--partitions", type=_positive(int), default=2,
                        help="partitions (students) per party")
-    fedkt.add_argument("--subsets", type=_positive_or_auto, default="auto",
-                       help="teachers per partition; auto: 5 for the paper's hard votes "
-                       "and at L2, else 1")
+    fedkt.add_argument("--subsets", type=_positive(int), default=5,
+                       help="disjoint teachers per partition (one vote each)")
     fedkt.add_argument("--voting", choices=["soft", "hard"], default="soft",
                        help="FedKT's votes: class probabilities (soft) or the paper's "
                        "hard votes")

@@ -87,9 +87,10 @@ def test_server_pools_prior_corrected_probabilities_by_default(two_class_data):
     X, y, _, X_public = two_class_data
     party = np.where(y == 1, np.arange(len(y)) % 2, 2 + np.arange(len(y)) % 2)
     party[:20] = 3 - party[:20]  # four parties of skewed class mixes
-    clf = FedKTClassifier(LogisticRegression(), random_state=0).fit(
-        X, y, groups=party, X_unlabeled=X_public
-    )
+    # one teacher per partition and soft student labels: every student predicts both
+    # classes, so its probabilities are the party's
+    clf = FedKTClassifier(LogisticRegression(), n_subsets=1, soft_labels="students",
+                          random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
     party_proba = np.array([
         np.mean([student.predict_proba(X_public) for student in students], axis=0)
         for students in clf.students_
@@ -231,14 +232,15 @@ def test_share_matching_is_off_by_default_and_refused_where_unsupported(two_clas
                                                           X_unlabeled=X_public)
 
 
-def test_auto_teachers_and_students_follow_voting_and_privacy_level(two_class_data):
+def test_every_party_feeds_its_disjoint_teachers(two_class_data):
     X, y, party, X_public = two_class_data
     tiny = np.r_[np.zeros(len(X) - 3), np.ones(3)]  # party 1 holds only three rows
-    # soft votes without L2 noise: one teacher per partition, which three rows can feed
-    _fit_quietly(FedKTClassifier(random_state=0), X, y, groups=tiny, X_unlabeled=X_public)
-    for options in (dict(voting="hard"), dict(privacy_level="L2")):
+    for options in (dict(), dict(voting="hard"), dict(privacy_level="L2")):
         with pytest.raises(ValueError, match="Party 1.0 has 3 sample.*n_subsets=5"):
             FedKTClassifier(**options).fit(X, y, groups=tiny, X_unlabeled=X_public)
+    # one teacher per partition, which three rows can feed
+    _fit_quietly(FedKTClassifier(n_subsets=1, random_state=0), X, y, groups=tiny,
+                 X_unlabeled=X_public)
 
 
 @pytest.mark.parametrize("student_data, party_rows", [("public", False),
@@ -298,7 +300,7 @@ def test_students_learn_soft_labels_weighing_at_most_their_party_rows(two_class_
     X_public = X_public[:n_public]
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
                           final_estimator=WeightRecordingTree(), student_data="party+public",
-                          min_public_rows=0, random_state=0)
+                          soft_labels="students", min_public_rows=0, random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     n_party = np.sum(party == 0)
     weights = clf.students_[0][0].fit_weights_
@@ -324,7 +326,7 @@ def test_soft_student_labels_fall_back_and_refuse_without_sample_weight(two_clas
     clf = _fit_quietly(FedKTClassifier(LogisticRegression(), student_estimator=UnweightedTree(),
                                        min_public_rows=0, random_state=0),
                        X, y, groups=party, X_unlabeled=X_public)
-    # "auto" falls back to winning classes: one row per public example
+    # by default students learn winning classes: one row per public example
     assert clf.students_[0][0].fit_rows_ == len(X_public)
     with pytest.raises(ValueError, match="soft_labels='students' teaches the students"):
         clf.set_params(soft_labels="students").fit(X, y, groups=party, X_unlabeled=X_public)
@@ -332,15 +334,14 @@ def test_soft_student_labels_fall_back_and_refuse_without_sample_weight(two_clas
 
 @pytest.mark.parametrize("level", ["L1", "L2"])
 def test_default_labels_keep_the_data_dependent_bound(two_class_data, level):
-    # "auto" teaches students distributions at L1 (the server's argmax is what L1
-    # protects) and winning classes at L2 (the students' labels are what L2 protects)
+    # students learn winning classes by default: at L2 the noisy argmax is what the
+    # data-dependent bound covers; at L1 the server's argmax is, whatever students learn
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
                           privacy_level=level, gamma=0.5, query_fraction=0.25,
                           random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
-    learned_distributions = clf.students_[0][0].fit_weights_ is not None
-    assert learned_distributions is (level == "L1")
+    assert clf.students_[0][0].fit_weights_ is None
     assert np.isfinite(clf.privacy_report_.data_dependent_epsilon)
     assert "noisy-argmax queries" in clf.privacy_report_.statement
 
@@ -447,12 +448,14 @@ def test_a_public_set_from_the_same_distribution_raises_no_warning(two_class_dat
 
 
 def test_skewed_xgboost_parties_no_longer_collapse():
-    # the issue's reproduction: paper-FedKT labelled (nearly) everything one class here
+    # the issue's reproduction: paper-FedKT labelled (nearly) everything one class here.
+    # About 40 rows a party: five disjoint teachers of 8 rows each predict a constant
+    # (the default collapses too, and warns), one teacher per partition does not
     scores = {}
     for voting in ("soft", "hard"):
         data = load_federated("breast_cancer", n_parties=10, random_state=1)
         clf = FedKTClassifier(XGBClassifier(n_estimators=20, max_depth=4), voting=voting,
-                              random_state=1)
+                              n_subsets=1 if voting == "soft" else 5, random_state=1)
         _fit_quietly(clf, data.X_train, data.y_train, groups=data.groups,
                      X_unlabeled=data.X_public)
         scores[voting] = clf.score(data.X_test, data.y_test)

@@ -75,12 +75,14 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         ``decision_function``) are those this classifier offers.
     n_partitions : int, default=2
         Number of partitions ``s`` of each party's data, hence of students per party.
-    n_subsets : int or "auto", default="auto"
-        Number of subsets ``t`` per partition, hence of teachers per partition. Every
-        party needs at least `n_subsets` rows. ``"auto"`` is the paper's 5 with
-        ``voting="hard"`` and at ``privacy_level="L2"`` (whose example-level guarantee
-        rests on disjoint teachers), and 1 otherwise: without L2 noise, subsets only
-        make the teachers weaker.
+    n_subsets : int, default=5
+        Number of disjoint subsets ``t`` per partition, hence of teachers per
+        partition (the paper's 5). Every party needs at least `n_subsets` rows. A row
+        shapes one teacher of each partition, one vote of `n_subsets`: with the
+        students' hard labels (the default), this is what keeps a party's rows from
+        showing in its upload (membership attacks score about 0.5, see
+        `skfedkt.privacy`); L2's example-level guarantee rests on it too. 1 makes
+        stronger teachers whose labels the students copy, and the upload leaks.
     voting : {"soft", "hard"}, default="soft"
         How teachers and students vote. ``"soft"``: each model adds its class
         probabilities (a one-hot vote if it has no ``predict_proba``) to the histogram,
@@ -122,22 +124,23 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         votes and the class counts, which no accountant covers: refused with
         ``voting="hard"`` and at L1 and L2. ``"auto"`` is True with soft votes at L0,
         else False.
-    soft_labels : bool or {"auto", "students"}, default="auto"
+    soft_labels : bool or "students", default=False
         Whether learners learn the (noisy) vote distribution of every public example
         instead of its winning class: every example is repeated once per class with the
         class's share as sample weight, so those learners must accept ``sample_weight``
         (a Pipeline's final step must). ``"students"``: the students do, the final model
-        learns the server's winning classes; True: both do; False: neither (the paper).
-        With ``student_data="party+public"`` the public rows' weights are scaled so that
-        together they weigh at most as much as the party's own rows: the teachers'
-        probabilities come from those very rows, and a large public set would otherwise
-        make each student a lossy copy of its teacher. ``"auto"`` is ``"students"`` with
-        soft votes below L2 when the student estimator accepts ``sample_weight``, else
-        False. Where a tier's noisy histogram is learned as a distribution (the students'
-        at L2, the final model's at L1), the whole histogram is released, which only the
-        data-independent bound covers. Measured with random forests (see the user
-        guide): soft student labels carry a skewed party's class probabilities, not only
-        its majority, to the server; soft final labels do not help.
+        learns the server's winning classes; True: both do; False: neither (the
+        paper). Soft student labels carry a skewed party's minority classes to the
+        server (up to 20 points of accuracy at Dirichlet beta = 0.1 in the user guide's
+        benchmark), but a student that copies its teachers' probabilities copies what
+        their rows taught them: membership attacks on the upload score an AUC of
+        0.57-0.60 on census rows where hard labels score 0.53 (``benchmarks/
+        bench_membership.py``), so the default is False. With
+        ``student_data="party+public"`` the public rows' weights are scaled so that
+        together they weigh at most as much as the party's own rows. Where a tier's
+        noisy histogram is learned as a distribution (the students' at L2, the final
+        model's at L1), the whole histogram is released, which only the
+        data-independent bound covers.
     min_public_rows : int or "auto", default="auto"
         The tiers without noise label at least this many rows: a smaller public set is
         extended by jittered copies of its rows (every row in turn, numeric columns
@@ -335,7 +338,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
     >>> clf.vote_counts_.shape  # the server's votes on the public set
     (107, 2)
     >>> clf.class_shares_["final"].round(2)  # the classes the final model learned
-    array([0.4, 0.6])
+    array([0.37, 0.63])
     >>> print(f"{clf.score(X_test, y_test):.2f}")
     0.9...
     """
@@ -345,12 +348,12 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         "student_estimator": [HasMethods(["fit", "predict"]), None],
         "final_estimator": [HasMethods(["fit", "predict"]), None],
         "n_partitions": [Interval(Integral, 1, None, closed="left")],
-        "n_subsets": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "n_subsets": [Interval(Integral, 1, None, closed="left")],
         "voting": [StrOptions({"soft", "hard"})],
         "student_data": [StrOptions({"public", "party+public"})],
         "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
         "match_shares": ["boolean", StrOptions({"auto"})],
-        "soft_labels": ["boolean", StrOptions({"auto", "students"})],
+        "soft_labels": ["boolean", StrOptions({"students"})],
         "min_public_rows": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "distill": ["boolean"],
         "consistent_voting": ["boolean"],
@@ -371,12 +374,12 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         student_estimator=None,
         final_estimator=None,
         n_partitions=2,
-        n_subsets="auto",
+        n_subsets=5,
         voting="soft",
         student_data="public",
         pooling="auto",
         match_shares="auto",
-        soft_labels="auto",
+        soft_labels=False,
         min_public_rows="auto",
         distill=True,
         consistent_voting=True,
@@ -466,7 +469,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         ]
         self._say(
             f"party tier: {sum(len(s.teacher_rows) for s in steps)} teachers "
-            f"({len(steps)} parties x {self.n_partitions} partitions x {self._n_subsets()} "
+            f"({len(steps)} parties x {self.n_partitions} partitions x {self.n_subsets} "
             f"subsets) vote on {len(party_rows)} public rows, {self.voting} votes"
         )
         student_models, student_votes = self._party_tier(
@@ -520,19 +523,6 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             return self.min_public_rows
         # the paper's algorithm labels the public rows alone
         return 0 if self.voting == "hard" else MIN_PUBLIC_ROWS
-
-    def _paper_tier_defaults(self):
-        """Whether "auto" means the paper's choice: hard voting (the paper's algorithm),
-        or L2, whose example-level guarantee needs disjoint teachers and students that
-        learn only from their noisy votes."""
-        return self.voting == "hard" or self.privacy_level == "L2"
-
-    def _n_subsets(self):
-        if self.n_subsets != "auto":
-            return self.n_subsets
-        # without L2 noise, subsets only weaken the teachers: one teacher per partition
-        # learns from all of its party's rows
-        return 5 if self._paper_tier_defaults() else 1
 
     def _pooling(self):
         if self.pooling != "auto":
@@ -591,17 +581,12 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
                         f"soft_labels={self.soft_labels!r} teaches {learner} vote "
                         f"distributions through sample weights, but the {name} "
                         f"{type(estimator).__name__} takes no sample_weight in fit. Use "
-                        "soft_labels='auto' or False."
+                        "soft_labels=False."
                     )
 
     def _soft_labels(self, tier):
         """Whether the learners of `tier` ("students" or "final") learn vote
         distributions rather than winning classes."""
-        if self.soft_labels == "auto":
-            # measured: soft student labels help under skew, soft final labels do not;
-            # L2 keeps the paper's noisy argmax, which its data-dependent bound needs
-            return (tier == "students" and not self._paper_tier_defaults()
-                    and sample_weight_param(self._student_template()) is not None)
         return self.soft_labels is True or (tier == "students"
                                             and self.soft_labels == "students")
 

@@ -91,7 +91,7 @@ class _FedKTParty:
         self.teacher_rows = [
             subset
             for _ in range(config.n_partitions)
-            for subset in np.array_split(random_state.permutation(rows), config._n_subsets())
+            for subset in np.array_split(random_state.permutation(rows), config.n_subsets)
         ]
         self.teacher_seeds = draw_seeds(random_state, len(self.teacher_rows))
         self.student_seeds = draw_seeds(random_state, config.n_partitions)
@@ -259,7 +259,7 @@ class _FedKTPartyStep:
             keep_models=False,
             **fit_options,
         )
-        histograms = group_votes(teacher_fits, self._n_subsets(), n_classes)
+        histograms = group_votes(teacher_fits, self.n_subsets, n_classes)
         student_tasks = [
             task
             for step in steps
@@ -284,10 +284,10 @@ class _FedKTPartyStep:
     def _check_party_sizes(self, party_rows, parties=None):
         parties = self.parties_.tolist() if parties is None else parties
         for party, rows in zip(parties, party_rows):
-            if len(rows) < self._n_subsets():
+            if len(rows) < self.n_subsets:
                 raise ValueError(
                     f"Party {party!r} has {len(rows)} sample(s), fewer than "
-                    f"n_subsets={self._n_subsets()}: each of its teachers needs at least "
+                    f"n_subsets={self.n_subsets}: each of its teachers needs at least "
                     "one sample."
                 )
 
