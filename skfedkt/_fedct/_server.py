@@ -102,7 +102,7 @@ class _FedCTServerStep:
     the parties' uploads and by `fit` in one process."""
 
     def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
-                     trusted=(), min_parties=None):
+                     trusted=(), min_parties=None, limits=None):
         """The server's step of one round: the consensus of the parties' labels.
 
         Parameters
@@ -118,6 +118,9 @@ class _FedCTServerStep:
             The agreed classes; ``None`` takes them from the first upload.
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's.
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
         min_parties : int, default=None
             If given, uploads that fail a check are left out as long as this many
             parties remain; if None, any failure raises.
@@ -133,11 +136,11 @@ class _FedCTServerStep:
         require_public_set(X_unlabeled, "FedCT's server round")
         expected, _ = server_expectations(clone(self), X_unlabeled, classes)
         if message is not None:
-            message = checked_message(message, expected)
+            message = checked_message(message, expected, limits)
             expected["classes"] = message.manifest["classes"]
         uploads, _ = collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
-            trusted=trusted, min_parties=min_parties,
+            trusted=trusted, min_parties=min_parties, limits=limits,
         )
         classes = uploads[0].manifest["classes"]
         server = _FedCTServer(self, _num_samples(X_unlabeled), len(classes),
@@ -145,7 +148,7 @@ class _FedCTServerStep:
         return server.round(uploads, message, manifest=dict(expected, classes=classes))
 
     def fit_server(self, uploads, X_unlabeled, *, message, classes=None, trusted=(),
-                   min_parties=None):
+                   min_parties=None, limits=None):
         """Assemble the parties' final models into `fit`'s voting classifier.
 
         Parameters
@@ -157,7 +160,7 @@ class _FedCTServerStep:
             The agreed public unlabelled data.
         message : PartyUpload, str or path-like
             The server's last message, the one that said done.
-        classes, trusted, min_parties
+        classes, trusted, min_parties, limits
             As in `server_round`.
 
         Returns
@@ -168,7 +171,7 @@ class _FedCTServerStep:
         self._validate_params()
         require_public_set(X_unlabeled, "FedCT's server step")
         expected, _ = server_expectations(self, X_unlabeled, classes)
-        message = checked_message(message, expected)
+        message = checked_message(message, expected, limits)
         if not message.manifest["done"]:
             raise ValueError(
                 f"The server's message of round {message.manifest['round']} does not say "
@@ -177,7 +180,7 @@ class _FedCTServerStep:
         uploads, self.left_out_parties_ = collect_uploads(
             uploads, dict(expected, classes=message.manifest["classes"],
                           round=message.manifest["round"]),
-            trusted=trusted, min_parties=min_parties,
+            trusted=trusted, min_parties=min_parties, limits=limits,
         )
         missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
         if missing:

@@ -53,7 +53,7 @@ class _FedKTServerStep:
     run by `fit_server` on the parties' uploads and by `fit` in one process."""
 
     def fit_server(self, uploads, X_unlabeled, *, classes=None, trusted=(),
-                   min_parties=None):
+                   min_parties=None, limits=None):
         """FedKT's server step: the parties' students vote, the final model learns.
 
         Checks every upload (algorithm parameters, classes, features, public-set
@@ -73,6 +73,9 @@ class _FedKTServerStep:
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's (see
             `skfedkt.read_upload`).
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
         min_parties : int, default=None
             If given, uploads that fail a check are left out (with a warning, and in
             ``left_out_parties_``) as long as this many parties remain; if None, any
@@ -88,7 +91,7 @@ class _FedKTServerStep:
         require_public_set(X_unlabeled, "FedKT's server step")
         expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         uploads, self.left_out_parties_ = collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties,
+            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
         )
         self.classes_ = np.array(uploads[0].manifest["classes"])
         self.parties_ = np.array([upload.party for upload in uploads])
