@@ -287,9 +287,9 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=N
     return [accepted[p] for p in order.tolist()], left_out
 
 
-def checked_message(message, expected, limits=None):
+def checked_message(message, expected, limits=None, check=None):
     """The server's message of a round, read and checked like an upload."""
     if not isinstance(message, PartyUpload):
         message = read_upload(message, name="the server's message", limits=limits)
-    (message,), _ = collect_uploads([message], dict(expected, party="server"))
+    (message,), _ = collect_uploads([message], dict(expected, party="server"), check=check)
     return message

@@ -40,7 +40,7 @@ class UploadChecker:
 
     def number(self, key, low, high, *, value=None, optional=False):
         """A finite number within [low, high]."""
-        value = self.manifest(key) if value is None and not optional else value
+        value = self.manifest(key) if value is None else value
         if optional and value is None:
             return None
         if (isinstance(value, bool) or not isinstance(value, Real)
@@ -109,6 +109,16 @@ class UploadChecker:
                 and n_features != self.n_features):
             self.refuse(field, f"the model takes {n_features} features, the agreed data "
                         f"{self.n_features}")
+
+    def optional_model(self):
+        """A payload's ``model`` and ``codes``: both None, or a checked model."""
+        model, codes = self.upload.payload.get("model"), self.upload.payload.get("codes")
+        if model is None and codes is None:
+            return None
+        if model is None:
+            self.refuse("model", "codes without a model")
+        self.model(model, codes, "model")
+        return model
 
     def models(self, key, count):
         """Exactly `count` models under payload `key` with their codes."""

@@ -97,6 +97,35 @@ class _FedCTServer:
         return history
 
 
+def _check_party_upload(checker, n_public, *, final):
+    """A FedCT party's upload: its rows, its labels of every public row among the
+    agreed classes, its training accuracy and, in the final round, its model."""
+    checker.count("n_rows", positive=True)
+    checker.labels("labels", n_public, low=-1)  # -1: a bit-flipped abstention
+    checker.number("training_accuracy", 0.0, 1.0)
+    if checker.optional_model() is None and final:
+        return  # fit_server names every party that kept its model
+    if not final and checker.upload.payload.get("model") is not None:
+        checker.refuse("model", "a model before the server's message said done")
+
+
+def check_server_message(checker, n_public, n_rounds):
+    """The server's message, as a party reads it: the consensus codes of every public
+    row (-1 for none), the round to fit and the server's state."""
+    checker.labels("consensus", n_public, low=-1)
+    checker.labels("last_consensus", n_public, low=-1)
+    checker.count("round", at_most=n_rounds)
+    checker.count("stalled")
+    checker.count("server_seed")
+    if not isinstance(checker.manifest("done"), bool):
+        checker.refuse("done", "not true or false")
+    history = checker.manifest("history")
+    if not isinstance(history, list) or len(history) > n_rounds or not all(
+        isinstance(entry, dict) for entry in history
+    ):
+        checker.refuse("history", f"not a list of at most {n_rounds} rounds")
+
+
 class _FedCTServerStep:
     """FedCTClassifier's server side, run by `server_round` and `fit_server` on
     the parties' uploads and by `fit` in one process."""
@@ -135,12 +164,15 @@ class _FedCTServerStep:
         self._validate_params()
         require_public_set(X_unlabeled, "FedCT's server round")
         expected, _ = server_expectations(clone(self), X_unlabeled, classes)
+        n_public = _num_samples(X_unlabeled)
         if message is not None:
-            message = checked_message(message, expected, limits)
+            message = checked_message(message, expected, limits, check=lambda checker:
+                                      check_server_message(checker, n_public, self.n_rounds))
             expected["classes"] = message.manifest["classes"]
         uploads, _ = collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
             trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: _check_party_upload(checker, n_public, final=False),
         )
         classes = uploads[0].manifest["classes"]
         server = _FedCTServer(self, _num_samples(X_unlabeled), len(classes),
@@ -171,7 +203,9 @@ class _FedCTServerStep:
         self._validate_params()
         require_public_set(X_unlabeled, "FedCT's server step")
         expected, _ = server_expectations(self, X_unlabeled, classes)
-        message = checked_message(message, expected, limits)
+        message = checked_message(
+            message, expected, limits, check=lambda checker: check_server_message(
+                checker, _num_samples(X_unlabeled), self.n_rounds))
         if not message.manifest["done"]:
             raise ValueError(
                 f"The server's message of round {message.manifest['round']} does not say "
@@ -181,6 +215,8 @@ class _FedCTServerStep:
             uploads, dict(expected, classes=message.manifest["classes"],
                           round=message.manifest["round"]),
             trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: _check_party_upload(
+                checker, _num_samples(X_unlabeled), final=True),
         )
         missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
         if missing:

@@ -59,6 +59,7 @@ class _OneShotServerStep:
         expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         uploads, self.left_out_parties_ = collect_uploads(
             uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
+            check=self._check_upload,
         )
         manifest = uploads[0].manifest
         self.classes_ = np.array(manifest["classes"])
@@ -70,6 +71,14 @@ class _OneShotServerStep:
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
         self._server_step(uploads, X_unlabeled, root_seed(self.random_state))
         return self
+
+    @staticmethod
+    def _check_upload(checker):
+        """A one-shot upload: rows and class counts, a local model or none, and a
+        validation score that is a scorer's (finite, at most 1) or none."""
+        checker.rows_and_counts()
+        checker.optional_model()
+        checker.number("score", -np.inf, 1.0, optional=True)
 
     def _server_step(self, uploads, X_public, root):
         """Selection among the trained parties' models, then distillation."""
