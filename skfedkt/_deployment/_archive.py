@@ -147,6 +147,8 @@ def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None):
         name = info.filename
         if not _plain_name(name) or info.is_dir():
             raise UploadError(f"{who}: member {name!r} is not a plain file name.")
+        if (info.external_attr >> 16) & 0o170000 not in (0, 0o100000):
+            raise UploadError(f"{who}: member {name!r} is not a regular file (a link?).")
         if info.flag_bits & 0x1:
             raise UploadError(f"{who}: member {name!r} is encrypted.")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
@@ -223,3 +225,22 @@ def check_skops_payload(payload, who, limits):
         raise UploadError(f"{who}: the payload has no skops schema.", field="payload")
     parse_json(members["schema.json"], who, "payload's schema", limits,
                max_nodes=limits.max_payload_nodes)
+
+
+def write_atomically(path, data):
+    """Write `data` to `path` through a temporary file in the same folder, renamed
+    into place: a failed write leaves no partial file, and a reader never sees one."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".skfedkt-", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return len(data)

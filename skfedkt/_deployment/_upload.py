@@ -27,6 +27,7 @@ from ._archive import (
     parse_json,
     read_file,
     read_members,
+    write_atomically,
 )
 from ._native import check_native_structures
 
@@ -174,10 +175,7 @@ class PartyUpload:
 
     def save(self, path):
         """Write the upload file; returns its size in bytes."""
-        data = self.to_bytes()
-        with open(path, "wb") as file:
-            file.write(data)
-        self.n_bytes = len(data)
+        self.n_bytes = write_atomically(path, self.to_bytes())
         return self.n_bytes
 
 
@@ -371,10 +369,7 @@ def save_model(estimator, path):
     """
     import skops.io
 
-    data = skops.io.dumps(estimator, compression=zipfile.ZIP_DEFLATED)
-    with open(path, "wb") as file:
-        file.write(data)
-    return len(data)
+    return write_atomically(path, skops.io.dumps(estimator, compression=zipfile.ZIP_DEFLATED))
 
 
 def load_model(path, *, trusted=(), limits=None):
