@@ -5,6 +5,7 @@ data, exchanging models or labels on public unlabelled data instead.
 """
 
 from . import baselines, datasets, privacy
+from ._deployment._archive import UploadLimits
 from ._deployment._upload import PartyUpload, UploadError, load_model, read_upload, save_model
 from ._engine._base import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
@@ -21,6 +22,7 @@ __all__ = [
     "PartyUpload",
     "PublicSet",
     "UploadError",
+    "UploadLimits",
     "baselines",
     "datasets",
     "load_model",

@@ -123,7 +123,7 @@ def _ask_every_party(grid, nodes, data, timeout):
 
 
 def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=(),
-               min_parties=None, timeout=600.0):
+               min_parties=None, limits=None, timeout=600.0):
     """A Flower ServerApp that runs `estimator`'s server step on the parties' uploads.
 
     FedKT and one-shot ensembles take one round; FedCT runs rounds until its server
@@ -141,7 +141,7 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     on_fit : callable
         ``on_fit(estimator, context)``: receives the fitted estimator, e.g. to save it
         with `skfedkt.save_model` at a path of ``context.run_config``.
-    classes, trusted, min_parties
+    classes, trusted, min_parties, limits
         As in ``fit_server``.
     timeout : float, default=600
         Seconds to wait for the SuperNodes and for each round's replies.
@@ -151,7 +151,7 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     app : flwr.serverapp.ServerApp
     """
     app = ServerApp()
-    checks = dict(classes=classes, trusted=trusted, min_parties=min_parties)
+    checks = dict(classes=classes, trusted=trusted, min_parties=min_parties, limits=limits)
 
     @app.main()
     def server_step(grid: Grid, context) -> None:

@@ -115,9 +115,9 @@ def test_server_refuses_mismatched_flags_naming_the_party(consortium, tmp_path, 
                    str(consortium / "public.csv"), "--out", str(tmp_path / "m"), str(upload)])
     err = capsys.readouterr().err
     assert status == 1
-    assert err.startswith("skfedkt server: error: Party 'hospital-0' refused: algorithm "
-                          "parameters (params) differ: n_partitions: the party has 2, the "
-                          "server 3")
+    assert err.startswith(f"skfedkt server: error: Party 'hospital-0' ({upload}) refused: "
+                          "algorithm parameters (params) differ: n_partitions: the party "
+                          "has 2, the server 3")
 
 
 def test_min_parties_leaves_out_a_damaged_upload(consortium, tmp_path, capsys):

@@ -265,7 +265,7 @@ def test_not_an_upload(uploads, consortium, tmp_path):
 
 def test_the_same_party_twice_is_refused(uploads, consortium):
     clf, paths = uploads
-    with pytest.raises(UploadError, match="Party 0.*same party"):
+    with pytest.raises(UploadError, match="Party 0 sent 2 uploads .*neither is used"):
         clone(clf).fit_server([paths[0], paths[0]], consortium[3])
 
 
@@ -274,7 +274,7 @@ def test_min_parties_proceeds_without_the_bad_upload_and_says_so(
 ):
     clf, paths = uploads
     tampered = _rewrite(paths[1], tmp_path, lambda m: m.update(classes=[0, 2]))
-    with pytest.warns(UserWarning, match="left out 1: 1: Party 1 refused: classes"):
+    with pytest.warns(UserWarning, match="left out 1: 1: Party 1 .*refused: classes"):
         server = _quiet_except_left_out(clone(clf).fit_server, [paths[0], tampered, paths[2]],
                                         consortium[3], min_parties=2)
     assert_array_equal(server.parties_, [0, 2])
@@ -367,7 +367,7 @@ def _untrusted(path):
     (lambda X, y, P: FedKTClassifier().fit_server(["missing.skfedkt"], None),
      ValueError, "server step needs the agreed public set"),
     (lambda X, y, P: OneShotEnsembleClassifier().fit_server(["missing.skfedkt"]),
-     UploadError, "missing.skfedkt: cannot read the upload"),
+     UploadError, "missing.skfedkt: cannot read the file"),
     (lambda X, y, P: FedKTClassifier().fit_party(X, y, party="a", classes=[1],
                                                  X_unlabeled=P),
      ValueError, "at least two"),

@@ -15,6 +15,7 @@ import numpy as np
 from .._runner import ESTIMATORS, _make
 from ..datasets import DATASETS, load_federated, load_local_file
 from ..privacy import party_membership_audit
+from ._archive import DEFAULT_LIMITS, UploadLimits
 from ._upload import load_model, read_upload, save_model
 
 DEPLOYED = ["fedkt", "fedct", "oneshot"]
@@ -96,6 +97,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     server.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
                         help="types to load beyond scikit-learn's and XGBoost's, e.g. a "
                         "skorch net's: loading runs their code")
+    _add_size_limit(server)
 
     audit = algorithm_command(
         "audit", "attack a party's upload by membership inference, before sending it",
@@ -128,6 +130,22 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     score.add_argument("--model", required=True)
     score.add_argument("--data", required=True, help="labelled rows (CSV or LIBSVM)")
     score.add_argument("--trust", nargs="+", default=[], metavar="TYPE")
+    _add_size_limit(score)
+
+
+def _add_size_limit(command):
+    command.add_argument(
+        "--max-upload-mb", type=float, default=DEFAULT_LIMITS.max_file_bytes / 2**20,
+        help="the largest file read, in MiB; its members may inflate to 4 times that",
+    )
+
+
+def _limits(args):
+    size = int(args.max_upload_mb * 2**20)
+    if size < 1:
+        raise ValueError(f"--max-upload-mb must be positive, got {args.max_upload_mb}.")
+    return UploadLimits(max_file_bytes=size,
+                        max_inflated_bytes=max(4 * size, DEFAULT_LIMITS.max_manifest_bytes))
 
 
 def _csv(path, X, y=None):
@@ -169,7 +187,17 @@ def _public(args, required):
     return load_local_file(args.public, labelled=False)[0]
 
 
+def _refuse_overwriting_inputs(out, *inputs):
+    """An --out that names one of the command's inputs would destroy it: refuse."""
+    target = Path(out).resolve()
+    for given in inputs:
+        if given is not None and Path(given).resolve() == target:
+            raise ValueError(f"--out {out} is one of this command's inputs ({given}); "
+                             "write the result to another file.")
+
+
 def run_party(args):
+    _refuse_overwriting_inputs(args.out, args.data, args.public, args.message)
     clf = _estimator(args)
     X, y = load_local_file(args.data)
     X_public = _public(args, required=args.algorithm != "oneshot")
@@ -192,12 +220,15 @@ def run_party(args):
 
 
 def run_server(args):
+    _refuse_overwriting_inputs(args.out, *args.uploads, args.public, args.message)
     clf = _estimator(args)
     X_public = _public(args, required=args.algorithm != "oneshot")
-    checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties)
+    checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties,
+                  limits=_limits(args))
     start = time.perf_counter()
     if args.algorithm == "fedct":
-        done = args.message is not None and read_upload(args.message).manifest["done"]
+        done = args.message is not None and read_upload(
+            args.message, limits=checks["limits"]).manifest.get("done")
         if not done:
             message = clf.server_round(args.uploads, X_public, message=args.message, **checks)
             message.save(args.out)
@@ -246,7 +277,7 @@ def run_audit(args):
 
 
 def run_score(args):
-    model = load_model(args.model, trusted=args.trust)
+    model = load_model(args.model, trusted=args.trust, limits=_limits(args))
     X, y = load_local_file(args.data)
     print(f"accuracy {model.score(X, y):.4f} on {len(y)} rows of {args.data}")
     return 0

@@ -28,6 +28,7 @@ from ._upload import (
     json_labels,
     read_upload,
 )
+from ._received import UploadChecker, _file_of
 
 
 def root_seed(random_state):
@@ -194,11 +195,13 @@ def _mismatch(manifest, expected):
     return None
 
 
-def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
+def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=None,
+                    check=None):
     """Read and check the uploads; the accepted ones sorted by party, and the left-out.
 
     Every upload must match `expected` field by field; the classes of the first
-    readable upload are expected of the others when the server gave none. With
+    readable upload are expected of the others when the server gave none; then
+    ``check(checker)`` checks the algorithm's fields with an `UploadChecker`. With
     `min_parties`, uploads that fail are left out (with a warning naming them and why)
     as long as at least `min_parties` remain; without it, the first failure raises.
 
@@ -214,7 +217,7 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
             f"objects, one per party; got a single {type(sources).__name__}. Wrap it in "
             "a list."
         )
-    accepted, left_out = {}, {}
+    accepted, left_out, files_of = {}, {}, {}
 
     def refuse(error, key):
         if min_parties is None:
@@ -222,33 +225,45 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
         left_out[key] = str(error)
 
     for index, source in enumerate(sources):
+        name = (f"upload {index}" if isinstance(source, (bytes, bytearray))
+                else getattr(source, "source", None) or str(source))
         try:
             upload = source if isinstance(source, PartyUpload) else read_upload(
-                source, trusted=trusted,
-                name=None if isinstance(source, (bytes, bytearray)) else str(source),
+                source, trusted=trusted, limits=limits, name=name,
             )
         except UploadError as error:
-            refuse(error, error.party if error.party is not None else str(
-                source if not isinstance(source, (bytes, bytearray)) else f"upload {index}"
-            ))
+            refuse(error, error.party if error.party is not None else name)
             continue
         party = upload.party
+        files_of.setdefault(party, []).append(name)
         # what the server did not fix, the first readable upload does for the others
         expected = dict(
             {key: upload.manifest.get(key) for key in ("classes", "n_features", "feature_names")},
             **expected,
         )
         mismatch = _mismatch(upload.manifest, expected)
-        if mismatch is None and party in accepted:
-            mismatch = "party", "a second upload from the same party"
         if mismatch is not None:
             field, reason = mismatch
-            refuse(UploadError(f"Party {party!r} refused: {reason}.", party=party,
-                               field=field), party)
+            refuse(UploadError(f"Party {party!r}{_file_of(upload)} refused: {reason}.",
+                               party=party, field=field), party)
             continue
+        if check is not None:
+            try:
+                check(UploadChecker(upload, len(expected["classes"]),
+                                    expected.get("n_features")))
+            except UploadError as error:
+                refuse(error, party)
+                continue
         if upload.n_bytes is None:
             upload.n_bytes = len(upload.to_bytes())
-        accepted[party] = upload
+        accepted.setdefault(party, upload)
+    for party, files in files_of.items():
+        # which of two files is the real party cannot be told: neither is used
+        if len(files) > 1:
+            accepted.pop(party, None)
+            refuse(UploadError(
+                f"Party {party!r} sent {len(files)} uploads ({', '.join(files)}): one "
+                "party, one upload; neither is used.", party=party, field="party"), party)
     if min_parties is not None and len(accepted) < min_parties:
         raise UploadError(
             f"Only {len(accepted)} upload(s) passed the checks, fewer than "
@@ -272,9 +287,9 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None):
     return [accepted[p] for p in order.tolist()], left_out
 
 
-def checked_message(message, expected):
+def checked_message(message, expected, limits=None, check=None):
     """The server's message of a round, read and checked like an upload."""
     if not isinstance(message, PartyUpload):
-        message = read_upload(message, name="the server's message")
-    (message,), _ = collect_uploads([message], dict(expected, party="server"))
+        message = read_upload(message, name="the server's message", limits=limits)
+    (message,), _ = collect_uploads([message], dict(expected, party="server"), check=check)
     return message

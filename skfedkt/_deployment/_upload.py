@@ -20,6 +20,17 @@ import scipy.sparse as sp
 from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator
 
+from ._archive import (
+    UploadError,
+    check_limits,
+    check_skops_payload,
+    parse_json,
+    read_file,
+    read_members,
+    write_atomically,
+)
+from ._native import check_native_structures
+
 FORMAT_VERSION = 1
 _MANIFEST, _PAYLOAD = "manifest.json", "payload.skops"
 
@@ -44,25 +55,6 @@ DEFAULT_TRUSTED_TYPES = frozenset({
 })
 
 
-class UploadError(ValueError):
-    """An upload the server refuses: unreadable, inconsistent, or with untrusted types.
-
-    The message names the party (or the file, before its manifest is read) and the field.
-
-    Attributes
-    ----------
-    party : object
-        The party named in the upload's manifest, or None if it could not be read.
-    field : str
-        What was wrong: a manifest field, ``"file"`` or ``"types"``.
-    """
-
-    def __init__(self, message, *, party=None, field="file"):
-        super().__init__(message)
-        self.party = party
-        self.field = field
-
-
 def _canonical(value):
     """A JSON-able description of a parameter value, equal for equal configurations."""
     if isinstance(value, BaseEstimator):
@@ -82,7 +74,9 @@ def _canonical(value):
     if isinstance(value, Integral):
         return int(value)
     if isinstance(value, Real):
-        return float(value)
+        # NaN never equals NaN: a parameter such as XGBoost's missing=nan is compared
+        # by its text
+        return float(value) if np.isfinite(value) else repr(float(value))
     if isinstance(value, type):
         return f"{value.__module__}.{value.__qualname__}"
     if callable(value) and hasattr(value, "__qualname__"):
@@ -159,6 +153,8 @@ class PartyUpload:
     local_model: object = field(default=None, repr=False)
     """What the party keeps and does not send: FedCT's model of the round, a classifier
     of the agreed classes (None elsewhere)."""
+    source: str = field(default=None, repr=False)
+    """The file it was read from, as errors name it (None if not read from one)."""
 
     @property
     def party(self):
@@ -179,10 +175,7 @@ class PartyUpload:
 
     def save(self, path):
         """Write the upload file; returns its size in bytes."""
-        data = self.to_bytes()
-        with open(path, "wb") as file:
-            file.write(data)
-        self.n_bytes = len(data)
+        self.n_bytes = write_atomically(path, self.to_bytes())
         return self.n_bytes
 
 
@@ -215,7 +208,7 @@ def _party_of_damaged(data):
     return party if isinstance(party, (str, int)) else None
 
 
-def read_upload(source, *, trusted=(), name=None):
+def read_upload(source, *, trusted=(), name=None, limits=None):
     """Read an upload file without running pickle, refusing untrusted types.
 
     Parameters
@@ -229,6 +222,9 @@ def read_upload(source, *, trusted=(), name=None):
     name : str, default=None
         What to call the upload in errors before its manifest is read (the path by
         default).
+    limits : UploadLimits, default=None
+        Bounds on the file's size, its inflated members, its manifest and the objects
+        its payload creates; None means ``UploadLimits()``.
 
     Returns
     -------
@@ -237,8 +233,11 @@ def read_upload(source, *, trusted=(), name=None):
     Raises
     ------
     UploadError
-        For a file that is not an upload, is truncated or corrupted, whose payload does
-        not match its manifest's checksum, or that holds untrusted types.
+        For a file that is not an upload (exactly a manifest and a payload, plain
+        members, within `limits`), is truncated or corrupted, whose payload does not
+        match its manifest's checksum, that holds untrusted types, or whose trees or
+        boosters are malformed (children out of range or cyclic, features out of range,
+        non-finite values): they are checked before anything runs them.
 
     Examples
     --------
@@ -255,25 +254,22 @@ def read_upload(source, *, trusted=(), name=None):
     >>> read_upload(upload.to_bytes()[:1000])
     Traceback (most recent call last):
     ...
-    skfedkt._deployment._upload.UploadError: Party 'lab-a' (the upload): not a readable skfedkt upload...
+    skfedkt._deployment._archive.UploadError: Party 'lab-a' (the upload): not a readable skfedkt upload...
     """
-    import skops.io
-
     trusted = _type_names(trusted)
+    limits = check_limits(limits)
     if isinstance(source, (bytes, bytearray)):
-        data, name = bytes(source), name or "the upload"
+        name = name or "the upload"
     else:
         name = name or str(source)
-        try:
-            with open(source, "rb") as file:
-                data = file.read()
-        except OSError as exc:
-            raise UploadError(f"{name}: cannot read the upload: {exc}") from exc
+    data = read_file(source, name, limits)
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            manifest = json.loads(archive.read(_MANIFEST))
-            payload = archive.read(_PAYLOAD)
-    except (zipfile.BadZipFile, KeyError, EOFError, ValueError, UnicodeDecodeError) as exc:
+        members = read_members(data, name, expected=[_MANIFEST, _PAYLOAD], limits=limits,
+                               caps={_MANIFEST: limits.max_manifest_bytes})
+        manifest = parse_json(members[_MANIFEST], name, "manifest", limits)
+    except UploadError as exc:
+        if exc.field == "limits":
+            raise
         party = _party_of_damaged(data)
         who = name if party is None else f"Party {party!r} ({name})"
         raise UploadError(
@@ -284,36 +280,63 @@ def read_upload(source, *, trusted=(), name=None):
         raise UploadError(f"{name} has no party in its manifest; it is not a skfedkt upload.",
                           field="party")
     party = manifest["party"]
+    if isinstance(party, bool) or not isinstance(party, (str, int)):
+        raise UploadError(
+            f"{name}: the manifest's party must be a name (a string or an integer), got "
+            f"{type(party).__name__}.", field="party",
+        )
+    who = f"Party {party!r} ({name})"
     if manifest.get("format") != FORMAT_VERSION:
         raise UploadError(
-            f"Party {party!r}: upload format {manifest.get('format')!r}, this server reads "
+            f"{who}: upload format {manifest.get('format')!r}, this server reads "
             f"format {FORMAT_VERSION}; both sides need the same skfedkt version.",
             party=party, field="format",
         )
+    payload = members[_PAYLOAD]
     if hashlib.sha256(payload).hexdigest() != manifest.get("payload_sha256"):
         raise UploadError(
-            f"Party {party!r}: the payload does not match the SHA-256 in the manifest; the "
+            f"{who}: the payload does not match the SHA-256 in the manifest; the "
             "file was altered or damaged on its way. Ask the party to send it again.",
             party=party, field="payload_sha256",
         )
+    loaded = _load_skops(payload, who, lambda t: _trusted(t, trusted), limits, party)
+    return PartyUpload(manifest=manifest, payload=loaded, n_bytes=len(data), source=name)
+
+
+def _load_skops(data, who, is_trusted, limits, party=None):
+    """Load a skops archive whose every type passes `is_trusted`, within `limits`, and
+    check its native structures before anything uses them."""
+    import skops.io
+
     try:
-        untrusted = [
-            t for t in skops.io.get_untrusted_types(data=payload) if not _trusted(t, trusted)
-        ]
+        check_skops_payload(data, who, limits)
+    except UploadError as exc:
+        exc.party = party
+        raise
+    try:
+        types = skops.io.get_untrusted_types(data=data)
     except Exception as exc:  # skops raises various errors on a damaged payload
-        raise UploadError(f"Party {party!r}: unreadable payload: {exc}", party=party) from exc
+        raise UploadError(f"{who}: unreadable payload: {exc}", party=party,
+                          field="payload") from exc
+    untrusted = [t for t in types if not is_trusted(t)]
     if untrusted:
         raise UploadError(
-            f"Party {party!r}: the upload holds types this server does not trust: "
-            f"{untrusted}. Loading them would run their code. If you trust this party and "
-            "these types' code, pass them in trusted= (CLI: --trust).",
+            f"{who}: the file holds types this reader does not trust: {untrusted}. "
+            "Loading them would run their code. If you trust its sender and these types' "
+            "code, pass them in trusted= (CLI: --trust).",
             party=party, field="types",
         )
     try:
-        loaded = skops.io.loads(payload, trusted=list(skops.io.get_untrusted_types(data=payload)))
+        loaded = skops.io.loads(data, trusted=types)
     except Exception as exc:
-        raise UploadError(f"Party {party!r}: unreadable payload: {exc}", party=party) from exc
-    return PartyUpload(manifest=manifest, payload=loaded, n_bytes=len(data))
+        raise UploadError(f"{who}: unreadable payload: {exc}", party=party,
+                          field="payload") from exc
+    try:
+        check_native_structures(loaded, who)
+    except UploadError as exc:
+        exc.party = party
+        raise
+    return loaded
 
 
 def save_model(estimator, path):
@@ -346,13 +369,10 @@ def save_model(estimator, path):
     """
     import skops.io
 
-    data = skops.io.dumps(estimator, compression=zipfile.ZIP_DEFLATED)
-    with open(path, "wb") as file:
-        file.write(data)
-    return len(data)
+    return write_atomically(path, skops.io.dumps(estimator, compression=zipfile.ZIP_DEFLATED))
 
 
-def load_model(path, *, trusted=()):
+def load_model(path, *, trusted=(), limits=None):
     """Load a model file of `save_model` without pickle.
 
     Parameters
@@ -360,8 +380,10 @@ def load_model(path, *, trusted=()):
     path : str or path-like
         The file.
     trusted : sequence of str, default=()
-        Type names to load beyond skfedkt's, scikit-learn's and XGBoost's, e.g. a
-        skorch net's (loading runs their code).
+        Type names to load beyond skfedkt's estimators, scikit-learn's and XGBoost's,
+        e.g. a skorch net's (loading runs their code).
+    limits : UploadLimits, default=None
+        Bounds on the file (see `read_upload`); None means ``UploadLimits()``.
 
     Returns
     -------
@@ -371,22 +393,26 @@ def load_model(path, *, trusted=()):
     Raises
     ------
     UploadError
-        For a file skops cannot read, or one holding types that are not trusted.
+        For a file skops cannot read, beyond `limits`, holding types that are not
+        trusted, or whose trees or boosters are malformed.
     """
-    import skops.io
-
     trusted = _type_names(trusted)
-    with open(path, "rb") as file:
-        data = file.read()
-    try:
-        types = skops.io.get_untrusted_types(data=data)
-    except Exception as exc:
-        raise UploadError(f"{path} is not a readable skops model file: {exc}") from exc
-    untrusted = [t for t in types if not (t.startswith("skfedkt.") or _trusted(t, trusted))]
-    if untrusted:
-        raise UploadError(
-            f"{path} holds types that are not trusted: {untrusted}. If you trust whoever "
-            "wrote it and these types' code, pass them in trusted= (CLI: --trust).",
-            field="types",
-        )
-    return skops.io.loads(data, trusted=types)
+    limits = check_limits(limits)
+    data = read_file(path, str(path), limits)
+    allowed = _model_file_types()
+    return _load_skops(data, str(path),
+                       lambda t: t in allowed or _trusted(t, trusted), limits)
+
+
+def _model_file_types():
+    """The package's own classes a model file may hold: an explicit list of classes,
+    never a name prefix (a prefix would admit the package's functions too)."""
+    from .._engine._fitting import ClassCodeModel
+    from .._fedct._classifier import FedCTClassifier
+    from .._fedkt._classifier import FedKTClassifier
+    from .._oneshot._classifier import OneShotEnsembleClassifier
+    from ..privacy._accounting import PrivacyReport
+
+    return {f"{cls.__module__}.{cls.__qualname__}" for cls in (
+        FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier, ClassCodeModel,
+        PrivacyReport)}

@@ -22,7 +22,7 @@ from .._engine._fitting import (
     fit_clones,
 )
 from ..privacy._accounting import bit_flip_probability
-from ._server import _FedCTServer
+from ._server import _FedCTServer, check_server_message
 
 
 class _FedCTParty:
@@ -137,7 +137,9 @@ class _FedCTPartyStep:
             )
         expected = data.expectations(self)
         if message is not None:
-            message = checked_message(message, expected)
+            message = checked_message(
+                message, expected, check=lambda checker: check_server_message(
+                    checker, _num_samples(data.X_public), self.n_rounds))
         server = _FedCTServer(self, _num_samples(data.X_public), len(data.classes), None)
         consensus, round_ = server.instructions(message)
         estimator = (self.estimator[data.party] if isinstance(self.estimator, dict)

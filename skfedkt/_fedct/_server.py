@@ -97,12 +97,41 @@ class _FedCTServer:
         return history
 
 
+def _check_party_upload(checker, n_public, *, final):
+    """A FedCT party's upload: its rows, its labels of every public row among the
+    agreed classes, its training accuracy and, in the final round, its model."""
+    checker.count("n_rows", positive=True)
+    checker.labels("labels", n_public, low=-1)  # -1: a bit-flipped abstention
+    checker.number("training_accuracy", 0.0, 1.0)
+    if checker.optional_model() is None and final:
+        return  # fit_server names every party that kept its model
+    if not final and checker.upload.payload.get("model") is not None:
+        checker.refuse("model", "a model before the server's message said done")
+
+
+def check_server_message(checker, n_public, n_rounds):
+    """The server's message, as a party reads it: the consensus codes of every public
+    row (-1 for none), the round to fit and the server's state."""
+    checker.labels("consensus", n_public, low=-1)
+    checker.labels("last_consensus", n_public, low=-1)
+    checker.count("round", at_most=n_rounds)
+    checker.count("stalled")
+    checker.count("server_seed")
+    if not isinstance(checker.manifest("done"), bool):
+        checker.refuse("done", "not true or false")
+    history = checker.manifest("history")
+    if not isinstance(history, list) or len(history) > n_rounds or not all(
+        isinstance(entry, dict) for entry in history
+    ):
+        checker.refuse("history", f"not a list of at most {n_rounds} rounds")
+
+
 class _FedCTServerStep:
     """FedCTClassifier's server side, run by `server_round` and `fit_server` on
     the parties' uploads and by `fit` in one process."""
 
     def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
-                     trusted=(), min_parties=None):
+                     trusted=(), min_parties=None, limits=None):
         """The server's step of one round: the consensus of the parties' labels.
 
         Parameters
@@ -118,6 +147,9 @@ class _FedCTServerStep:
             The agreed classes; ``None`` takes them from the first upload.
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's.
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
         min_parties : int, default=None
             If given, uploads that fail a check are left out as long as this many
             parties remain; if None, any failure raises.
@@ -132,12 +164,15 @@ class _FedCTServerStep:
         self._validate_params()
         require_public_set(X_unlabeled, "FedCT's server round")
         expected, _ = server_expectations(clone(self), X_unlabeled, classes)
+        n_public = _num_samples(X_unlabeled)
         if message is not None:
-            message = checked_message(message, expected)
+            message = checked_message(message, expected, limits, check=lambda checker:
+                                      check_server_message(checker, n_public, self.n_rounds))
             expected["classes"] = message.manifest["classes"]
         uploads, _ = collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
-            trusted=trusted, min_parties=min_parties,
+            trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: _check_party_upload(checker, n_public, final=False),
         )
         classes = uploads[0].manifest["classes"]
         server = _FedCTServer(self, _num_samples(X_unlabeled), len(classes),
@@ -145,7 +180,7 @@ class _FedCTServerStep:
         return server.round(uploads, message, manifest=dict(expected, classes=classes))
 
     def fit_server(self, uploads, X_unlabeled, *, message, classes=None, trusted=(),
-                   min_parties=None):
+                   min_parties=None, limits=None):
         """Assemble the parties' final models into `fit`'s voting classifier.
 
         Parameters
@@ -157,7 +192,7 @@ class _FedCTServerStep:
             The agreed public unlabelled data.
         message : PartyUpload, str or path-like
             The server's last message, the one that said done.
-        classes, trusted, min_parties
+        classes, trusted, min_parties, limits
             As in `server_round`.
 
         Returns
@@ -168,7 +203,9 @@ class _FedCTServerStep:
         self._validate_params()
         require_public_set(X_unlabeled, "FedCT's server step")
         expected, _ = server_expectations(self, X_unlabeled, classes)
-        message = checked_message(message, expected)
+        message = checked_message(
+            message, expected, limits, check=lambda checker: check_server_message(
+                checker, _num_samples(X_unlabeled), self.n_rounds))
         if not message.manifest["done"]:
             raise ValueError(
                 f"The server's message of round {message.manifest['round']} does not say "
@@ -177,7 +214,9 @@ class _FedCTServerStep:
         uploads, self.left_out_parties_ = collect_uploads(
             uploads, dict(expected, classes=message.manifest["classes"],
                           round=message.manifest["round"]),
-            trusted=trusted, min_parties=min_parties,
+            trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: _check_party_upload(
+                checker, _num_samples(X_unlabeled), final=True),
         )
         missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
         if missing:

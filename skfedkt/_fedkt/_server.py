@@ -53,7 +53,7 @@ class _FedKTServerStep:
     run by `fit_server` on the parties' uploads and by `fit` in one process."""
 
     def fit_server(self, uploads, X_unlabeled, *, classes=None, trusted=(),
-                   min_parties=None):
+                   min_parties=None, limits=None):
         """FedKT's server step: the parties' students vote, the final model learns.
 
         Checks every upload (algorithm parameters, classes, features, public-set
@@ -73,6 +73,9 @@ class _FedKTServerStep:
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's (see
             `skfedkt.read_upload`).
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
         min_parties : int, default=None
             If given, uploads that fail a check are left out (with a warning, and in
             ``left_out_parties_``) as long as this many parties remain; if None, any
@@ -87,8 +90,11 @@ class _FedKTServerStep:
         self._check_options()
         require_public_set(X_unlabeled, "FedKT's server step")
         expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
+        root = root_seed(self.random_state)
+        X_labelled, party_rows, server_rows = self._tier_rows(X_unlabeled, root)
         uploads, self.left_out_parties_ = collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties,
+            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: self._check_upload(checker, len(party_rows)),
         )
         self.classes_ = np.array(uploads[0].manifest["classes"])
         self.parties_ = np.array([upload.party for upload in uploads])
@@ -97,14 +103,40 @@ class _FedKTServerStep:
         models = _student_models([upload.payload["students"] for upload in uploads],
                                  [upload.payload["codes"] for upload in uploads])
         self._say(f"server: {len(uploads)} parties sent {len(models)} students")
-        root = root_seed(self.random_state)
-        X_labelled, _, server_rows = self._tier_rows(X_unlabeled, root)
         student_votes = predict_votes(models, X_labelled, n_classes=n_classes,
                                       soft_votes=self.voting == "soft", n_jobs=self.n_jobs)
         self._server_step(uploads, student_votes, X_labelled, server_rows, root,
                           _num_samples(X_unlabeled))
         self._warn_after_fit(X_unlabeled)
         return self
+
+    def _check_upload(self, checker, n_queries):
+        """What a FedKT upload must hold: its rows and class counts (none at L2), as many
+        students as agreed with their class shares, the agreed number of queries and, at
+        L2, a guarantee no better than the data-independent bound the server computes."""
+        private = self.privacy_level == "L2"
+        checker.rows_and_counts(counts_required=not private)
+        checker.models("students", self.n_partitions)
+        checker.shares("student_class_shares", self.n_partitions)
+        if checker.count("n_queries") != n_queries:
+            checker.refuse("n_queries", f"{checker.manifest('n_queries')}, the agreed "
+                           f"public set gives {n_queries}")
+        privacy = checker.manifest("privacy")
+        if not private:
+            if privacy is not None:
+                checker.refuse("privacy", "a party guarantee where no party adds noise")
+            return
+        bound = self._party_privacy(np.zeros(len(DEFAULT_ORDERS)), n_queries)
+        bound = bound["data_independent_epsilon"]
+        if not isinstance(privacy, dict):
+            checker.refuse("privacy", "missing: a party at L2 reports its guarantee")
+        claimed = checker.number("privacy.epsilon", 0, np.inf, value=privacy.get("epsilon"))
+        reported = privacy.get("data_independent_epsilon")
+        if not (isinstance(reported, float) and np.isclose(reported, bound, rtol=1e-9)):
+            checker.refuse("privacy.data_independent_epsilon",
+                           f"{reported!r}, the server computes {bound!r}")
+        if claimed > bound * (1 + 1e-9):
+            checker.refuse("privacy.epsilon", f"{claimed} above the data-independent bound")
 
     def _server_step(self, uploads, student_votes, X_labelled, server_rows, root, n_public):
         """Lines 14-22: the server's (noisy) vote of the students, and the final model.

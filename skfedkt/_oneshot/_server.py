@@ -25,7 +25,7 @@ class _OneShotServerStep:
     parties' uploads and by `fit` in one process."""
 
     def fit_server(self, uploads, X_unlabeled=None, *, classes=None, trusted=(),
-                   min_parties=None):
+                   min_parties=None, limits=None):
         """The server step: select the ensemble among the parties' models, distil it.
 
         Checks every upload before loading it (see `FedKTClassifier.fit_server`). With
@@ -42,6 +42,9 @@ class _OneShotServerStep:
             The agreed classes; ``None`` takes them from the first upload.
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's.
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
         min_parties : int, default=None
             If given, uploads that fail a check are left out (in ``left_out_parties_``)
             as long as this many parties remain; if None, any failure raises.
@@ -55,7 +58,8 @@ class _OneShotServerStep:
         self._check_public_data(X_unlabeled)
         expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         uploads, self.left_out_parties_ = collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties,
+            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
+            check=self._check_upload,
         )
         manifest = uploads[0].manifest
         self.classes_ = np.array(manifest["classes"])
@@ -67,6 +71,14 @@ class _OneShotServerStep:
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
         self._server_step(uploads, X_unlabeled, root_seed(self.random_state))
         return self
+
+    @staticmethod
+    def _check_upload(checker):
+        """A one-shot upload: rows and class counts, a local model or none, and a
+        validation score that is a scorer's (finite, at most 1) or none."""
+        checker.rows_and_counts()
+        checker.optional_model()
+        checker.number("score", -np.inf, 1.0, optional=True)
 
     def _server_step(self, uploads, X_public, root):
         """Selection among the trained parties' models, then distillation."""

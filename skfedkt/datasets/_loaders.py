@@ -93,14 +93,16 @@ def load_local_file(path, *, labelled=True, text_features="error"):
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"No data file at {path}.")
-    with path.open(newline="") as handle:
-        # a title line, as in UCI's adult.test, may come before the comma-separated rows
-        leading = list(islice((line for line in handle if line.strip()), 2))
-    if any("," in line for line in leading):
-        X, y = _read_csv(path, labelled, text_features)
-    else:
-        X, y = load_svmlight_file(str(path))
-        X = X.toarray()
+    try:
+        with path.open(newline="") as handle:
+            # a title line, as in UCI's adult.test, may come before the comma-separated rows
+            leading = list(islice((line for line in handle if line.strip()), 2))
+        if any("," in line for line in leading):
+            X, y = _read_csv(path, labelled, text_features)
+        else:
+            X, y = _read_libsvm(path)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not a UTF-8 text file (CSV or LIBSVM): {exc}.") from exc
     if len(X) == 0:
         raise ValueError(f"No data rows in {path}.")
     if not labelled:
@@ -128,6 +130,14 @@ def _as_numbers(values):
         except ValueError:
             return None
     return numbers
+
+
+def _read_libsvm(path):
+    try:
+        X, y = load_svmlight_file(str(path))
+    except ValueError as exc:
+        raise ValueError(f"{path} is neither CSV nor LIBSVM: {exc}") from exc
+    return X.toarray(), y
 
 
 def _read_csv(path, labelled, text_features):

@@ -1,0 +1,246 @@
+"""Reading a file from outside within bounds: zip members, JSON, skops payloads.
+
+Every upload, server message and model file a coordinator or a party receives is read
+here first, before skops sees it: the archive must hold exactly the expected members,
+once each, under plain names, stored or deflated, unencrypted; every member is inflated
+in chunks and the read stops at its cap; JSON is parsed with a size and depth bound; a
+skops payload's schema is counted before skops walks it. What fails is an `UploadError`
+naming the file and the field.
+"""
+
+import io
+import json
+import zipfile
+import zlib
+from dataclasses import dataclass
+
+_CHUNK = 1 << 20
+_MiB = 1 << 20
+
+
+class UploadError(ValueError):
+    """An upload the server refuses: unreadable, inconsistent, or with untrusted types.
+
+    The message names the party (or the file, before its manifest is read) and the field.
+
+    Attributes
+    ----------
+    party : object
+        The party named in the upload's manifest, or None if it could not be read.
+    field : str
+        What was wrong: a manifest field, ``"file"``, ``"types"``, ``"limits"`` or a
+        payload entry such as ``"students[1]"``.
+    """
+
+    def __init__(self, message, *, party=None, field="file"):
+        super().__init__(message)
+        self.party = party
+        self.field = field
+
+
+@dataclass(frozen=True)
+class UploadLimits:
+    """What a coordinator (or a party reading a message) reads from one file at most.
+
+    Honest files stay far below the defaults: a FedKT upload of two random forests of
+    100 full-depth trees on 30,000 rows is about 5 MB and 40,000 schema nodes. Raise a
+    limit for larger models; a file beyond one is refused before its payload is loaded.
+
+    Parameters
+    ----------
+    max_file_bytes : int, default=256 MiB
+        Size of the file itself.
+    max_inflated_bytes : int, default=1 GiB
+        Size of the payload's members together once decompressed (read in chunks, the
+        read stops at the cap: a small file that inflates to gigabytes is refused
+        after reading at most this much).
+    max_manifest_bytes : int, default=1 MiB
+        Size of the manifest (JSON) once decompressed.
+    max_json_depth : int, default=64
+        Nesting depth of the manifest and of the payload's schema.
+    max_payload_nodes : int, default=2,000,000
+        Objects the payload would create (nodes of its skops schema).
+
+    Examples
+    --------
+    >>> from skfedkt import UploadLimits
+    >>> UploadLimits(max_file_bytes=10 * 2**20).max_file_bytes
+    10485760
+    """
+
+    max_file_bytes: int = 256 * _MiB
+    max_inflated_bytes: int = 1024 * _MiB
+    max_manifest_bytes: int = _MiB
+    max_json_depth: int = 64
+    max_payload_nodes: int = 2_000_000
+
+    def __post_init__(self):
+        for name, value in vars(self).items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"UploadLimits.{name} must be a positive integer, got "
+                                 f"{value!r}.")
+
+
+DEFAULT_LIMITS = UploadLimits()
+
+
+def check_limits(limits):
+    """`limits` as an UploadLimits (None: the defaults)."""
+    if limits is None:
+        return DEFAULT_LIMITS
+    if not isinstance(limits, UploadLimits):
+        raise TypeError(f"limits must be an UploadLimits or None, got {type(limits).__name__}.")
+    return limits
+
+
+def read_file(source, who, limits):
+    """The bytes of a path (read up to the size cap) or of bytes given."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    else:
+        try:
+            with open(source, "rb") as file:
+                data = file.read(limits.max_file_bytes + 1)
+        except OSError as exc:
+            raise UploadError(f"{who}: cannot read the file: {exc}") from exc
+    if len(data) > limits.max_file_bytes:
+        raise UploadError(
+            f"{who}: the file is larger than max_file_bytes={limits.max_file_bytes} "
+            "(UploadLimits; CLI: --max-upload-mb).", field="limits",
+        )
+    return data
+
+
+def _plain_name(name):
+    return (name and not name.startswith(("/", "\\")) and "\\" not in name
+            and ".." not in name.split("/") and ":" not in name)
+
+
+def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None):
+    """{name: bytes} of the zip archive `data`, refusing anything but plain members.
+
+    Parameters
+    ----------
+    expected : list of str, optional
+        The exact member names (each once); None accepts any plain, unique names.
+    caps : dict, optional
+        ``{name: bytes}`` caps for single members; the others share
+        ``limits.max_inflated_bytes``.
+    """
+    caps = caps or {}
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
+        raise UploadError(f"{who}: not a zip archive (truncated or corrupted?): {exc}") from exc
+    names = [info.filename for info in infos]
+    if len(set(names)) != len(names):
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        raise UploadError(f"{who}: the archive holds members more than once: {repeated}.")
+    if expected is not None and sorted(names) != sorted(expected):
+        raise UploadError(
+            f"{who}: the archive holds {names}; it must hold exactly {expected}, once each."
+        )
+    budget = limits.max_inflated_bytes
+    members = {}
+    for info in infos:
+        name = info.filename
+        if not _plain_name(name) or info.is_dir():
+            raise UploadError(f"{who}: member {name!r} is not a plain file name.")
+        if (info.external_attr >> 16) & 0o170000 not in (0, 0o100000):
+            raise UploadError(f"{who}: member {name!r} is not a regular file (a link?).")
+        if info.flag_bits & 0x1:
+            raise UploadError(f"{who}: member {name!r} is encrypted.")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise UploadError(
+                f"{who}: member {name!r} uses compression method {info.compress_type}; "
+                "only stored and deflated members are read."
+            )
+        cap = caps.get(name, budget)
+        members[name] = _inflate(archive, info, cap, who)
+        if name not in caps:
+            budget -= len(members[name])
+    return members
+
+
+def _inflate(archive, info, cap, who):
+    """A member's bytes, read in chunks; refused as soon as it passes `cap`."""
+    parts, size = [], 0
+    try:
+        with archive.open(info) as member:
+            while chunk := member.read(min(_CHUNK, cap + 1 - size)):
+                size += len(chunk)
+                if size > cap:
+                    raise UploadError(
+                        f"{who}: member {info.filename!r} inflates beyond {cap} bytes "
+                        "(UploadLimits).", field="limits",
+                    )
+                parts.append(chunk)
+    except UploadError:
+        raise
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError,
+            NotImplementedError) as exc:
+        raise UploadError(f"{who}: member {info.filename!r} is damaged: {exc}") from exc
+    return b"".join(parts)
+
+
+def _depth_and_nodes(value, max_depth, max_nodes, who, what):
+    """Walk parsed JSON without recursion; refuse it past `max_depth` or `max_nodes`."""
+    stack, nodes = [(value, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        nodes += 1
+        if depth > max_depth or nodes > max_nodes:
+            bound = (f"nests deeper than max_json_depth={max_depth}" if depth > max_depth
+                     else f"holds more than max_payload_nodes={max_nodes} objects")
+            raise UploadError(f"{who}: the {what} {bound} (UploadLimits).", field="limits")
+        stack.extend((child, depth + 1) for child in children)
+    return nodes
+
+
+def parse_json(raw, who, what, limits, max_nodes=None):
+    """Parsed JSON of bounded depth (and node count)."""
+    try:
+        value = json.loads(raw)
+    except RecursionError as exc:
+        raise UploadError(f"{who}: the {what} nests too deeply.", field="limits") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UploadError(f"{who}: the {what} is not valid JSON: {exc}") from exc
+    _depth_and_nodes(value, limits.max_json_depth,
+                     max_nodes if max_nodes is not None else float("inf"), who, what)
+    return value
+
+
+def check_skops_payload(payload, who, limits):
+    """Refuse a skops payload that is not a plain archive within the limits, before
+    skops walks it (its type audit follows every node of the schema)."""
+    members = read_members(payload, who, limits=limits)
+    if "schema.json" not in members:
+        raise UploadError(f"{who}: the payload has no skops schema.", field="payload")
+    parse_json(members["schema.json"], who, "payload's schema", limits,
+               max_nodes=limits.max_payload_nodes)
+
+
+def write_atomically(path, data):
+    """Write `data` to `path` through a temporary file in the same folder, renamed
+    into place: a failed write leaves no partial file, and a reader never sees one."""
+    import os
+    import tempfile
+
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".skfedkt-", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return len(data)

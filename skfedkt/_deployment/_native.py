@@ -1,0 +1,186 @@
+"""Checks of the native structures a loaded payload holds, before any of them runs.
+
+scikit-learn's trees, histogram-gradient-boosting predictors and neighbour trees, and
+XGBoost's boosters, are walked by compiled code that trusts their arrays: a node that
+points outside the tree, or back to itself, crashes or hangs the process that predicts.
+skops rebuilds them from the file as they are, so the coordinator checks them here,
+completely, before the first prediction: children in range and acyclic, features below
+the model's feature count, finite thresholds and values, consistent shapes.
+"""
+
+import numpy as np
+from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
+from sklearn.neighbors import BallTree, KDTree
+from sklearn.tree._tree import Tree
+
+from ._archive import UploadError
+
+
+def _refuse(who, where, reason):
+    raise UploadError(f"{who}: {where}: {reason}; refused before it runs.", field=where)
+
+
+def _check_children(left, right, is_leaf, n_nodes, who, where):
+    """Internal nodes point to two later nodes (so every path ends), leaves to none."""
+    nodes = np.arange(n_nodes)
+    internal = ~is_leaf
+    bad = internal & ~((left > nodes) & (left < n_nodes) & (right > nodes) & (right < n_nodes))
+    if bad.any():
+        node = int(np.flatnonzero(bad)[0])
+        _refuse(who, where, f"node {node} points to children {int(left[node])}, "
+                f"{int(right[node])} outside the nodes after it (of {n_nodes})")
+
+
+def _check_features(features, n_features, who, where):
+    bad = (features < 0) | (features >= n_features)
+    if bad.any():
+        _refuse(who, where, f"a split uses feature {int(features[bad][0])}, the model has "
+                f"{n_features}")
+
+
+def _check_finite(values, what, who, where):
+    if values.size and not np.isfinite(values).all():
+        _refuse(who, where, f"{what} holds NaN or infinite values")
+
+
+def check_tree(tree, n_features, who, where):
+    """A scikit-learn decision tree's node arrays (``tree_``)."""
+    state = tree.__getstate__()
+    nodes, values = state["nodes"], np.asarray(state["values"])
+    n_nodes = int(state["node_count"])
+    if n_nodes < 1 or len(nodes) != n_nodes or len(values) != n_nodes:
+        _refuse(who, where, f"node_count {n_nodes} does not match its {len(nodes)} nodes and "
+                f"{len(values)} values")
+    if tree.n_features != n_features:
+        _refuse(who, where, f"the tree has {tree.n_features} features, its model "
+                f"{n_features}")
+    if values.ndim != 3 or values.shape[1:] != (tree.n_outputs, int(np.max(tree.n_classes))):
+        _refuse(who, where, f"values of shape {values.shape} do not match the tree's outputs")
+    left, right = nodes["left_child"], nodes["right_child"]
+    is_leaf = (left == -1) & (right == -1)
+    _check_children(left, right, is_leaf, n_nodes, who, where)
+    _check_features(nodes["feature"][~is_leaf], n_features, who, where)
+    _check_finite(nodes["threshold"][~is_leaf], "a threshold", who, where)
+    _check_finite(values, "a leaf value", who, where)
+
+
+def check_predictor(predictor, n_features, who, where):
+    """A histogram gradient boosting tree (``TreePredictor``)."""
+    nodes = predictor.nodes
+    n_nodes = len(nodes)
+    if n_nodes < 1:
+        _refuse(who, where, "the predictor has no nodes")
+    is_leaf = nodes["is_leaf"].astype(bool)
+    _check_children(nodes["left"].astype(np.int64), nodes["right"].astype(np.int64), is_leaf,
+                    n_nodes, who, where)
+    features = nodes["feature_idx"][~is_leaf].astype(np.int64)
+    _check_features(features, n_features, who, where)
+    _check_finite(nodes["num_threshold"][~is_leaf], "a threshold", who, where)
+    _check_finite(nodes["value"], "a leaf value", who, where)
+    categorical = ~is_leaf & nodes["is_categorical"].astype(bool)
+    if categorical.any():
+        bitsets = np.asarray(predictor.raw_left_cat_bitsets)
+        if (nodes["bitset_idx"][categorical] >= len(bitsets)).any():
+            _refuse(who, where, "a categorical split points outside its bitsets")
+
+
+def check_neighbor_tree(estimator, who, where):
+    """A neighbour tree must be the one its estimator's rows build: rebuilt and compared."""
+    loaded = estimator._tree
+    try:
+        rebuilt = type(loaded)(estimator._fit_X, leaf_size=estimator.leaf_size,
+                               metric=estimator.effective_metric_,
+                               **(estimator.effective_metric_params_ or {}))
+    except (AttributeError, TypeError, ValueError) as exc:
+        _refuse(who, where, f"its neighbour tree cannot be rebuilt from its rows ({exc})")
+    for ours, theirs in zip(rebuilt.__getstate__(), loaded.__getstate__()):
+        if isinstance(ours, np.ndarray):
+            same = (isinstance(theirs, np.ndarray) and ours.shape == theirs.shape
+                    and np.array_equal(ours, theirs, equal_nan=ours.dtype.kind == "f"))
+        elif isinstance(ours, (int, float, np.number)):
+            same = ours == theirs
+        else:
+            same = type(ours) is type(theirs)
+        if not same:
+            _refuse(who, where, "its neighbour tree is not the one its rows build")
+
+
+def check_booster(booster, n_features, who, where):
+    """An XGBoost booster, read back as JSON from XGBoost itself."""
+    import json
+
+    model = json.loads(booster.save_raw("json"))
+    learner = model["learner"]
+    n_booster_features = int(learner["learner_model_param"]["num_feature"])
+    if n_features is not None and n_booster_features != n_features:
+        _refuse(who, where, f"the booster has {n_booster_features} features, its model "
+                f"{n_features}")
+    for index, tree in enumerate(learner["gradient_booster"]["model"].get("trees", [])):
+        left = np.asarray(tree["left_children"], dtype=np.int64)
+        right = np.asarray(tree["right_children"], dtype=np.int64)
+        n_nodes = len(left)
+        is_leaf = left == -1
+        if len(right) != n_nodes or (right[is_leaf] != -1).any():
+            _refuse(who, f"{where}.trees[{index}]", "its child arrays do not match")
+        _check_acyclic(left, right, is_leaf, who, f"{where}.trees[{index}]")
+        _check_features(np.asarray(tree["split_indices"], dtype=np.int64)[~is_leaf],
+                        n_booster_features, who, f"{where}.trees[{index}]")
+        _check_finite(np.asarray(tree["split_conditions"], dtype=float), "a threshold", who,
+                      f"{where}.trees[{index}]")
+        _check_finite(np.asarray(tree["base_weights"], dtype=float), "a leaf value", who,
+                      f"{where}.trees[{index}]")
+
+
+def _check_acyclic(left, right, is_leaf, who, where):
+    """Every node reachable from the root once, children in range (XGBoost may reuse
+    the ids of pruned nodes, so children need not come after their parent)."""
+    n_nodes = len(left)
+    seen = np.zeros(n_nodes, dtype=bool)
+    stack = [0] if n_nodes else []
+    while stack:
+        node = stack.pop()
+        if not 0 <= node < n_nodes or seen[node]:
+            _refuse(who, where, f"node {node} is out of range or reached twice")
+        seen[node] = True
+        if not is_leaf[node]:
+            stack.extend((int(left[node]), int(right[node])))
+
+
+def check_native_structures(value, who, where="payload"):
+    """Check every native structure reachable from `value` (payload dicts, lists,
+    estimators and their fitted attributes)."""
+    try:
+        from xgboost import Booster
+    except ImportError:  # without XGBoost, skops cannot have built a booster
+        Booster = ()
+    seen = set()
+    stack = [(value, where, None)]
+    while stack:
+        value, path, n_features = stack.pop()
+        if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float)):
+            continue
+        seen.add(id(value))
+        if isinstance(value, Tree):
+            check_tree(value, n_features, who, path)
+        elif isinstance(value, TreePredictor):
+            check_predictor(value, n_features, who, path)
+        elif isinstance(value, (KDTree, BallTree)):
+            _refuse(who, path, "a neighbour tree outside a neighbours estimator")
+        elif Booster and isinstance(value, Booster):
+            check_booster(value, n_features, who, path)
+        elif isinstance(value, dict):
+            stack.extend((item, f"{path}[{key!r}]", n_features) for key, item in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((item, f"{path}[{i}]", n_features) for i, item in enumerate(value))
+        elif isinstance(value, np.ndarray) and value.dtype == object:
+            stack.extend((item, f"{path}[{i}]", n_features)
+                         for i, item in enumerate(value.ravel()))
+        elif hasattr(value, "__dict__") and not isinstance(value, type):
+            if isinstance(getattr(value, "_tree", None), (KDTree, BallTree)):
+                check_neighbor_tree(value, who, path)
+                attributes = {k: v for k, v in vars(value).items() if k != "_tree"}
+            else:
+                attributes = vars(value)
+            features = getattr(value, "n_features_in_", n_features)
+            stack.extend((item, f"{path}.{name}", features)
+                         for name, item in attributes.items())

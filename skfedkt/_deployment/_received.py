@@ -1,0 +1,135 @@
+"""What a received upload must hold, field by field, before a server step uses it.
+
+The manifest's numbers steer the server (a party's rows and class counts weigh its
+votes), and its payload's models run in the server's process: every refusal here is an
+`UploadError` naming the party, the file and the field.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+
+from ._archive import UploadError
+
+
+class UploadChecker:
+    """Checks one upload's fields; ``refuse`` raises naming party, file and field."""
+
+    def __init__(self, upload, n_classes, n_features=None):
+        self.upload = upload
+        self.n_classes = n_classes
+        self.n_features = n_features
+
+    def refuse(self, field, reason):
+        upload = self.upload
+        raise UploadError(f"Party {upload.party!r}{_file_of(upload)} refused: {field}: "
+                          f"{reason}.", party=upload.party, field=field)
+
+    def manifest(self, key):
+        return self.upload.manifest.get(key)
+
+    def count(self, key, *, positive=False, at_most=None, value=None):
+        """A manifest field that must be an integer count."""
+        value = self.manifest(key) if value is None else value
+        low = 1 if positive else 0
+        if (isinstance(value, bool) or not isinstance(value, Integral) or value < low
+                or (at_most is not None and value > at_most)):
+            bound = "" if at_most is None else f" and at most {at_most}"
+            self.refuse(key, f"{value!r} is not an integer of at least {low}{bound}")
+        return int(value)
+
+    def number(self, key, low, high, *, value=None, optional=False):
+        """A finite number within [low, high]."""
+        value = self.manifest(key) if value is None else value
+        if optional and value is None:
+            return None
+        if (isinstance(value, bool) or not isinstance(value, Real)
+                or not np.isfinite(value) or not low <= value <= high):
+            self.refuse(key, f"{value!r} is not a finite number in [{low}, {high}]")
+        return float(value)
+
+    def rows_and_counts(self, *, counts_required=True):
+        """``n_rows``, a positive integer, and ``class_counts``, one non-negative integer
+        per agreed class summing to it (None allowed where the algorithm sends none)."""
+        n_rows = self.count("n_rows", positive=True)
+        counts = self.manifest("class_counts")
+        if counts is None and not counts_required:
+            return n_rows, None
+        if not isinstance(counts, list) or len(counts) != self.n_classes:
+            self.refuse("class_counts", f"expected {self.n_classes} counts, one per class")
+        for count in counts:
+            self.count("class_counts", value=count)
+        if sum(counts) != n_rows:
+            self.refuse("class_counts", f"they sum to {sum(counts)}, not to n_rows={n_rows}")
+        return n_rows, counts
+
+    def shares(self, key, n_rows_expected):
+        """A matrix of class shares: rows of n_classes finite values in [0, 1]."""
+        value = self.manifest(key)
+        try:
+            shares = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            self.refuse(key, "not a matrix of numbers")
+        if shares.shape != (n_rows_expected, self.n_classes):
+            self.refuse(key, f"shape {shares.shape}, expected "
+                        f"{(n_rows_expected, self.n_classes)}")
+        if not (np.isfinite(shares).all() and (shares >= 0).all() and (shares <= 1).all()):
+            self.refuse(key, "shares must be finite and within [0, 1]")
+        return shares
+
+    def labels(self, key, n_public, *, low=0):
+        """A payload vector of class codes, one per public row, in [low, n_classes)."""
+        labels = self.upload.payload.get(key)
+        if (not isinstance(labels, np.ndarray) or labels.ndim != 1
+                or labels.dtype.kind not in "iu"):
+            self.refuse(key, "not a vector of integer class codes")
+        if len(labels) != n_public:
+            self.refuse(key, f"{len(labels)} labels for {n_public} public rows")
+        if labels.size and (labels.min() < low or labels.max() >= self.n_classes):
+            self.refuse(key, f"codes outside [{low}, {self.n_classes})")
+        return labels
+
+    def model(self, model, codes, field):
+        """A fitted model of some of the agreed classes: it predicts, its class codes
+        are sorted distinct codes of the agreed classes, as many as its own classes,
+        and it takes the agreed feature count."""
+        if not (hasattr(model, "predict") and callable(model.predict)):
+            self.refuse(field, f"a {type(model).__name__} is not a fitted model")
+        if (not isinstance(codes, np.ndarray) or codes.ndim != 1 or codes.dtype.kind not in "iu"
+                or codes.size < 1 or codes.size > self.n_classes
+                or np.any(np.diff(codes) <= 0) or codes[0] < 0
+                or codes[-1] >= self.n_classes):
+            self.refuse(f"{field} codes", "not sorted distinct codes of the agreed classes")
+        own = getattr(model, "classes_", None)
+        if own is not None and len(own) != len(codes) and len(own) != self.n_classes:
+            self.refuse(field, f"the model knows {len(own)} classes, its codes "
+                        f"{len(codes)}")
+        n_features = getattr(model, "n_features_in_", None)
+        if (self.n_features is not None and n_features is not None
+                and n_features != self.n_features):
+            self.refuse(field, f"the model takes {n_features} features, the agreed data "
+                        f"{self.n_features}")
+
+    def optional_model(self):
+        """A payload's ``model`` and ``codes``: both None, or a checked model."""
+        model, codes = self.upload.payload.get("model"), self.upload.payload.get("codes")
+        if model is None and codes is None:
+            return None
+        if model is None:
+            self.refuse("model", "codes without a model")
+        self.model(model, codes, "model")
+        return model
+
+    def models(self, key, count):
+        """Exactly `count` models under payload `key` with their codes."""
+        models, codes = self.upload.payload.get(key), self.upload.payload.get("codes")
+        if (not isinstance(models, list) or not isinstance(codes, list)
+                or len(models) != count or len(codes) != count):
+            self.refuse(key, f"expected exactly {count} models and their codes, as agreed")
+        for index, (model, model_codes) in enumerate(zip(models, codes)):
+            self.model(model, model_codes, f"{key}[{index}]")
+
+
+def _file_of(upload):
+    source = getattr(upload, "source", None)
+    return "" if source is None else f" ({source})"

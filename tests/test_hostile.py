@@ -1,0 +1,680 @@
+"""A coordinator facing a hostile party: every crafted file is refused, naming party,
+file and field, before anything runs it, within bounded memory and time.
+
+Honest uploads are made once per module; each case changes one thing, as an attacker
+would, and checks the refusal (and, where it matters, that nothing ran or was written).
+"""
+
+import copy
+import io
+import json
+import warnings
+import zipfile
+
+import numpy as np
+import pytest
+import skops.io
+from sklearn.datasets import load_breast_cancer
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.tree import DecisionTreeClassifier
+
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+    PartyUpload,
+    UploadError,
+    UploadLimits,
+    load_model,
+    read_upload,
+    save_model,
+)
+from skfedkt.__main__ import main
+
+PARTIES = [0, 1, 2]
+
+
+class Unknown:
+    """A class no list trusts: loading it would run its code."""
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.RandomState(0)
+    order = rng.permutation(len(y))
+    X, y = X[order], y[order]
+    return X[100:], y[100:], np.arange(len(y) - 100) % 3, X[:100]
+
+
+def _quiet(call, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call(*args, **kwargs)
+
+
+def _fedkt(**params):
+    params = {"estimator": DecisionTreeClassifier(max_depth=3), **params}
+    return FedKTClassifier(random_state=0, min_public_rows=0, **params)
+
+
+def _uploads(clf, data, **kwargs):
+    X, y, groups, X_public = data
+    return [_quiet(clf.fit_party, X[groups == p], y[groups == p], party=p, classes=[0, 1],
+                   X_unlabeled=X_public, **kwargs) for p in PARTIES]
+
+
+@pytest.fixture(scope="module")
+def fedkt_uploads(data):
+    return [upload.to_bytes() for upload in _uploads(_fedkt(), data)]
+
+
+def _server(uploads, data, clf=None, **kwargs):
+    return _quiet((clf or _fedkt()).fit_server, uploads, data[3], **kwargs)
+
+
+def _crafted(honest, manifest=None, payload=None):
+    """An honest upload's bytes with its manifest or payload changed (checksum redone,
+    as an attacker who writes the whole file would)."""
+    upload = read_upload(honest)
+    changed = PartyUpload(copy.deepcopy(upload.manifest), copy.deepcopy(upload.payload))
+    if manifest:
+        manifest(changed.manifest)
+    if payload:
+        payload(changed.payload)
+    return changed.to_bytes()
+
+
+def _zip(members, compression=zipfile.ZIP_STORED):
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # duplicate names
+        with zipfile.ZipFile(buffer, "w", compression) as archive:
+            for member in members:
+                if isinstance(member, zipfile.ZipInfo):
+                    archive.writestr(member, b"{}")
+                else:
+                    archive.writestr(*member)
+    return buffer.getvalue()
+
+
+def _members(honest):
+    with zipfile.ZipFile(io.BytesIO(honest)) as archive:
+        return {name: archive.read(name) for name in archive.namelist()}
+
+
+def _refused(uploads, data, match, field=None, **kwargs):
+    with pytest.raises(UploadError, match=match) as info:
+        _server(uploads, data, **kwargs)
+    if field is not None:
+        assert info.value.field == field
+    return info.value
+
+
+# --- the archive --------------------------------------------------------------------
+
+def _manifest_twice(honest):
+    members = _members(honest)
+    impostor = dict(json.loads(members["manifest.json"]), party="impostor")
+    return _zip([("manifest.json", members["manifest.json"]),
+                 ("manifest.json", json.dumps(impostor)),
+                 ("payload.skops", members["payload.skops"])])
+
+
+def _with_member(name):
+    def craft(honest):
+        return _zip([*_members(honest).items(), (name, b"x")])
+    return craft
+
+
+def _renamed(old, new):
+    def craft(honest):
+        members = _members(honest)
+        members[new] = members.pop(old)
+        return _zip(members.items())
+    return craft
+
+
+def _encrypted(honest):
+    """Every member flagged as encrypted (general purpose bit 0), as zip tools write it."""
+    data = bytearray(honest)
+    for signature, offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = data.find(signature)
+        while start >= 0:
+            data[start + offset] |= 0x1
+            start = data.find(signature, start + 4)
+    return bytes(data)
+
+
+def _compressed_with(method):
+    def craft(honest):
+        return _zip(_members(honest).items(), compression=method)
+    return craft
+
+
+def _symlink(honest):
+    members = _members(honest)
+    info = zipfile.ZipInfo("payload.skops")
+    info.external_attr = 0o120777 << 16
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("manifest.json", members["manifest.json"])
+        archive.writestr(info, members["payload.skops"])
+    return buffer.getvalue()
+
+
+def _manifest_bomb(honest):
+    members = _members(honest)
+    manifest = json.loads(members["manifest.json"])
+    manifest["padding"] = " " * (4 << 20)
+    return _zip([("manifest.json", json.dumps(manifest)),
+                 ("payload.skops", members["payload.skops"])], zipfile.ZIP_DEFLATED)
+
+
+def _deep_manifest(depth):
+    def craft(honest):
+        members = _members(honest)
+        manifest = members["manifest.json"].decode()
+        nested = "[" * depth + "]" * depth
+        manifest = manifest.replace('"format"', f'"nested": {nested}, "format"', 1)
+        return _zip([("manifest.json", manifest), ("payload.skops", members["payload.skops"])])
+    return craft
+
+
+ARCHIVES = {
+    "not a zip": lambda honest: b"not an upload at all",
+    "empty": lambda honest: b"",
+    "truncated": lambda honest: honest[: len(honest) // 2],
+    "pickle renamed as an upload": lambda honest: __import__("pickle").dumps({"a": 1}),
+    "two manifests": _manifest_twice,
+    "an extra member": _with_member("extra.bin"),
+    "a member outside the folder": _with_member("../evil.pth"),
+    "an absolute member": _with_member("/etc/evil"),
+    "no payload": lambda honest: _zip([("manifest.json", _members(honest)["manifest.json"])]),
+    "a directory entry": _with_member("folder/"),
+    "the payload renamed": _renamed("payload.skops", "payload.pkl"),
+    "an encrypted member": _encrypted,
+    "bzip2 members": _compressed_with(zipfile.ZIP_BZIP2),
+    "lzma members": _compressed_with(zipfile.ZIP_LZMA),
+    "a symbolic link": _symlink,
+    "a manifest that inflates to 4 MB": _manifest_bomb,
+    "a manifest nested 100 deep": _deep_manifest(100),
+    "a manifest nested 100,000 deep": _deep_manifest(100_000),
+    "a manifest that is a list": lambda honest: _zip([
+        ("manifest.json", "[1, 2]"), ("payload.skops", _members(honest)["payload.skops"])]),
+}
+
+
+@pytest.mark.parametrize("craft", ARCHIVES.values(), ids=ARCHIVES.keys())
+def test_malformed_archives_are_refused_naming_the_file(fedkt_uploads, data, tmp_path,
+                                                        craft):
+    path = tmp_path / "party-evil.skfedkt"
+    path.write_bytes(craft(fedkt_uploads[0]))
+    error = _refused([str(path), *fedkt_uploads[1:]], data, "party-evil.skfedkt")
+    assert error.party in (None, 0)
+    # with min_parties the coordinator goes on without it
+    server = _server([str(path), *fedkt_uploads[1:]], data, min_parties=2)
+    assert server.parties_.tolist() == [1, 2]
+
+
+def test_a_file_beyond_the_size_limit_is_refused_before_reading_it(fedkt_uploads, data):
+    limits = UploadLimits(max_file_bytes=len(fedkt_uploads[0]) - 1)
+    _refused(fedkt_uploads, data, "max_file_bytes", field="limits", limits=limits)
+
+
+def test_a_payload_that_inflates_beyond_the_limit_stops_there(fedkt_uploads, data):
+    bomb = _crafted(fedkt_uploads[0], payload=lambda p: p.update(
+        padding=np.zeros(4 << 20, dtype=np.uint8)))
+    assert len(bomb) < 100_000  # 4 MB of zeros deflate to a few kB
+    limits = UploadLimits(max_inflated_bytes=2 << 20)
+    _refused([bomb, *fedkt_uploads[1:]], data, "inflates beyond", field="limits",
+             limits=limits)
+
+
+def test_a_payload_of_too_many_objects_is_refused_before_skops_walks_it(fedkt_uploads,
+                                                                        data):
+    nested = [1]
+    for _ in range(12):
+        nested = [nested, nested]  # 8,000 objects in the schema
+    crafted = _crafted(fedkt_uploads[0], payload=lambda p: p.update(padding=nested))
+    _refused([crafted, *fedkt_uploads[1:]], data, "max_payload_nodes", field="limits",
+             limits=UploadLimits(max_payload_nodes=5_000))
+
+
+def test_limits_are_checked(fedkt_uploads):
+    with pytest.raises(ValueError, match="max_file_bytes must be a positive integer"):
+        UploadLimits(max_file_bytes=0)
+    with pytest.raises(TypeError, match="limits must be an UploadLimits"):
+        read_upload(fedkt_uploads[0], limits={"max_file_bytes": 10})
+
+
+# --- what the payload would create ----------------------------------------------------
+
+def _payload_with(student):
+    return lambda payload: payload["students"].__setitem__(0, student)
+
+
+CODE = {
+    "eval in a FunctionTransformer": FunctionTransformer(eval),
+    "os.system as a function": FunctionTransformer(__import__("os").system),
+    "the package's own writer": FunctionTransformer(save_model),
+    "a class outside the lists": FunctionTransformer(validate=Unknown()),
+}
+
+
+@pytest.mark.parametrize("student", CODE.values(), ids=CODE.keys())
+def test_untrusted_types_are_refused_before_loading(fedkt_uploads, data, student):
+    crafted = _crafted(fedkt_uploads[0], payload=_payload_with(student))
+    _refused([crafted, *fedkt_uploads[1:]], data, "does not trust", field="types")
+
+
+def test_a_model_file_may_not_call_the_package_s_functions(tmp_path):
+    path = tmp_path / "model.skops"
+    path.write_bytes(skops.io.dumps({"model": FunctionTransformer(save_model)}))
+    with pytest.raises(UploadError, match="save_model"):
+        load_model(path)
+    assert main(["score", "--model", str(path), "--data", str(path)]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.skops"]
+
+
+def test_a_model_file_of_the_package_s_classes_loads(data, tmp_path):
+    X, y, groups, X_public = data
+    path = tmp_path / "model.skops"
+    fitted = _quiet(_fedkt().fit, X, y, groups=groups, X_unlabeled=X_public)
+    save_model(fitted, path)
+    assert (load_model(path).predict(X) == fitted.predict(X)).all()
+
+
+# --- native structures ----------------------------------------------------------------
+
+def _tampered_tree(change):
+    """Change the node array of the first student's tree."""
+    def craft(payload):
+        tree = payload["students"][0].tree_
+        state = tree.__getstate__()
+        nodes, values = state["nodes"].copy(), state["values"].copy()
+        change(nodes, values)
+        state.update(nodes=nodes, values=values)
+        tree.__setstate__(state)
+    return craft
+
+
+def _set(field, value, node=0):
+    def change(nodes, values):
+        nodes[field][node] = value
+    return change
+
+
+def _nan_leaf(nodes, values):
+    values[-1] = np.nan
+
+
+TREES = {
+    "a child far out of range": _set("left_child", 10**6),
+    "a child pointing to itself": _set("left_child", 0),
+    "a child pointing back": _set("right_child", 0, node=1),
+    "a negative child": _set("right_child", -5),
+    "a feature out of range": _set("feature", 5000),
+    "a negative feature": _set("feature", -3),
+    "a NaN threshold": _set("threshold", np.nan),
+    "an infinite threshold": _set("threshold", np.inf),
+    "a NaN leaf value": _nan_leaf,
+}
+
+
+@pytest.mark.parametrize("change", TREES.values(), ids=TREES.keys())
+def test_malformed_trees_are_refused_before_they_run(fedkt_uploads, data, change):
+    crafted = _crafted(fedkt_uploads[0], payload=_tampered_tree(change))
+    _refused([crafted, *fedkt_uploads[1:]], data, r"Party 0 .*\['students'\]\[0\]\.tree_")
+
+
+def test_a_tree_of_another_feature_count_is_refused(fedkt_uploads, data):
+    X, y, _, _ = data
+    other = DecisionTreeClassifier(max_depth=2).fit(X[:, :5], y)
+    other.n_features_in_ = X.shape[1]  # claims the agreed width; its tree does not
+    crafted = _crafted(fedkt_uploads[0], payload=_payload_with(other))
+    _refused([crafted, *fedkt_uploads[1:]], data, "the tree has 5 features")
+
+
+def test_a_malformed_tree_in_a_model_file_is_refused_by_score(data, tmp_path):
+    X, y, groups, X_public = data
+    fitted = _quiet(_fedkt().fit, X, y, groups=groups, X_unlabeled=X_public)
+    _tampered_tree(_set("left_child", 0))({"students": [fitted.final_estimator_]})
+    path = tmp_path / "model.skops"
+    save_model(fitted, path)
+    with pytest.raises(UploadError, match="model.skops.*node 0 points to children"):
+        load_model(path)
+
+
+@pytest.fixture(scope="module")
+def hgb_uploads(data):
+    clf = _fedkt(estimator=HistGradientBoostingClassifier(max_iter=3, max_depth=2))
+    return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
+
+
+def _tampered_predictor(field, value):
+    def craft(payload):
+        predictor = payload["students"][0]._predictors[0][0]
+        nodes = predictor.nodes.copy()
+        nodes[field][0] = value
+        predictor.nodes = nodes
+    return craft
+
+
+PREDICTORS = {
+    "a child out of range": ("left", 10**6),
+    "a child pointing to itself": ("right", 0),
+    "a feature out of range": ("feature_idx", 4000),
+    "a NaN leaf value": ("value", np.nan),
+    "a NaN threshold": ("num_threshold", np.nan),
+}
+
+
+@pytest.mark.parametrize("field, value", PREDICTORS.values(), ids=PREDICTORS.keys())
+def test_malformed_boosting_trees_are_refused(hgb_uploads, data, field, value):
+    clf, uploads = hgb_uploads
+    crafted = _crafted(uploads[0], payload=_tampered_predictor(field, value))
+    _refused([crafted, *uploads[1:]], data, r"Party 0 .*_predictors", clf=clf)
+
+
+def test_honest_boosting_uploads_are_accepted(hgb_uploads, data):
+    clf, uploads = hgb_uploads
+    assert _server(uploads, data, clf=clf).parties_.tolist() == PARTIES
+
+
+@pytest.fixture(scope="module")
+def knn_uploads(data):
+    clf = OneShotEnsembleClassifier(KNeighborsClassifier(algorithm="kd_tree"),
+                                    selection="all", random_state=0)
+    return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
+
+
+def test_a_tampered_neighbour_tree_is_refused(knn_uploads, data):
+    clf, uploads = knn_uploads
+
+    def craft(payload):
+        tree = payload["model"]._tree
+        state = list(tree.__getstate__())
+        state[1] = state[1][::-1].copy()  # idx_array: the rows' order in the tree
+        tree.__setstate__(tuple(state))
+
+    crafted = _crafted(uploads[0], payload=craft)
+    _refused([crafted, *uploads[1:]], data, "neighbour tree is not the one", clf=clf)
+    assert _server(uploads, data, clf=clf).parties_.tolist() == PARTIES
+
+
+def test_xgboost_end_to_end_through_files(data):
+    xgboost = pytest.importorskip("xgboost")
+    X, y, groups, X_public = data
+    clf = FedKTClassifier(xgboost.XGBClassifier(n_estimators=3, max_depth=2),
+                          random_state=0, min_public_rows=0)
+    uploads = [upload.to_bytes() for upload in _uploads(clf, data)]
+    server = _server(uploads, data, clf=clf)
+    fitted = _quiet(FedKTClassifier(xgboost.XGBClassifier(n_estimators=3, max_depth=2),
+                                    random_state=0, min_public_rows=0).fit,
+                    X, y, groups=groups, X_unlabeled=X_public)
+    assert (server.predict(X) == fitted.predict(X)).all()
+
+    def craft(payload):
+        booster = payload["students"][0].get_booster()
+        model = json.loads(booster.save_raw("json"))
+        tree = model["learner"]["gradient_booster"]["model"]["trees"][0]
+        tree["split_indices"][0] = 4000
+        booster.load_model(bytearray(json.dumps(model).encode()))
+
+    with pytest.raises(UploadError, match="Party 0"):
+        _server([_crafted(uploads[0], payload=craft), *uploads[1:]], data, clf=clf)
+
+
+# --- what the manifest and payload claim ---------------------------------------------
+
+def _manifest_set(key, value):
+    return lambda manifest: manifest.__setitem__(key, value)
+
+
+MANIFESTS = {
+    "negative class counts": ("class_counts", _manifest_set("class_counts", [-500, 600])),
+    "class counts off their rows": ("class_counts", _manifest_set("class_counts", [1, 1])),
+    "class counts of three classes": ("class_counts",
+                                      _manifest_set("class_counts", [1, 1, 1])),
+    "fractional class counts": ("class_counts", _manifest_set("class_counts", [0.5, 1.5])),
+    "text class counts": ("class_counts", _manifest_set("class_counts", "many")),
+    "n_rows -5": ("n_rows", _manifest_set("n_rows", -5)),
+    "n_rows 0": ("n_rows", _manifest_set("n_rows", 0)),
+    "n_rows 1.5": ("n_rows", _manifest_set("n_rows", 1.5)),
+    "n_rows 1e30": ("n_rows", _manifest_set("n_rows", 1e30)),
+    "n_rows as text": ("n_rows", _manifest_set("n_rows", "150")),
+    "n_rows true": ("n_rows", _manifest_set("n_rows", True)),
+    "NaN class shares": ("student_class_shares",
+                         _manifest_set("student_class_shares", [[np.nan, 1], [0, 1]])),
+    "class shares above one": ("student_class_shares",
+                               _manifest_set("student_class_shares", [[2, 0], [0, 1]])),
+    "class shares of one student": ("student_class_shares",
+                                    _manifest_set("student_class_shares", [[0.5, 0.5]])),
+    "fewer queries": ("n_queries", _manifest_set("n_queries", 3)),
+    "a guarantee at L0": ("privacy", _manifest_set("privacy", {"epsilon": 0.1})),
+    "a party name that is an object": ("party", _manifest_set("party", {"a": 1})),
+    "a party name that is a list": ("party", _manifest_set("party", [0])),
+}
+
+
+@pytest.mark.parametrize("field, change", MANIFESTS.values(), ids=MANIFESTS.keys())
+def test_false_manifest_fields_are_refused_naming_the_field(fedkt_uploads, data, field,
+                                                            change):
+    crafted = _crafted(fedkt_uploads[0], manifest=change)
+    error = _refused([crafted, *fedkt_uploads[1:]], data, field)
+    assert error.field == field
+
+
+def _students(change):
+    return lambda payload: change(payload["students"], payload["codes"])
+
+
+def _other_classes_student(students, codes):
+    codes[0] = np.array([0, 1, 2])
+
+
+PAYLOADS = {
+    "three students where two were agreed": _students(
+        lambda s, c: (s.append(s[0]), c.append(c[0]))),
+    "one student": _students(lambda s, c: (s.pop(), c.pop())),
+    "codes outside the classes": _students(
+        lambda s, c: c.__setitem__(0, np.array([0, 7]))),
+    "unsorted codes": _students(lambda s, c: c.__setitem__(0, np.array([1, 0]))),
+    "codes of three classes": _students(_other_classes_student),
+    "codes that are text": _students(lambda s, c: c.__setitem__(0, np.array(["a", "b"]))),
+    "a student that is not a model": _students(lambda s, c: s.__setitem__(0, [1, 2, 3])),
+    "a student of fewer features": _students(lambda s, c: s.__setitem__(
+        0, DecisionTreeClassifier().fit(np.eye(2), [0, 1]))),
+    "no students": lambda payload: payload.pop("students"),
+}
+
+
+@pytest.mark.parametrize("change", PAYLOADS.values(), ids=PAYLOADS.keys())
+def test_false_payloads_are_refused_naming_the_party(fedkt_uploads, data, change):
+    crafted = _crafted(fedkt_uploads[0], payload=change)
+    error = _refused([crafted, *fedkt_uploads[1:]], data, "Party 0")
+    assert error.party == 0 and error.field.startswith(("students", "codes"))
+
+
+@pytest.fixture(scope="module")
+def l2_uploads(data):
+    clf = _fedkt(privacy_level="L2", gamma=0.5, query_fraction=0.5)
+    return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
+
+
+@pytest.mark.parametrize("privacy", [
+    None, {"epsilon": -1.0}, {"epsilon": 1e-9, "data_independent_epsilon": 1e-9},
+    "private",
+], ids=["missing", "negative", "a smaller bound", "text"])
+def test_a_false_party_guarantee_at_l2_is_refused(l2_uploads, data, privacy):
+    clf, uploads = l2_uploads
+    crafted = _crafted(uploads[0], manifest=_manifest_set("privacy", privacy))
+    error = _refused([crafted, *uploads[1:]], data, "privacy", clf=clf)
+    assert error.field.startswith("privacy")
+    assert _server(uploads, data, clf=clf).epsilon_ > 0
+
+
+@pytest.fixture(scope="module")
+def oneshot_uploads(data):
+    clf = OneShotEnsembleClassifier(DecisionTreeClassifier(max_depth=3), selection="cv",
+                                    random_state=0)
+    return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
+
+
+@pytest.mark.parametrize("score", [1e9, np.inf, np.nan, "high"])
+def test_one_shot_scores_out_of_range_are_refused(oneshot_uploads, data, score):
+    clf, uploads = oneshot_uploads
+    crafted = _crafted(uploads[0], manifest=_manifest_set("score", score))
+    _refused([crafted, *uploads[1:]], data, "score", field="score", clf=clf)
+
+
+def test_one_shot_model_without_codes_is_refused(oneshot_uploads, data):
+    clf, uploads = oneshot_uploads
+    crafted = _crafted(uploads[0], payload=lambda p: p.update(codes=None))
+    _refused([crafted, *uploads[1:]], data, "model", clf=clf)
+
+
+@pytest.fixture(scope="module")
+def fedct_round(data):
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=2, random_state=0)
+    uploads = [upload.to_bytes() for upload in _uploads(clf, data)]
+    message = _quiet(clf.server_round, uploads, data[3])
+    return clf, uploads, message.to_bytes()
+
+
+FEDCT_LABELS = {
+    "codes outside the classes": lambda p: p["labels"].__setitem__(0, 9),
+    "labels of fewer rows": lambda p: p.update(labels=p["labels"][:-1]),
+    "labels that are floats": lambda p: p.update(labels=p["labels"] + 0.5),
+    "labels that are a list": lambda p: p.update(labels=p["labels"].tolist()),
+    "a model before the end": lambda p: p.update(
+        model=DecisionTreeClassifier().fit(np.eye(2), [0, 1]), codes=np.array([0, 1])),
+}
+
+
+@pytest.mark.parametrize("change", FEDCT_LABELS.values(), ids=FEDCT_LABELS.keys())
+def test_false_fedct_labels_are_refused(fedct_round, data, change):
+    clf, uploads, _ = fedct_round
+    crafted = _crafted(uploads[0], payload=change)
+    with pytest.raises(UploadError, match="Party 0.*(labels|model)"):
+        _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
+
+
+def test_a_false_training_accuracy_is_refused(fedct_round, data):
+    clf, uploads, _ = fedct_round
+    crafted = _crafted(uploads[0], manifest=_manifest_set("training_accuracy", 7.0))
+    with pytest.raises(UploadError, match="training_accuracy"):
+        _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
+
+
+FEDCT_MESSAGES = {
+    "a consensus outside the classes": ("consensus", None,
+                                        lambda p: p["consensus"].__setitem__(0, 5)),
+    "a consensus of fewer rows": ("consensus", None,
+                                  lambda p: p.update(consensus=p["consensus"][:3])),
+    "a round beyond n_rounds": ("round", _manifest_set("round", 99), None),
+    "done as text": ("done", _manifest_set("done", "yes"), None),
+    "a history that is not a list": ("history", _manifest_set("history", "none"), None),
+}
+
+
+@pytest.mark.parametrize("field, manifest, payload", FEDCT_MESSAGES.values(),
+                         ids=FEDCT_MESSAGES.keys())
+def test_a_party_refuses_a_forged_server_message(fedct_round, data, field, manifest,
+                                                 payload):
+    clf, _, message = fedct_round
+    forged = _crafted(message, manifest=manifest, payload=payload)
+    X, y, groups, X_public = data
+    with pytest.raises(UploadError, match=f"'server'.*{field}") as info:
+        _quiet(clf.fit_party, X[groups == 0], y[groups == 0], party=0, classes=[0, 1],
+               X_unlabeled=X_public, message=forged)
+    assert info.value.field == field
+
+
+# --- who sent what --------------------------------------------------------------------
+
+def test_an_impostor_under_a_real_party_s_name_leaves_both_out(fedkt_uploads, data,
+                                                               tmp_path):
+    real, impostor = tmp_path / "real.skfedkt", tmp_path / "impostor.skfedkt"
+    real.write_bytes(fedkt_uploads[0])
+    # party 1's honest upload under party 0's name: nothing tells which one is real
+    impostor.write_bytes(_crafted(fedkt_uploads[1], manifest=_manifest_set("party", 0)))
+    for order in ([impostor, real], [real, impostor]):
+        sources = [str(p) for p in order] + fedkt_uploads[1:]
+        with pytest.raises(UploadError, match="Party 0 sent 2 uploads .*impostor.skfedkt"):
+            _server(sources, data)
+        with pytest.raises(UploadError, match="Party 0 sent 2 uploads .*real.skfedkt"):
+            _server(sources, data)
+        assert _server(sources, data, min_parties=2).parties_.tolist() == [1, 2]
+
+
+# --- the command line ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, fedkt_uploads):
+    folder = tmp_path_factory.mktemp("consortium")
+    assert main(["split", "breast_cancer", "--parties", "3", "--out-dir", str(folder)]) == 0
+    return folder
+
+
+def _cli(argv, capsys):
+    status = _quiet(main, [str(a) for a in argv])
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command, out", [
+    ("party", "party-0.csv"), ("party", "public.csv"), ("server", "public.csv"),
+    ("server", "upload.skfedkt"),
+])
+def test_the_command_line_never_overwrites_its_inputs(files, tmp_path, capsys, command,
+                                                      out):
+    shared = ["fedkt", "--estimator", "dt", "--public", files / "public.csv"]
+    upload = tmp_path / "upload.skfedkt"
+    status, err = _cli(["party", *shared, "--data", files / "party-0.csv", "--name", "a",
+                        "--classes", 0, 1, "--out", upload], capsys)
+    assert status == 0, err
+    target = upload if out == "upload.skfedkt" else files / out
+    before = target.read_bytes()
+    argv = (["party", *shared, "--data", files / "party-0.csv", "--name", "a", "--classes",
+             0, 1, "--out", target] if command == "party" else
+            ["server", *shared, "--out", target, upload])
+    status, err = _cli(argv, capsys)
+    assert status == 1 and "is one of this command's inputs" in err
+    assert target.read_bytes() == before
+
+
+def test_a_failed_write_leaves_no_partial_file(fedkt_uploads, tmp_path, monkeypatch):
+    upload = read_upload(fedkt_uploads[0])
+    target = tmp_path / "upload.skfedkt"
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("os.replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        upload.save(target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_data_file_that_is_not_text_is_named(files, tmp_path, capsys):
+    binary = tmp_path / "party.csv"
+    binary.write_bytes(b"\xff\xfe,\x00\x81\n" * 10)
+    status, err = _cli(["party", "fedkt", "--estimator", "dt", "--public",
+                        files / "public.csv", "--data", binary, "--name", "a",
+                        "--classes", 0, 1, "--out", tmp_path / "u"], capsys)
+    assert status == 1 and str(binary) in err
+    assert not (tmp_path / "u").exists()
+
+
+def test_the_command_line_s_size_limit(data, files, tmp_path, capsys):
+    X, y, groups, X_public = data
+    path = tmp_path / "model.skops"
+    save_model(_quiet(_fedkt().fit, X, y, groups=groups, X_unlabeled=X_public), path)
+    status, err = _cli(["score", "--model", path, "--data", files / "test.csv",
+                        "--max-upload-mb", "0.001"], capsys)
+    assert status == 1 and "max_file_bytes=1048" in err and "--max-upload-mb" in err
+    status, err = _cli(["score", "--model", path, "--data", files / "test.csv"], capsys)
+    assert status == 0, err
