@@ -350,7 +350,9 @@ def test_a_malformed_tree_in_a_model_file_is_refused_by_score(data, tmp_path):
 
 @pytest.fixture(scope="module")
 def hgb_uploads(data):
-    clf = _fedkt(estimator=HistGradientBoostingClassifier(max_iter=3, max_depth=2))
+    # one teacher per partition: students of both classes, with trees to tamper with
+    clf = _fedkt(estimator=HistGradientBoostingClassifier(max_iter=3, max_depth=2),
+                 n_subsets=1)
     return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
 
 
@@ -678,3 +680,21 @@ def test_the_command_line_s_size_limit(data, files, tmp_path, capsys):
     assert status == 1 and "max_file_bytes=1048" in err and "--max-upload-mb" in err
     status, err = _cli(["score", "--model", path, "--data", files / "test.csv"], capsys)
     assert status == 0, err
+
+
+def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data):
+    from skfedkt._engine._voting import MAX_PARTY_WEIGHT
+
+    clf = _fedkt()
+    uploads = _uploads(clf, data)
+    liar = uploads[0].manifest
+    counts = [c * 1000 for c in liar["class_counts"]]
+    liar.update(class_counts=counts, n_rows=sum(counts))
+    with pytest.warns(UserWarning, match=r"Parties \[0\] claim more than 20 times"):
+        server = clf.fit_server([u.to_bytes() for u in uploads], data[3])
+    totals = np.array([sum(u.manifest["class_counts"]) for u in uploads], dtype=float)
+    totals[0] = MAX_PARTY_WEIGHT * np.median(totals)
+    shares = np.array([u.manifest["class_counts"] for u in uploads], dtype=float)
+    shares /= shares.sum(axis=1, keepdims=True)
+    expected = (shares * totals[:, None]).sum(axis=0)
+    np.testing.assert_allclose(server.class_shares_["training"], expected / expected.sum())

@@ -16,6 +16,8 @@ from .._deployment._protocol import (
 from .._engine._base import _MIN_CLASS_SHARE, LabelCollapseWarning, _lost_classes
 from .._engine._fitting import ClassCodeModel, draw_seeds, fit_clones, predict_votes
 from .._engine._voting import (
+    MAX_PARTY_WEIGHT,
+    bounded_party_counts,
     class_shares,
     count_votes,
     prior_corrected_proba,
@@ -138,6 +140,19 @@ class _FedKTServerStep:
         if claimed > bound * (1 + 1e-9):
             checker.refuse("privacy.epsilon", f"{claimed} above the data-independent bound")
 
+    def _bounded_counts(self, counts):
+        """The parties' class counts, no party weighing more than `MAX_PARTY_WEIGHT`
+        times the median party: a party's counts are its own claim."""
+        bounded, capped = bounded_party_counts(counts)
+        if capped.size:
+            warnings.warn(
+                f"Parties {self.parties_[capped].tolist()} claim more than "
+                f"{MAX_PARTY_WEIGHT:g} times the median party's rows; the server weighs "
+                "each as that many when it pools votes and sets the class shares. A "
+                "party that inflates its counts cannot set them alone.", UserWarning,
+            )
+        return bounded
+
     def _server_step(self, uploads, student_votes, X_labelled, server_rows, root, n_public):
         """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
@@ -152,7 +167,7 @@ class _FedKTServerStep:
         # the codes, not the wrapped models: a skops file would hold every student twice
         self._student_codes = [list(upload.payload["codes"]) for upload in uploads]
         counts = [upload.manifest.get("class_counts") for upload in uploads]
-        party_counts = None if None in counts else np.array(counts, dtype=np.int64)
+        party_counts = None if None in counts else self._bounded_counts(counts)
         noise_rng, tie_rng = (
             np.random.RandomState(seed)
             for seed in draw_seeds(derived_random_state(root, "server"), 2)

@@ -1,0 +1,93 @@
+"""What one party that lies about its size can do to FedKT's server, with and without
+the server's bound on a party's weight (``MAX_PARTY_WEIGHT`` times the median party).
+
+Every party runs its honest party step; one party (the largest holder of the minority
+class, or of class 0) then rewrites its manifest before sending it, consistently, so
+that every check passes: its class counts and rows multiplied by ``--factor`` ("inflate"),
+or all its claimed rows put in its majority class ("one class"). The server's step runs
+on the uploads as files. Prints test accuracy and the final model's positive rate, mean ±
+std over seeds, for the honest uploads, the lie with the bound, and the lie without it.
+
+    python benchmarks/bench_hostile_party.py [--seeds 3] [--factor 1000]
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+
+import skfedkt._engine._voting as voting
+from bench_label_skew import _mean_std, load, print_table
+from skfedkt import FedKTClassifier, PartyUpload
+
+
+def inflate(manifest, factor):
+    manifest["class_counts"] = [int(c * factor) for c in manifest["class_counts"]]
+    manifest["n_rows"] = sum(manifest["class_counts"])
+
+
+def one_class(manifest, factor):
+    counts = np.zeros(len(manifest["class_counts"]), dtype=int)
+    counts[int(np.argmax(manifest["class_counts"]))] = manifest["n_rows"] * factor
+    manifest["class_counts"] = counts.tolist()
+    manifest["n_rows"] = int(counts.sum())
+
+
+LIES = {"inflate": inflate, "one class": one_class}
+
+
+def run(dataset, n_parties, beta, seed, lie, factor, bounded):
+    data = load(dataset, n_parties, beta, seed)
+    clf = FedKTClassifier(RandomForestClassifier(n_estimators=50, max_depth=6),
+                          random_state=seed)
+    classes = np.unique(data.y_train)
+    uploads = [
+        clf.fit_party(data.X_train[data.groups == p], data.y_train[data.groups == p],
+                      party=int(p), classes=classes, X_unlabeled=data.X_public)
+        for p in np.unique(data.groups)
+    ]
+    if lie is not None:
+        # the liar: the party holding the most rows of the rarest class
+        rare = np.argmin(np.bincount(data.y_train))
+        liar = int(np.argmax([u.manifest["class_counts"][rare] for u in uploads]))
+        LIES[lie](uploads[liar].manifest, factor)
+    files = [PartyUpload(u.manifest, u.payload).to_bytes() for u in uploads]
+    voting.MAX_PARTY_WEIGHT = voting_bound if bounded else np.inf
+    server = clf.fit_server(files, data.X_public)
+    predictions = server.predict(data.X_test)
+    return np.mean(predictions == data.y_test), np.mean(predictions == classes[-1])
+
+
+voting_bound = voting.MAX_PARTY_WEIGHT
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--factor", type=float, default=1000)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    settings = [("honest", None, True), ("inflate, bounded", "inflate", True),
+                ("inflate, unbounded", "inflate", False),
+                ("one class, bounded", "one class", True),
+                ("one class, unbounded", "one class", False)]
+    rows = []
+    for dataset, n_parties in (("imbalanced", 50), ("breast_cancer", 5), ("digits", 10)):
+        for name, lie, bounded in settings:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                results = [run(dataset, n_parties, 0.5, seed, lie, args.factor, bounded)
+                           for seed in range(args.seeds)]
+            rows.append([dataset, n_parties, name, _mean_std([r[0] for r in results]),
+                         f"{np.mean([r[1] for r in results]):.3f}"])
+    print(f"FedKT's default, random forests (50 trees, depth 6), Dirichlet(0.5) parties; "
+          f"the lie multiplies the liar's claimed rows by {args.factor:g}; test accuracy "
+          f"mean ± std over {args.seeds} seeds, and the share of the last class predicted\n")
+    print_table(["dataset", "parties", "uploads", "accuracy", "last class predicted"], rows)
+    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
