@@ -698,3 +698,19 @@ def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data):
     shares /= shares.sum(axis=1, keepdims=True)
     expected = (shares * totals[:, None]).sum(axis=0)
     np.testing.assert_allclose(server.class_shares_["training"], expected / expected.sum())
+
+
+def test_xgboost_through_the_command_line(files, tmp_path, capsys):
+    pytest.importorskip("xgboost")
+    shared = ["fedkt", "--estimator", "xgb", "--subsets", "1", "--public",
+              files / "public.csv"]
+    uploads = [tmp_path / f"upload-{p}.skfedkt" for p in PARTIES]
+    for p, upload in zip(PARTIES, uploads):
+        status, err = _cli(["party", *shared, "--data", files / f"party-{p}.csv", "--name",
+                            f"h{p}", "--classes", 0, 1, "--out", upload], capsys)
+        assert status == 0, err
+    model = tmp_path / "model.skops"
+    status, err = _cli(["server", *shared, "--out", model, *uploads], capsys)
+    assert status == 0, err
+    status, err = _cli(["score", "--model", model, "--data", files / "test.csv"], capsys)
+    assert status == 0, err
