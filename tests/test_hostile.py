@@ -714,3 +714,22 @@ def test_xgboost_through_the_command_line(files, tmp_path, capsys):
     assert status == 0, err
     status, err = _cli(["score", "--model", model, "--data", files / "test.csv"], capsys)
     assert status == 0, err
+
+
+@pytest.mark.parametrize("attribute, value", [
+    ("_n_support", np.array([1000, 1000], dtype=np.int32)),
+    ("_dual_coef_", np.full((1, 3), np.nan)),
+])
+def test_a_malformed_support_vector_machine_is_refused(data, attribute, value):
+    from sklearn.svm import SVC
+
+    X, y, _, X_public = data
+    clf = OneShotEnsembleClassifier(SVC(), selection="all", random_state=0)
+    uploads = [upload.to_bytes() for upload in _uploads(clf, data)]
+
+    def craft(payload):
+        setattr(payload["model"], attribute, value)
+
+    crafted = _crafted(uploads[0], payload=craft)
+    _refused([crafted, *uploads[1:]], data, r"Party 0 .*\['model'\]", clf=clf)
+    assert _server(uploads, data, clf=clf).parties_.tolist() == PARTIES

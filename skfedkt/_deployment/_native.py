@@ -3,7 +3,8 @@
 scikit-learn's trees, histogram-gradient-boosting predictors and neighbour trees, and
 XGBoost's boosters, are walked by compiled code that trusts their arrays: a node that
 points outside the tree, or back to itself, crashes or hangs the process that predicts.
-skops rebuilds them from the file as they are, so the coordinator checks them here,
+Support vector machines are indexed by their support counts the same way. skops
+rebuilds them from the file as they are, so the coordinator checks them here,
 completely, before the first prediction: children in range and acyclic, features below
 the model's feature count, finite thresholds and values, consistent shapes.
 """
@@ -11,6 +12,7 @@ the model's feature count, finite thresholds and values, consistent shapes.
 import numpy as np
 from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
 from sklearn.neighbors import BallTree, KDTree
+from sklearn.svm._base import BaseLibSVM
 from sklearn.tree._tree import Tree
 
 from ._archive import UploadError
@@ -131,6 +133,27 @@ def check_booster(booster, n_features, who, where):
                       f"{where}.trees[{index}]")
 
 
+def check_libsvm(model, who, where):
+    """A support vector machine's arrays, which libsvm indexes by its support counts."""
+    n_support = np.asarray(model._n_support)
+    vectors = model.support_vectors_
+    n_vectors = vectors.shape[0]
+    n_classes = len(n_support)
+    if (n_support.ndim != 1 or (n_support < 0).any() or n_support.sum() != n_vectors
+            or len(model.support_) != n_vectors):
+        _refuse(who, where, f"support counts {n_support.tolist()} do not match its "
+                f"{n_vectors} support vectors")
+    dual = np.asarray(model._dual_coef_)
+    n_pairs = n_classes * (n_classes - 1) // 2
+    if (n_classes > 1 and dual.shape != (n_classes - 1, n_vectors)) or (
+            n_classes > 1 and np.asarray(model._intercept_).shape != (n_pairs,)):
+        _refuse(who, where, "its dual coefficients or intercepts do not match its classes")
+    for name in ("_dual_coef_", "_intercept_"):
+        _check_finite(np.asarray(getattr(model, name), dtype=float), name, who, where)
+    if not hasattr(vectors, "toarray"):
+        _check_finite(np.asarray(vectors, dtype=float), "a support vector", who, where)
+
+
 def _check_acyclic(left, right, is_leaf, who, where):
     """Every node reachable from the root once, children in range (XGBoost may reuse
     the ids of pruned nodes, so children need not come after their parent)."""
@@ -176,6 +199,8 @@ def check_native_structures(value, who, where="payload"):
             stack.extend((item, f"{path}[{i}]", n_features)
                          for i, item in enumerate(value.ravel()))
         elif hasattr(value, "__dict__") and not isinstance(value, type):
+            if isinstance(value, BaseLibSVM) and hasattr(value, "_n_support"):
+                check_libsvm(value, who, path)
             if isinstance(getattr(value, "_tree", None), (KDTree, BallTree)):
                 check_neighbor_tree(value, who, path)
                 attributes = {k: v for k, v in vars(value).items() if k != "_tree"}
