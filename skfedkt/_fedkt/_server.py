@@ -94,9 +94,12 @@ class _FedKTServerStep:
         expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         root = root_seed(self.random_state)
         X_labelled, party_rows, server_rows = self._tier_rows(X_unlabeled, root)
+        # the data-independent bound of a party at L2, computed once for every upload
+        bound = (self._party_privacy(np.zeros(len(DEFAULT_ORDERS)), len(party_rows))
+                 ["data_independent_epsilon"] if self.privacy_level == "L2" else None)
         uploads, self.left_out_parties_ = collect_uploads(
             uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
-            check=lambda checker: self._check_upload(checker, len(party_rows)),
+            check=lambda checker: self._check_upload(checker, len(party_rows), bound),
         )
         self.classes_ = np.array(uploads[0].manifest["classes"])
         self.parties_ = np.array([upload.party for upload in uploads])
@@ -112,7 +115,7 @@ class _FedKTServerStep:
         self._warn_after_fit(X_unlabeled)
         return self
 
-    def _check_upload(self, checker, n_queries):
+    def _check_upload(self, checker, n_queries, bound):
         """What a FedKT upload must hold: its rows and class counts (none at L2), as many
         students as agreed with their class shares, the agreed number of queries and, at
         L2, a guarantee no better than the data-independent bound the server computes."""
@@ -128,8 +131,6 @@ class _FedKTServerStep:
             if privacy is not None:
                 checker.refuse("privacy", "a party guarantee where no party adds noise")
             return
-        bound = self._party_privacy(np.zeros(len(DEFAULT_ORDERS)), n_queries)
-        bound = bound["data_independent_epsilon"]
         if not isinstance(privacy, dict):
             checker.refuse("privacy", "missing: a party at L2 reports its guarantee")
         claimed = checker.number("privacy.epsilon", 0, np.inf, value=privacy.get("epsilon"))
