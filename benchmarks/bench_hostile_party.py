@@ -1,5 +1,6 @@
 """What one party that lies about its size can do to FedKT's server, with and without
-the server's bound on a party's weight (``MAX_PARTY_WEIGHT`` times the median party).
+the server's bound on a party's weight (at most ``MAX_PARTY_WEIGHT`` times the median
+party, and at most all the other parties together).
 
 Every party runs its honest party step; one party (the largest holder of the minority
 class, or of class 0) then rewrites its manifest before sending it, consistently, so
@@ -8,7 +9,7 @@ or all its claimed rows put in its majority class ("one class"). The server's st
 on the uploads as files. Prints test accuracy and the final model's positive rate, mean ±
 std over seeds, for the honest uploads, the lie with the bound, and the lie without it.
 
-    python benchmarks/bench_hostile_party.py [--seeds 3] [--factor 1000]
+    python benchmarks/bench_hostile_party.py [--seeds 3] [--factor 1000] [--datasets digits]
 """
 
 import argparse
@@ -18,7 +19,7 @@ import warnings
 import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
-import skfedkt._engine._voting as voting
+import skfedkt._fedkt._server as fedkt_server
 from bench_label_skew import _mean_std, load, print_table
 from skfedkt import FedKTClassifier, PartyUpload
 
@@ -36,6 +37,7 @@ def one_class(manifest, factor):
 
 
 LIES = {"inflate": inflate, "one class": one_class}
+CONSORTIA = {"imbalanced": 50, "breast_cancer": 5, "digits": 10}
 
 
 def run(dataset, n_parties, beta, seed, lie, factor, bounded):
@@ -54,19 +56,24 @@ def run(dataset, n_parties, beta, seed, lie, factor, bounded):
         liar = int(np.argmax([u.manifest["class_counts"][rare] for u in uploads]))
         LIES[lie](uploads[liar].manifest, factor)
     files = [PartyUpload(u.manifest, u.payload).to_bytes() for u in uploads]
-    voting.MAX_PARTY_WEIGHT = voting_bound if bounded else np.inf
+    fedkt_server.bounded_party_counts = bound if bounded else no_bound
     server = clf.fit_server(files, data.X_public)
     predictions = server.predict(data.X_test)
     return np.mean(predictions == data.y_test), np.mean(predictions == classes[-1])
 
 
-voting_bound = voting.MAX_PARTY_WEIGHT
+bound = fedkt_server.bounded_party_counts
+
+
+def no_bound(class_counts):
+    return np.asarray(class_counts, dtype=float), np.array([], dtype=int)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--factor", type=float, default=1000)
+    parser.add_argument("--datasets", nargs="+", choices=CONSORTIA, default=list(CONSORTIA))
     args = parser.parse_args()
     start = time.perf_counter()
     settings = [("honest", None, True), ("inflate, bounded", "inflate", True),
@@ -74,7 +81,8 @@ def main():
                 ("one class, bounded", "one class", True),
                 ("one class, unbounded", "one class", False)]
     rows = []
-    for dataset, n_parties in (("imbalanced", 50), ("breast_cancer", 5), ("digits", 10)):
+    for dataset in args.datasets:
+        n_parties = CONSORTIA[dataset]
         for name, lie, bounded in settings:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -682,18 +682,22 @@ def test_the_command_line_s_size_limit(data, files, tmp_path, capsys):
     assert status == 0, err
 
 
-def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data):
+@pytest.mark.parametrize("factor", [3, 1000])
+def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data, factor):
+    # 1000 times: past twenty times the median party; 3 times: past the other parties
+    # together, which in a small consortium binds first
     from skfedkt._engine._voting import MAX_PARTY_WEIGHT
 
     clf = _fedkt()
     uploads = _uploads(clf, data)
     liar = uploads[0].manifest
-    counts = [c * 1000 for c in liar["class_counts"]]
+    counts = [c * factor for c in liar["class_counts"]]
     liar.update(class_counts=counts, n_rows=sum(counts))
-    with pytest.warns(UserWarning, match=r"Parties \[0\] claim more than 20 times"):
+    with pytest.warns(UserWarning, match=r"Parties \[0\] claim more rows than 20 times"):
         server = clf.fit_server([u.to_bytes() for u in uploads], data[3])
     totals = np.array([sum(u.manifest["class_counts"]) for u in uploads], dtype=float)
-    totals[0] = MAX_PARTY_WEIGHT * np.median(totals)
+    totals[0] = min(totals[0], MAX_PARTY_WEIGHT * np.median(totals), totals[1:].sum())
+    assert totals[0] == totals[1:].sum()
     shares = np.array([u.manifest["class_counts"] for u in uploads], dtype=float)
     shares /= shares.sum(axis=1, keepdims=True)
     expected = (shares * totals[:, None]).sum(axis=0)

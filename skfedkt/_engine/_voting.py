@@ -117,10 +117,13 @@ MAX_PARTY_WEIGHT = 20.0
 
 
 def bounded_party_counts(class_counts, max_weight=None):
-    """Class counts with every party's total capped at `max_weight` (default
-    `MAX_PARTY_WEIGHT`) times the median party's, its class proportions kept.
+    """Class counts with no party weighing more than `max_weight` (default
+    `MAX_PARTY_WEIGHT`) times the median party, nor more than all the other parties
+    together, its class proportions kept.
 
-    Returns the counts (float) and the indices of the parties that were capped.
+    The first cap protects a large consortium, the second a small one, where the median
+    party is a large share of the rows: a single party's claim can never outweigh the
+    rest. Returns the counts (float) and the indices of the parties that were capped.
 
     Examples
     --------
@@ -130,13 +133,19 @@ def bounded_party_counts(class_counts, max_weight=None):
     ...                                       max_weight=2)
     >>> counts[2].tolist(), capped.tolist()
     ([18.0, 2.0], [2])
+    >>> counts, capped = bounded_party_counts(np.array([[5, 5], [60, 40], [800, 200]]))
+    >>> counts[2].tolist(), capped.tolist()
+    ([88.0, 22.0], [2])
     """
     max_weight = MAX_PARTY_WEIGHT if max_weight is None else max_weight
     counts = np.asarray(class_counts, dtype=float)
     totals = counts.sum(axis=1)
-    cap = max_weight * np.median(totals)
+    within_median_cap = np.minimum(totals, max_weight * np.median(totals))
+    others = within_median_cap.sum() - within_median_cap
+    # a lone party has no others to be weighed against
+    cap = within_median_cap if len(totals) == 1 else np.minimum(within_median_cap, others)
     over = np.flatnonzero(totals > cap)
-    counts[over] *= (cap / totals[over])[:, None]
+    counts[over] *= (cap[over] / totals[over])[:, None]
     return counts, over
 
 

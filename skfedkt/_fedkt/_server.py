@@ -143,14 +143,16 @@ class _FedKTServerStep:
 
     def _bounded_counts(self, counts):
         """The parties' class counts, no party weighing more than `MAX_PARTY_WEIGHT`
-        times the median party: a party's counts are its own claim."""
+        times the median party nor more than the others together: a party's counts are
+        its own claim."""
         bounded, capped = bounded_party_counts(counts)
         if capped.size:
             warnings.warn(
-                f"Parties {self.parties_[capped].tolist()} claim more than "
-                f"{MAX_PARTY_WEIGHT:g} times the median party's rows; the server weighs "
-                "each as that many when it pools votes and sets the class shares. A "
-                "party that inflates its counts cannot set them alone.", UserWarning,
+                f"Parties {self.parties_[capped].tolist()} claim more rows than "
+                f"{MAX_PARTY_WEIGHT:g} times the median party or than all the other "
+                "parties together; the server weighs each as the smaller of the two "
+                "when it pools votes and sets the class shares, so that no party's "
+                "claim can outweigh the rest.", UserWarning,
             )
         return bounded
 
