@@ -1,0 +1,139 @@
+"""Golden outputs: what every estimator computes, recorded so that a rewrite of the code
+or the API can show it changes none of it.
+
+Each case names a configuration by what it does (stable across API changes) and builds
+it with today's parameters; only `CASES` changes when the API does. The recorded outputs
+(predictions, probabilities and epsilons on the test rows of two federated datasets) live
+in ``tests/golden_outputs.npz``; ``tests/test_golden.py`` compares against them.
+
+    python tests/_golden.py          # rewrite tests/golden_outputs.npz (say why in the commit)
+"""
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt.datasets import load_federated
+
+GOLDEN_PATH = Path(__file__).with_name("golden_outputs.npz")
+DATASETS = {"breast_cancer": 4, "wine": 3}
+
+
+def _forest():
+    return RandomForestClassifier(n_estimators=8, max_depth=4)
+
+
+def _fedkt(**params):
+    return FedKTClassifier(_forest(), **params)
+
+
+CASES = {
+    "fedkt default": _fedkt(),
+    "fedkt paper": _fedkt(voting="hard"),
+    "fedkt L1": _fedkt(privacy_level="L1", gamma=0.5),
+    "fedkt L1 hard": _fedkt(privacy_level="L1", gamma=0.5, voting="hard"),
+    "fedkt L1 gaussian": _fedkt(privacy_level="L1", gamma=0.5, noise="gaussian"),
+    "fedkt L2 queries": _fedkt(privacy_level="L2", gamma=0.5, query_fraction=0.5),
+    "fedkt L2 hard": _fedkt(privacy_level="L2", gamma=0.5, voting="hard"),
+    "fedkt inconsistent votes": _fedkt(consistent_voting=False),
+    "fedkt undistilled": _fedkt(distill=False),
+    "fedkt soft labels": _fedkt(soft_labels=True),
+    "fedkt soft student labels": _fedkt(soft_labels="students"),
+    "fedkt summed votes": _fedkt(pooling="sum"),
+    "fedkt unmatched shares": _fedkt(match_shares=False),
+    "fedkt one teacher": _fedkt(n_subsets=1),
+    "fedkt one partition": _fedkt(n_partitions=1),
+    "fedkt no public copies": _fedkt(min_public_rows=0),
+    "fedkt students learn party rows": _fedkt(student_data="party+public", n_subsets=1,
+                                              soft_labels="students", min_public_rows=0),
+    "fedkt logistic": FedKTClassifier(make_pipeline(StandardScaler(), LogisticRegression()),
+                                      student_estimator=DecisionTreeClassifier(max_depth=4)),
+    "oneshot all": OneShotEnsembleClassifier(_forest(), selection="all"),
+    "oneshot all hard": OneShotEnsembleClassifier(_forest(), selection="all", voting="hard"),
+    "oneshot cv": OneShotEnsembleClassifier(_forest(), selection="cv", n_selected=2),
+    "oneshot data": OneShotEnsembleClassifier(_forest(), selection="data", n_selected=2),
+    "oneshot distilled": OneShotEnsembleClassifier(
+        _forest(), student_estimator=DecisionTreeClassifier(max_depth=4)),
+    "fedct default": FedCTClassifier(_forest(), n_rounds=4),
+    "fedct soft": FedCTClassifier(_forest(), n_rounds=4, voting="soft"),
+    "fedct private": FedCTClassifier(_forest(), n_rounds=4, dp_epsilon=1.0),
+}
+# cases also run through party and server steps with files; test_deployment checks
+# more settings against fit, these pin that the deployed model equals the recorded one
+DEPLOYED = ["fedkt default", "fedkt L2 queries", "oneshot cv"]
+
+
+def dataset(name, seed=0):
+    return load_federated(name, n_parties=DATASETS[name], beta=0.5, min_party_size=10,
+                          random_state=seed)
+
+
+def _deployed(clf, data):
+    classes = np.unique(data.y_train)
+    uploads = [
+        clf.fit_party(data.X_train[data.groups == p], data.y_train[data.groups == p],
+                      party=int(p), classes=classes, X_unlabeled=data.X_public).to_bytes()
+        for p in np.unique(data.groups)
+    ]
+    return clone(clf).fit_server(uploads, data.X_public)
+
+
+def outputs(name, dataset_name, deployed=False):
+    """The recorded outputs of case `name` on `dataset_name`: a dict of arrays."""
+    data = dataset(dataset_name)
+    clf = clone(CASES[name]).set_params(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if deployed:
+            fitted = _deployed(clf, data)
+        else:
+            fitted = clf.fit(data.X_train, data.y_train, groups=data.groups,
+                             X_unlabeled=data.X_public)
+    result = {"predict": fitted.predict(data.X_test)}
+    if hasattr(fitted, "predict_proba"):
+        result["predict_proba"] = fitted.predict_proba(data.X_test)
+    epsilon = getattr(fitted, "epsilon_", None)
+    if epsilon is not None:
+        result["epsilon"] = np.array(epsilon, dtype=float)
+    return result
+
+
+def golden_keys():
+    """(case, dataset, deployed) of every recorded output."""
+    return ([(name, data, False) for name in CASES for data in DATASETS]
+            + [(name, data, True) for name in DEPLOYED for data in DATASETS])
+
+
+def key(name, dataset_name, deployed, output):
+    return f"{name}|{dataset_name}|{'deployed' if deployed else 'fit'}|{output}"
+
+
+def versions():
+    """The libraries whose fits the outputs depend on, as recorded with them."""
+    import numpy
+    import scipy
+    import sklearn
+
+    return np.array([f"numpy {numpy.__version__}", f"scipy {scipy.__version__}",
+                     f"scikit-learn {sklearn.__version__}"])
+
+
+def main():
+    recorded = {"versions": versions()}
+    for name, dataset_name, deployed in golden_keys():
+        for output, value in outputs(name, dataset_name, deployed).items():
+            recorded[key(name, dataset_name, deployed, output)] = value
+    np.savez_compressed(GOLDEN_PATH, **recorded)
+    print(f"{len(recorded)} arrays written to {GOLDEN_PATH}")
+
+
+if __name__ == "__main__":
+    main()

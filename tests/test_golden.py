@@ -1,0 +1,40 @@
+"""Every estimator computes what it computed when the outputs were recorded
+(``tests/_golden.py``): a refactoring that changes a prediction, a probability or an
+epsilon fails here."""
+
+import numpy as np
+import pytest
+
+from _golden import GOLDEN_PATH, golden_keys, key, outputs, versions
+
+
+@pytest.fixture(scope="module")
+def golden():
+    with np.load(GOLDEN_PATH) as recorded:
+        recorded = dict(recorded)
+    if not np.array_equal(recorded["versions"], versions()):
+        pytest.skip(f"outputs recorded with {recorded['versions'].tolist()}, this "
+                    f"environment has {versions().tolist()}: base estimators may fit "
+                    "differently; rerun python tests/_golden.py there to compare")
+    return recorded
+
+
+def test_every_case_is_recorded(golden):
+    expected = {key(*case, output) for case in golden_keys()
+                for output in ("predict", "predict_proba", "epsilon")}
+    assert set(golden) - {"versions"} <= expected
+    assert {k.rsplit("|", 1)[0] for k in golden} - {"versions"} == {
+        k.rsplit("|", 1)[0] for k in expected}
+
+
+@pytest.mark.parametrize("name, dataset_name, deployed", golden_keys(),
+                         ids=[key(*case, "")[:-1] for case in golden_keys()])
+def test_outputs_match_the_recorded_ones(golden, name, dataset_name, deployed):
+    computed = outputs(name, dataset_name, deployed)
+    recorded = {output: golden[key(name, dataset_name, deployed, output)]
+                for output in ("predict", "predict_proba", "epsilon")
+                if key(name, dataset_name, deployed, output) in golden}
+    assert computed.keys() == recorded.keys()
+    np.testing.assert_array_equal(computed["predict"], recorded["predict"])
+    for output in recorded.keys() - {"predict"}:
+        np.testing.assert_allclose(computed[output], recorded[output], rtol=1e-9, atol=1e-12)
