@@ -77,29 +77,36 @@ def dataset(name, seed=0):
 
 
 def _deployed(clf, data):
+    """`clf` fitted by its party steps and its server step (on a clone) through files."""
     classes = np.unique(data.y_train)
     uploads = [
         clf.fit_party(data.X_train[data.groups == p], data.y_train[data.groups == p],
                       party=int(p), classes=classes, X_unlabeled=data.X_public).to_bytes()
         for p in np.unique(data.groups)
     ]
-    return clone(clf).fit_server(uploads, data.X_public)
+    return clf.fit_server(uploads, data.X_public)
+
+
+def fit(estimator, dataset_name, deployed=False, copy=True):
+    """`estimator` (a clone, unless `copy` is False) fitted on `dataset_name` with
+    ``random_state=0``, in one process or through party and server steps."""
+    data = dataset(dataset_name)
+    clf = (clone(estimator) if copy else estimator).set_params(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if deployed:
+            return _deployed(clf, data)
+        return clf.fit(data.X_train, data.y_train, groups=data.groups,
+                       X_unlabeled=data.X_public)
 
 
 def outputs(name, dataset_name, deployed=False):
     """The recorded outputs of case `name` on `dataset_name`: a dict of arrays."""
-    data = dataset(dataset_name)
-    clf = clone(CASES[name]).set_params(random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if deployed:
-            fitted = _deployed(clf, data)
-        else:
-            fitted = clf.fit(data.X_train, data.y_train, groups=data.groups,
-                             X_unlabeled=data.X_public)
-    result = {"predict": fitted.predict(data.X_test)}
+    fitted = fit(CASES[name], dataset_name, deployed)
+    X_test = dataset(dataset_name).X_test
+    result = {"predict": fitted.predict(X_test)}
     if hasattr(fitted, "predict_proba"):
-        result["predict_proba"] = fitted.predict_proba(data.X_test)
+        result["predict_proba"] = fitted.predict_proba(X_test)
     epsilon = getattr(fitted, "epsilon_", None)
     if epsilon is not None:
         result["epsilon"] = np.array(epsilon, dtype=float)

@@ -252,6 +252,19 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         tags.input_tags.allow_nan = all(t.input_tags.allow_nan for t in base_tags)
         return tags
 
+    # private attributes a fit sets, beyond the public ones that end in "_"
+    _private_fitted = ()
+
+    def _clear_fitted_state(self):
+        """Forget everything an earlier fit set, before a new one sets its own: a refit
+        with other options leaves no attribute of the earlier one behind."""
+        # only names this package owns: scikit-learn keeps private state of its own
+        # (callback contexts, metadata requests, output configuration)
+        for name in list(vars(self)):
+            if (name.endswith("_") and not name.startswith("_")
+                    or name in self._private_fitted):
+                delattr(self, name)
+
     def _check_params(self):
         input_tags = get_tags(self).input_tags
         return dict(

@@ -118,12 +118,14 @@ MAX_PARTY_WEIGHT = 20.0
 
 def bounded_party_counts(class_counts, max_weight=None):
     """Class counts with no party weighing more than `max_weight` (default
-    `MAX_PARTY_WEIGHT`) times the median party, nor more than all the other parties
-    together, its class proportions kept.
+    `MAX_PARTY_WEIGHT`) times the median party, nor, among three parties or more, more
+    than all the other parties together, its class proportions kept.
 
     The first cap protects a large consortium, the second a small one, where the median
     party is a large share of the rows: a single party's claim can never outweigh the
-    rest. Returns the counts (float) and the indices of the parties that were capped.
+    rest. Two parties have no rest to protect; capping the larger at the smaller's size
+    would only misweigh honest ones. Returns the counts (float) and the indices of the
+    parties that were capped.
 
     Examples
     --------
@@ -142,8 +144,7 @@ def bounded_party_counts(class_counts, max_weight=None):
     totals = counts.sum(axis=1)
     within_median_cap = np.minimum(totals, max_weight * np.median(totals))
     others = within_median_cap.sum() - within_median_cap
-    # a lone party has no others to be weighed against
-    cap = within_median_cap if len(totals) == 1 else np.minimum(within_median_cap, others)
+    cap = within_median_cap if len(totals) < 3 else np.minimum(within_median_cap, others)
     over = np.flatnonzero(totals > cap)
     counts[over] *= (cap[over] / totals[over])[:, None]
     return counts, over

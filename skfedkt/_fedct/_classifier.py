@@ -166,6 +166,8 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
     0.9...
     """
 
+    _private_fitted = ("_models",)
+
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), list, dict, None],
         "n_rounds": [Interval(Integral, 0, None, closed="left")],
@@ -280,6 +282,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
             The fitted classifier.
         """
         self._check_estimator_entries()
+        self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
         n_rows = len(data.y)
         n_public = _num_samples(data.X_public)

@@ -201,6 +201,7 @@ class _FedCTServerStep:
             The fitted classifier.
         """
         self._validate_params()
+        self._clear_fitted_state()
         require_public_set(X_unlabeled, "FedCT's server step")
         expected, _ = server_expectations(self, X_unlabeled, classes)
         message = checked_message(

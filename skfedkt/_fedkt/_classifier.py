@@ -343,6 +343,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
     0.9...
     """
 
+    _private_fitted = ("_final_model", "_party_counts", "_student_codes")
+
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), None],
         "student_estimator": [HasMethods(["fit", "predict"]), None],
@@ -457,6 +459,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self : object
             The fitted classifier.
         """
+        self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
         self._check_party_sizes(data.party_rows)  # before any fit
         self._check_options()

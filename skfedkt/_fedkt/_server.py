@@ -89,6 +89,7 @@ class _FedKTServerStep:
             The fitted classifier.
         """
         self._validate_params()
+        self._clear_fitted_state()
         self._check_options()
         require_public_set(X_unlabeled, "FedKT's server step")
         expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
@@ -209,9 +210,6 @@ class _FedKTServerStep:
                 seeds=draw_seeds(derived_random_state(root, "final"), 1),
             )
             self.final_estimator_ = self._final_model.estimator
-        else:  # nor a final model left from an earlier fit
-            for stale in ("_final_model", "final_estimator_"):
-                vars(self).pop(stale, None)
         final_rows = np.arange(n_labelled) if final_task.rows is None else final_task.rows
         learned = np.zeros((n_labelled, n_classes))
         np.add.at(learned, (final_rows, final_task.y),

@@ -151,6 +151,8 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
     0.9...
     """
 
+    _private_fitted = ("_ensemble", "_local_codes", "_student")
+
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), None],
         "selection": [StrOptions({"all", "cv", "data", "random"})],
@@ -221,6 +223,7 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
             The fitted classifier.
         """
         scorer = self._scorer() if self.selection == "cv" else None  # before any fit
+        self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
         self._check_public_data(X_unlabeled)
         root = root_seed(self.random_state)

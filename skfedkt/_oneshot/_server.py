@@ -55,6 +55,7 @@ class _OneShotServerStep:
             The fitted classifier.
         """
         self._validate_params()
+        self._clear_fitted_state()
         self._check_public_data(X_unlabeled)
         expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         uploads, self.left_out_parties_ = collect_uploads(
