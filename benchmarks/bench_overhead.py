@@ -17,8 +17,7 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 
 from skfedkt import FedKTClassifier
-from skfedkt._deployment._protocol import derived_random_state
-from skfedkt._engine._fitting import draw_seeds
+from skfedkt._engine._seeds import derived_random_state, draw_seeds
 from skfedkt._engine._voting import count_votes, plurality_vote
 
 

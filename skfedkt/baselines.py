@@ -10,7 +10,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, column_or_1d
 
-from ._engine._fitting import Task, draw_seeds, fit_clones
+from ._engine._fitting import Task, fit_clones
+from ._engine._seeds import draw_seeds
 
 
 def solo_scores(estimator, X, y, groups, X_test, y_test, *, n_jobs=None,

@@ -7,18 +7,16 @@ give the same model, every random draw of a party depends only on the agreed
 ``random_state``.
 """
 
-import hashlib
 import warnings
 from numbers import Integral
 from os import PathLike
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from .._engine._base import _keep_frame
-from .._engine._fitting import _MAX_SEED
+from ._received import UploadChecker, _file_of
 from ._upload import (
     FORMAT_VERSION,
     PartyUpload,
@@ -28,30 +26,6 @@ from ._upload import (
     json_labels,
     read_upload,
 )
-from ._received import UploadChecker, _file_of
-
-
-def root_seed(random_state):
-    """The integer every party and the server derive their draws from."""
-    if isinstance(random_state, Integral):
-        return int(random_state)
-    return int(check_random_state(random_state).randint(_MAX_SEED))
-
-
-def derived_random_state(root, role, name=""):
-    """A RandomState that depends only on `root`, a role ("party", "server", "public")
-    and a party's name (its ``str``, so 0 and "0" name the same party)."""
-    digest = hashlib.sha256(f"{role}:{name}".encode()).digest()
-    key = np.frombuffer(digest[:16], dtype=np.uint32)
-    return np.random.RandomState(np.random.SeedSequence([root, *key]).generate_state(4))
-
-
-def party_random_state(random_state, party, party_seed=None):
-    """The RandomState of a party's step: its own `party_seed` if given, else derived
-    from the agreed `random_state` and the party's name (what ``fit`` uses)."""
-    if party_seed is not None:
-        return check_random_state(party_seed)
-    return derived_random_state(root_seed(random_state), "party", party)
 
 
 def agreed_classes(classes):

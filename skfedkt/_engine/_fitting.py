@@ -16,19 +16,13 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples, has_fit_parameter
 from threadpoolctl import threadpool_limits
 
+from ._seeds import _MAX_SEED
 from ._voting import count_votes
-
-_MAX_SEED = np.iinfo(np.int32).max
 
 
 def code_dtype(n_classes):
     """The smallest signed integer type holding the class codes and the abstention -1."""
     return np.int8 if n_classes < 128 else np.int16 if n_classes < 32768 else np.int32
-
-
-def draw_seeds(rng, n_seeds):
-    """Independent integer seeds, one per clone, from a `RandomState`."""
-    return rng.randint(_MAX_SEED, size=n_seeds)
 
 
 def _final_step(estimator):

@@ -13,9 +13,9 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._deployment._protocol import derived_random_state, root_seed
 from .._engine._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, stack_rows
 from .._engine._fitting import ClassCodeModel, ensemble_proba
+from .._engine._seeds import derived_random_state, root_seed
 from ..privacy._release import Release, final_model_release, models_release
 from ._party import _FedCTParty, _FedCTPartyStep
 from ._server import _FedCTServer, _FedCTServerStep

@@ -5,22 +5,11 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import _num_samples
 
-from .._deployment._protocol import (
-    PartyData,
-    checked_message,
-    derived_random_state,
-    party_random_state,
-    require_public_set,
-)
+from .._deployment._protocol import PartyData, checked_message, require_public_set
 from .._deployment._upload import PartyUpload
 from .._engine._base import stack_rows
-from .._engine._fitting import (
-    GlobalLabelClassifier,
-    Task,
-    code_dtype,
-    draw_seeds,
-    fit_clones,
-)
+from .._engine._fitting import GlobalLabelClassifier, Task, code_dtype, fit_clones
+from .._engine._seeds import derived_random_state, draw_seeds, party_random_state
 from ..privacy._accounting import bit_flip_probability
 from ._server import _FedCTServer, check_server_message
 

@@ -8,13 +8,12 @@ from sklearn.utils.validation import _num_samples
 from .._deployment._protocol import (
     checked_message,
     collect_uploads,
-    derived_random_state,
     require_public_set,
-    root_seed,
     server_expectations,
 )
 from .._deployment._upload import PartyUpload, UploadError
 from .._engine._fitting import ClassCodeModel
+from .._engine._seeds import derived_random_state, root_seed
 from .._engine._voting import count_votes, plurality_vote
 from ..privacy._accounting import (
     BitFlipPrivacyReport,

@@ -9,15 +9,19 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._deployment._protocol import derived_random_state, root_seed
 from .._engine._augment import jittered_rows
 from .._engine._base import BaseFederatedClassifier, pickled_bytes, stack_rows
-from .._engine._fitting import ClassCodeModel, Task, sample_weight_param, soft_label_rows
+from .._engine._fitting import (
+    ClassCodeModel,
+    Task,
+    sample_weight_param,
+    soft_label_rows,
+)
+from .._engine._seeds import derived_random_state, root_seed
 from .._engine._voting import class_shares, plurality_vote
 from ..privacy._release import final_model_release, models_release
 from ._party import _FedKTParty, _FedKTPartyStep
 from ._server import _FedKTServerStep
-
 
 # rows the tiers without noise label at least, by default (see min_public_rows); measured
 # on the label-skew benchmark (benchmarks/bench_label_skew.py --ablation)

@@ -7,22 +7,17 @@ import numpy as np
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
-from .._deployment._protocol import (
-    PartyData,
-    party_random_state,
-    require_public_set,
-    root_seed,
-)
+from .._deployment._protocol import PartyData, require_public_set
 from .._deployment._upload import PartyUpload
 from .._engine._base import stack_rows
 from .._engine._fitting import (
     Task,
     code_dtype,
-    draw_seeds,
     fit_clones,
     group_votes,
     iter_clone_fits,
 )
+from .._engine._seeds import draw_seeds, party_random_state, root_seed
 from .._engine._voting import class_shares
 from ..privacy._accounting import (
     DEFAULT_ORDERS,
@@ -32,7 +27,6 @@ from ..privacy._accounting import (
     gaussian_epsilon,
     pate_log_moments,
 )
-
 
 # what an upload's manifest and the privacy report say when students learn party rows
 PARTY_ROWS_NOTE = (

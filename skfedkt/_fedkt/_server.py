@@ -8,13 +8,12 @@ from sklearn.utils.validation import _num_samples
 
 from .._deployment._protocol import (
     collect_uploads,
-    derived_random_state,
     require_public_set,
-    root_seed,
     server_expectations,
 )
 from .._engine._base import _MIN_CLASS_SHARE, LabelCollapseWarning, _lost_classes
-from .._engine._fitting import ClassCodeModel, draw_seeds, fit_clones, predict_votes
+from .._engine._fitting import ClassCodeModel, fit_clones, predict_votes
+from .._engine._seeds import derived_random_state, draw_seeds, root_seed
 from .._engine._voting import (
     MAX_PARTY_WEIGHT,
     bounded_party_counts,

@@ -9,9 +9,9 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._deployment._protocol import derived_random_state, root_seed
 from .._engine._base import BaseFederatedClassifier, pickled_bytes
 from .._engine._fitting import ClassCodeModel, ensemble_proba
+from .._engine._seeds import derived_random_state, root_seed
 from ..privacy._release import final_model_release, models_release
 from ._party import _OneShotParty, _OneShotPartyStep
 from ._server import _OneShotServerStep

@@ -7,9 +7,10 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import get_scorer
 from sklearn.utils import _safe_indexing
 
-from .._deployment._protocol import PartyData, party_random_state
+from .._deployment._protocol import PartyData
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import GlobalLabelClassifier, Task, draw_seeds, fit_clones
+from .._engine._fitting import GlobalLabelClassifier, Task, fit_clones
+from .._engine._seeds import draw_seeds, party_random_state
 
 
 class _OneShotParty:

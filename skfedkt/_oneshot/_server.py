@@ -4,20 +4,15 @@
 import numpy as np
 from sklearn.base import is_regressor
 
-from .._deployment._protocol import (
-    collect_uploads,
-    derived_random_state,
-    root_seed,
-    server_expectations,
-)
+from .._deployment._protocol import collect_uploads, server_expectations
 from .._engine._fitting import (
     ClassCodeModel,
     Task,
-    draw_seeds,
     ensemble_proba,
     fit_clones,
     seeded_clone,
 )
+from .._engine._seeds import derived_random_state, draw_seeds, root_seed
 
 
 class _OneShotServerStep:

@@ -1,0 +1,39 @@
+"""Seeds: every random draw of a party depends only on the agreed ``random_state`` and
+the party's name, every draw of the server only on ``random_state``, so that a
+deployment's steps and the in-process ``fit`` give the same model."""
+
+import hashlib
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+_MAX_SEED = np.iinfo(np.int32).max
+
+
+def draw_seeds(rng, n_seeds):
+    """Independent integer seeds, one per clone, from a `RandomState`."""
+    return rng.randint(_MAX_SEED, size=n_seeds)
+
+
+def root_seed(random_state):
+    """The integer every party and the server derive their draws from."""
+    if isinstance(random_state, Integral):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(_MAX_SEED))
+
+
+def derived_random_state(root, role, name=""):
+    """A RandomState that depends only on `root`, a role ("party", "server", "public")
+    and a party's name (its ``str``, so 0 and "0" name the same party)."""
+    digest = hashlib.sha256(f"{role}:{name}".encode()).digest()
+    key = np.frombuffer(digest[:16], dtype=np.uint32)
+    return np.random.RandomState(np.random.SeedSequence([root, *key]).generate_state(4))
+
+
+def party_random_state(random_state, party, party_seed=None):
+    """The RandomState of a party's step: its own `party_seed` if given, else derived
+    from the agreed `random_state` and the party's name (what ``fit`` uses)."""
+    if party_seed is not None:
+        return check_random_state(party_seed)
+    return derived_random_state(root_seed(random_state), "party", party)
