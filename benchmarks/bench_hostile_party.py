@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.ensemble import RandomForestClassifier
 
 import skfedkt._fedkt._server as fedkt_server
-from bench_label_skew import _mean_std, load, print_table
+from bench_label_skew import BETAS, PARTIES, PARTIES_AT, _mean_std, load, print_table
 from skfedkt import FedKTClassifier, PartyUpload
 
 
@@ -69,10 +69,29 @@ def no_bound(class_counts):
     return np.asarray(class_counts, dtype=float), np.array([], dtype=int)
 
 
+def honest_partitions_bound(n_seeds):
+    """In how many of bench_label_skew's honest partitions the bound caps a party."""
+    capped = []
+    for dataset, n_parties in PARTIES.items():
+        for beta in BETAS:
+            for seed in range(n_seeds):
+                data = load(dataset, PARTIES_AT.get((dataset, beta), n_parties), beta, seed)
+                counts = [np.bincount(data.y_train[data.groups == p],
+                                      minlength=data.y_train.max() + 1)
+                          for p in np.unique(data.groups)]
+                if bound(counts)[1].size:
+                    capped.append(f"{dataset} beta={beta} seed={seed}")
+    total = len(PARTIES) * len(BETAS) * n_seeds
+    return (f"honest partitions of bench_label_skew.py where the bound caps a party: "
+            f"{len(capped)} of {total} ({', '.join(capped)})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--factor", type=float, default=1000)
+    parser.add_argument("--seeds-skew", type=int, default=5,
+                        help="seeds of bench_label_skew's partitions to check the bound on")
     parser.add_argument("--datasets", nargs="+", choices=CONSORTIA, default=list(CONSORTIA))
     args = parser.parse_args()
     start = time.perf_counter()
@@ -94,6 +113,7 @@ def main():
           f"the lie multiplies the liar's claimed rows by {args.factor:g}; test accuracy "
           f"mean ± std over {args.seeds} seeds, and the share of the last class predicted\n")
     print_table(["dataset", "parties", "uploads", "accuracy", "last class predicted"], rows)
+    print(f"\n{honest_partitions_bound(args.seeds_skew)}")
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 
 
