@@ -46,7 +46,7 @@ from sklearn.utils import Bunch
 from bench_label_skew import print_table
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import dirichlet_partition, iid_partition, load_federated
-from skfedkt.privacy import membership_audit, party_membership_audit
+from skfedkt.privacy import PartyNoise, ServerNoise, membership_audit, party_membership_audit
 
 
 def forest():
@@ -86,11 +86,11 @@ METHODS = {
         lambda seed: FedKTClassifier(forest(), voting="hard", random_state=seed),
         ["upload", "final model"]),
     "FedKT L1 (gamma 0.04, 81 queries)": (
-        lambda seed: FedKTClassifier(forest(), privacy_level="L1", gamma=0.04, n_partitions=1,
+        lambda seed: FedKTClassifier(forest(), privacy=ServerNoise(gamma=0.04), n_partitions=1,
                                      random_state=seed),
         ["upload", "final model"]),
     "FedKT L2 (gamma 0.04, 81 queries)": (
-        lambda seed: FedKTClassifier(forest(), privacy_level="L2", gamma=0.04, n_partitions=1,
+        lambda seed: FedKTClassifier(forest(), privacy=PartyNoise(gamma=0.04), n_partitions=1,
                                      random_state=seed),
         ["upload", "final model"]),
     "FedCT": (
@@ -132,7 +132,7 @@ def audit_method(protocol, beta, seed, method, n_references, estimator=None,
     if estimator is not None:
         model.set_params(estimator=estimator)
     if "queries" in method:
-        model.set_params(query_fraction=PRIVATE_QUERIES / len(data.X_public))
+        model.set_params(privacy__query_fraction=PRIVATE_QUERIES / len(data.X_public))
     if uploads_only:
         return audit_uploads(protocol, data, attacked, seed, method, model, n_references)
     with warnings.catch_warnings():

@@ -40,7 +40,7 @@ from sklearn.utils import Bunch
 from bench_label_skew import print_table
 from skfedkt import FedKTClassifier
 from skfedkt.datasets import dirichlet_partition, load_federated
-from skfedkt.privacy import gaussian_epsilon
+from skfedkt.privacy import PartyNoise, ServerNoise, gaussian_epsilon
 
 # the paper's Table 2: (task, level, gamma, queries, epsilon, accuracy, L0 accuracy)
 PAPER_ROWS = [
@@ -85,25 +85,29 @@ def gaussian_sigma(epsilon, n_queries, sensitivity):
                   1e-3, 1e6)
 
 
+NOISE_AT = {"L1": ServerNoise, "L2": PartyNoise}
+
+
 def configure(row, method, queries_factor):
-    """FedKTClassifier's parameters for one row of Table 2 and a method."""
+    """FedKTClassifier's parameters for one row of Table 2 and a method: the others, the
+    noise, and the number of queries."""
     task, level, gamma, n_queries, epsilon, *_ = row
     _, s, t = LEVELS[level]
-    params = dict(n_partitions=s, n_subsets=t, voting="hard", privacy_level=level)
+    params = dict(n_partitions=s, n_subsets=t, voting="hard")
     if method == "paper":
-        return dict(params, noise="laplace", gamma=gamma), n_queries
+        return params, NOISE_AT[level](gamma, noise="laplace"), n_queries
     n_queries = int(round(queries_factor * n_queries))
     sensitivity = np.sqrt(2) * (s if level == "L1" else 1)
     sigma = gaussian_sigma(epsilon, n_queries * (s if level == "L2" else 1), sensitivity)
-    return dict(params, noise="gaussian", gamma=1 / sigma), n_queries
+    return params, NOISE_AT[level](1 / sigma, noise="gaussian"), n_queries
 
 
 def run(row, method, seed, census_path, queries_factor):
     task, level = row[:2]
     data = load(task, LEVELS[level][0], seed, census_path)
-    params, n_queries = configure(row, method, queries_factor)
-    clf = FedKTClassifier(forest(), query_fraction=n_queries / len(data.X_public),
-                          random_state=seed, **params)
+    params, privacy, n_queries = configure(row, method, queries_factor)
+    privacy.set_params(query_fraction=n_queries / len(data.X_public))
+    clf = FedKTClassifier(forest(), privacy=privacy, random_state=seed, **params)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -30,7 +30,7 @@ from sklearn.model_selection import train_test_split
 
 from skfedkt import FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import dirichlet_partition
-from skfedkt.privacy import membership_audit
+from skfedkt.privacy import PartyNoise, membership_audit
 
 X, y = load_breast_cancer(return_X_y=True)
 X_train, X_rest, y_train, y_rest = train_test_split(X, y, train_size=0.4, stratify=y,
@@ -55,7 +55,7 @@ configurations = {
     "FedKT, students learn party rows": FedKTClassifier(forest, student_data="party+public"),
     "FedKT (default)": FedKTClassifier(forest),
     "FedKT L2 (gamma 0.1, 40 queries)": FedKTClassifier(
-        forest, privacy_level="L2", gamma=0.1, query_fraction=40 / len(X_public)),
+        forest, privacy=PartyNoise(gamma=0.1, query_fraction=40 / len(X_public))),
 }
 audits = {}
 for name, clf in configurations.items():

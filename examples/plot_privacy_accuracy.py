@@ -5,16 +5,16 @@ Privacy against accuracy: FedKT-L1 and FedKT-L2
 FedKT makes its final model differentially private by adding Laplace noise of scale
 ``1/gamma`` to vote counts, in one of two places:
 
-* **L1 (server noise)** protects *parties*: the server's vote histogram over all students
-  is noised. One party moves all its ``n_partitions`` students, so one histogram moves by
-  ``2 * n_partitions`` at most.
-* **L2 (party noise)** protects *examples*, even from the server: every teacher histogram
-  inside every party is noised. One example sits in one teacher per partition, so one
-  histogram moves by 2 at most.
+* **L1, server noise** (``privacy=ServerNoise(...)``) protects *parties*: the server's
+  vote histogram over all students is noised. One party moves all its ``n_partitions``
+  students, so one histogram moves by ``2 * n_partitions`` at most.
+* **L2, party noise** (``privacy=PartyNoise(...)``) protects *examples*, even from the
+  server: every teacher histogram inside every party is noised. One example sits in one
+  teacher per partition, so one histogram moves by 2 at most.
 
-Two knobs set the cost: ``gamma`` (less noise, more epsilon) and ``query_fraction``, the
-share of the public set the noisy tier labels (each query spends privacy). This example
-sweeps both, as the paper's Table 2 does on Adult and cod-rna.
+Two knobs of the mechanism set the cost: ``gamma`` (less noise, more epsilon) and
+``query_fraction``, the share of the public set the noisy tier labels (each query spends
+privacy). This example sweeps both, as the paper's Table 2 does on Adult and cod-rna.
 """
 
 # %%
@@ -34,6 +34,7 @@ from sklearn.model_selection import train_test_split
 
 from skfedkt import FedKTClassifier
 from skfedkt.datasets import dirichlet_partition
+from skfedkt.privacy import PartyNoise, ServerNoise
 
 X, y = make_classification(n_samples=12000, n_features=10, n_informative=5, random_state=0)
 X_train, X_rest, y_train, y_rest = train_test_split(X, y, train_size=0.75, random_state=0)
@@ -62,14 +63,15 @@ print(f"FedKT-L0 (no noise): accuracy {non_private:.3f}")
 # PATE and a data-independent bound, of which the smaller is reported. With so few
 # labelled queries the accuracy varies from seed to seed, so every cell averages two
 # seeds (different partitions, noise and queries).
-levels = {"L1": [0.05, 0.1, 0.2], "L2": [0.1, 0.2, 0.5]}
+levels = {ServerNoise: [0.05, 0.1, 0.2], PartyNoise: [0.1, 0.2, 0.5]}
 query_fractions = [0.005, 0.01, 0.02, 0.05]
 rows = []
-for level, gammas in levels.items():
+for noise, gammas in levels.items():
+    level = noise.level
     for gamma in gammas:
         for fraction in query_fractions:
-            fits = [fit_fedkt(seed, privacy_level=level, gamma=gamma,
-                              query_fraction=fraction) for seed in (0, 1)]
+            privacy = noise(gamma=gamma, query_fraction=fraction)
+            fits = [fit_fedkt(seed, privacy=privacy) for seed in (0, 1)]
             reports = [clf.privacy_report_ for clf in fits]
             rows.append((
                 level, gamma, reports[0].n_queries,
@@ -95,8 +97,9 @@ for level, gamma, n_queries, accuracy, epsilon, dependent, independent in rows:
 # ``n_subsets`` votes, so it needs much less noise, hence a larger epsilon, for the same
 # accuracy: the price of the stronger threat model.
 fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-for ax, level in zip(axes, levels):
-    for gamma in levels[level]:
+for ax, (noise, gammas) in zip(axes, levels.items()):
+    level = noise.level
+    for gamma in gammas:
         points = [(eps, acc) for lv, g, _, acc, eps, *_ in rows if lv == level and g == gamma]
         eps, acc = zip(*points)
         ax.plot(eps, acc, marker="o", label=f"gamma = {gamma}")

@@ -24,6 +24,7 @@ from ._runner import (
     write_csv,
 )
 from .datasets import DATASETS
+from .privacy import PartyNoise, ServerNoise
 
 
 class _Parser(argparse.ArgumentParser):
@@ -138,13 +139,15 @@ def add_algorithm_arguments(parser):
     fedkt.add_argument("--privacy-level", choices=["L0", "L1", "L2"], default="L0",
                        help="L1: Laplace noise at the server (party-level DP); L2: in the "
                        "parties' teacher votes (example-level DP)")
-    fedkt.add_argument("--gamma", type=_positive(float), default=0.05,
+    fedkt.add_argument("--gamma", type=_positive(float), default=NOISE_FLAGS["gamma"],
                        help="inverse noise scale (Laplace scale, Gaussian std: 1/gamma): "
                        "larger is less noise, larger epsilon")
-    fedkt.add_argument("--noise", choices=["laplace", "gaussian"], default="laplace",
+    fedkt.add_argument("--noise", choices=["laplace", "gaussian"],
+                       default=NOISE_FLAGS["noise"],
                        help="noise on the counts at L1/L2: the paper's Laplace, or Gaussian "
                        "(GNMax) with exact composition")
-    fedkt.add_argument("--query-fraction", type=_fraction(closed=True), default=1.0,
+    fedkt.add_argument("--query-fraction", type=_fraction(closed=True),
+                       default=NOISE_FLAGS["query_fraction"],
                        help="share of the public set the noisy tier labels")
 
     fedct = parser.add_argument_group("FedCT")
@@ -164,12 +167,26 @@ def add_algorithm_arguments(parser):
                          help="parties with fewer rows send no model")
 
 
+NOISE_FLAGS = {"gamma": 0.05, "noise": "laplace", "query_fraction": 1.0}
+NOISE_AT = {"L1": ServerNoise, "L2": PartyNoise}
+
+
+def _noise_flags_without_noise(args):
+    """The noise flags given a value at --privacy-level L0, where they mean nothing."""
+    if getattr(args, "privacy_level", None) != "L0":
+        return []
+    return ["--" + name.replace("_", "-") for name, default in NOISE_FLAGS.items()
+            if getattr(args, name) != default]
+
+
 def algorithm_options(args):
     """Each algorithm's keyword arguments from the parsed flags."""
+    noise = NOISE_AT.get(args.privacy_level)
     return {
         "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets, voting=args.voting,
-                      privacy_level=args.privacy_level, gamma=args.gamma,
-                      noise=args.noise, query_fraction=args.query_fraction),
+                      privacy=None if noise is None else noise(
+                          gamma=args.gamma, noise=args.noise,
+                          query_fraction=args.query_fraction)),
         "fedct": dict(n_rounds=args.rounds, dp_epsilon=args.dp_epsilon,
                       dp_sensitivity=args.dp_sensitivity),
         "oneshot": dict(selection=args.selection, n_selected=args.n_selected,
@@ -198,6 +215,11 @@ def main(argv=None):
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["run", *argv]
     args = parser.parse_args(argv)
+    pointless = _noise_flags_without_noise(args)
+    if pointless:
+        print(f"skfedkt {args.command}: error: {', '.join(pointless)} set the noise of "
+              "--privacy-level L1 or L2; at L0 no noise is added", file=sys.stderr)
+        return 2
     if args.command is None:
         parser.print_help()
         return 0

@@ -4,6 +4,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
 from skfedkt.datasets import dirichlet_partition
+from skfedkt.privacy import PartyNoise, ServerNoise
 
 
 def federated_digits(n_parties, random_state=0):
@@ -20,3 +21,9 @@ def federated_digits(n_parties, random_state=0):
     )
     party = dirichlet_partition(y_train, n_parties, beta=0.5, random_state=random_state)
     return X_train, y_train, party, X_public, X_test, y_test
+
+
+def noise_at(level, **params):
+    """FedKT's `privacy` parameter for one of its privacy levels: None at "L0", else the
+    mechanism of "L1" (`ServerNoise`) or "L2" (`PartyNoise`) with `params`."""
+    return None if level == "L0" else {"L1": ServerNoise, "L2": PartyNoise}[level](**params)

@@ -22,6 +22,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import load_federated
+from skfedkt.privacy import PartyNoise, ServerNoise
 
 GOLDEN_PATH = Path(__file__).with_name("golden_outputs.npz")
 DATASETS = {"breast_cancer": 4, "wine": 3}
@@ -38,11 +39,11 @@ def _fedkt(**params):
 CASES = {
     "fedkt default": _fedkt(),
     "fedkt paper": _fedkt(voting="hard"),
-    "fedkt L1": _fedkt(privacy_level="L1", gamma=0.5),
-    "fedkt L1 hard": _fedkt(privacy_level="L1", gamma=0.5, voting="hard"),
-    "fedkt L1 gaussian": _fedkt(privacy_level="L1", gamma=0.5, noise="gaussian"),
-    "fedkt L2 queries": _fedkt(privacy_level="L2", gamma=0.5, query_fraction=0.5),
-    "fedkt L2 hard": _fedkt(privacy_level="L2", gamma=0.5, voting="hard"),
+    "fedkt L1": _fedkt(privacy=ServerNoise(gamma=0.5)),
+    "fedkt L1 hard": _fedkt(privacy=ServerNoise(gamma=0.5), voting="hard"),
+    "fedkt L1 gaussian": _fedkt(privacy=ServerNoise(gamma=0.5, noise="gaussian")),
+    "fedkt L2 queries": _fedkt(privacy=PartyNoise(gamma=0.5, query_fraction=0.5)),
+    "fedkt L2 hard": _fedkt(privacy=PartyNoise(gamma=0.5), voting="hard"),
     "fedkt inconsistent votes": _fedkt(consistent_voting=False),
     "fedkt undistilled": _fedkt(distill=False),
     "fedkt soft labels": _fedkt(soft_labels=True),

@@ -10,7 +10,13 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
-from skfedkt.privacy import dp_auc_bound, membership_audit, party_membership_audit
+from skfedkt.privacy import (
+    PartyNoise,
+    ServerNoise,
+    dp_auc_bound,
+    membership_audit,
+    party_membership_audit,
+)
 
 
 @pytest.fixture(scope="module")
@@ -90,14 +96,14 @@ def test_each_release_carries_the_epsilon_that_covers_it():
     party = np.arange(300) % 3
     common = dict(groups=party, X_unlabeled=X[300:400])
     holdout = dict(X_holdout=X[400:], y_holdout=y[400:], n_reference=0, random_state=0)
-    l2 = FedKTClassifier(privacy_level="L2", gamma=0.5, query_fraction=0.2, random_state=0)
+    l2 = FedKTClassifier(privacy=PartyNoise(gamma=0.5, query_fraction=0.2), random_state=0)
     l2.fit(X[:300], y[:300], **common)
     audit = membership_audit(l2, X[:300], y[:300], **common, **holdout)
     for r in audit.results:
         expected = (l2.privacy_report_.party_epsilons[r.party] if r.release == "upload"
                     else l2.epsilon_)
         assert r.epsilon == pytest.approx(expected) and r.delta == 1e-5
-    l1 = FedKTClassifier(privacy_level="L1", gamma=0.5, query_fraction=0.2, random_state=0)
+    l1 = FedKTClassifier(privacy=ServerNoise(gamma=0.5, query_fraction=0.2), random_state=0)
     l1.fit(X[:300], y[:300], **common)
     audit = membership_audit(l1, X[:300], y[:300], **common, **holdout)
     epsilons = {r.release: r.epsilon for r in audit.results}

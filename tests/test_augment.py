@@ -11,6 +11,8 @@ from sklearn.tree import DecisionTreeClassifier
 from skfedkt import FedKTClassifier
 from skfedkt._engine._augment import JITTER_SCALE, jittered_rows
 
+from _data import noise_at
+
 
 class RowCountingTree(DecisionTreeClassifier):
     """A decision tree that remembers how many rows, and which, it was fit on."""
@@ -59,8 +61,8 @@ def federation():
 
 
 @pytest.mark.parametrize("level, students_rows, final_rows", [
-    # at L0 the server labels its 50 queries and the 150 copies
-    ("L0", 250, 200),
+    # at L0 there are no queries: the server labels the 100 public rows and 150 copies
+    ("L0", 250, 250),
     # the noisy tier learns its queries only: L1's final model, L2's students
     ("L1", 250, 50),
     ("L2", 50, 250),
@@ -71,8 +73,9 @@ def test_the_tiers_without_noise_learn_the_copies(federation, level, students_ro
     clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3),
                           student_estimator=RowCountingTree(max_depth=3),
                           final_estimator=RowCountingTree(max_depth=3), voting="soft",
-                          soft_labels=False, min_public_rows=250, privacy_level=level,
-                          query_fraction=0.5, gamma=1.0, n_subsets=2, random_state=0)
+                          soft_labels=False, min_public_rows=250,
+                          privacy=noise_at(level, query_fraction=0.5, gamma=1.0), n_subsets=2,
+                          random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     students = [s for party_students in clf.students_ for s in party_students
                 if isinstance(s, RowCountingTree)]

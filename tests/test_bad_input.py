@@ -17,6 +17,8 @@ from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import bit_flip_probability, laplace_epsilon
 
+from _data import noise_at
+
 ESTIMATORS = [FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier]
 
 
@@ -110,7 +112,7 @@ def test_any_gamma_gives_an_epsilon_quickly_and_quietly(data, level):
         start = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            clf = FedKTClassifier(privacy_level=level, gamma=gamma, random_state=0).fit(
+            clf = FedKTClassifier(privacy=noise_at(level, gamma=gamma), random_state=0).fit(
                 X, y, groups=np.arange(80) % 2, X_unlabeled=X_public
             )
         assert clf.epsilon_ > 0

@@ -34,16 +34,17 @@ def test_privacy_benchmark_calibrates_gaussian_noise_to_the_papers_epsilons(monk
 
     for row in bench_privacy.PAPER_ROWS:
         task, level, gamma, n_queries, epsilon, *_ = row
-        paper, paper_queries = bench_privacy.configure(row, "paper", 2.0)
-        assert (paper["noise"], paper["gamma"], paper_queries) == ("laplace", gamma, n_queries)
-        ours, queries = bench_privacy.configure(row, "skfedkt", 2.0)
-        assert ours["noise"] == "gaussian" and queries == 2 * n_queries
+        _, paper, paper_queries = bench_privacy.configure(row, "paper", 2.0)
+        assert (paper.level, paper.noise, paper.gamma, paper_queries) == (
+            level, "laplace", gamma, n_queries)
+        _, ours, queries = bench_privacy.configure(row, "skfedkt", 2.0)
+        assert ours.noise == "gaussian" and queries == 2 * n_queries
         _, s, _ = bench_privacy.LEVELS[level]
         # L1: one party moves its s votes per query; L2: every one of the s partitions
         # answers every query, one example moving one teacher vote in each
         releases, sensitivity = ((queries, 2 ** 0.5 * s) if level == "L1"
                                  else (queries * s, 2 ** 0.5))
-        assert np.isclose(gaussian_epsilon(releases, sigma=1 / ours["gamma"], delta=1e-5,
+        assert np.isclose(gaussian_epsilon(releases, sigma=1 / ours.gamma, delta=1e-5,
                                            sensitivity=sensitivity), epsilon, rtol=1e-6)
 
 

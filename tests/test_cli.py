@@ -97,6 +97,13 @@ def test_bad_arguments_exit_with_one_clear_line(argv, message, capsys):
     assert len(lines) == 1 and lines[0].startswith(f"skfedkt run: error: {message}")
 
 
+def test_noise_flags_without_noise_are_refused(capsys):
+    assert main(["--gamma", "0.5", "--noise", "gaussian"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["skfedkt run: error: --gamma, --noise set the noise of --privacy-level "
+                     "L1 or L2; at L0 no noise is added"]
+
+
 def test_impossible_partitions_exit_with_one_clear_line(capsys):
     status = main(["--dataset", "iris", "--parties", "500", "--quiet"])
     assert status == 1

@@ -23,6 +23,7 @@ from skfedkt import (
     UploadError,
     read_upload,
 )
+from skfedkt.privacy import PartyNoise, ServerNoise
 
 N_PARTIES = 3
 
@@ -60,8 +61,8 @@ def _party_files(clf, consortium, tmp_path, **kwargs):
 
 FEDKT_SETTINGS = [
     dict(),
-    dict(voting="hard", privacy_level="L1", gamma=0.5),
-    dict(privacy_level="L2", gamma=0.5, query_fraction=0.5),
+    dict(voting="hard", privacy=ServerNoise(gamma=0.5)),
+    dict(privacy=PartyNoise(gamma=0.5, query_fraction=0.5)),
     dict(soft_labels=True, estimator=LogisticRegression(max_iter=500)),
     dict(distill=False),
 ]
@@ -306,7 +307,7 @@ def test_party_step_leaves_the_estimator_unfitted(consortium):
 
 def test_l2_party_step_asks_for_a_secret_seed(consortium):
     X, y, party, X_public, _ = consortium
-    clf = FedKTClassifier(privacy_level="L2", random_state=0)
+    clf = FedKTClassifier(privacy=PartyNoise(), random_state=0)
     with pytest.warns(UserWarning, match="secret party_seed"):
         clf.fit_party(X, y, party="a", classes=[0, 1], X_unlabeled=X_public)
     with warnings.catch_warnings():

@@ -19,7 +19,9 @@ from xgboost import XGBClassifier
 from skfedkt import FedKTClassifier, LabelCollapseWarning
 from skfedkt._engine._voting import prior_corrected_proba, share_matching_offsets
 from skfedkt.datasets import load_federated
-from skfedkt.privacy import data_independent_epsilon, pate_epsilon
+from skfedkt.privacy import PartyNoise, ServerNoise, data_independent_epsilon, pate_epsilon
+
+from _data import noise_at
 
 
 class ProbabilityOnlyTeacher(ClassifierMixin, BaseEstimator):
@@ -143,7 +145,7 @@ def test_prior_corrected_pooling_ignores_what_a_party_never_saw():
                     reweighted / reweighted.sum(axis=1, keepdims=True), atol=1e-6)
 
 
-@pytest.mark.parametrize("options", [dict(privacy_level="L1"), dict(privacy_level="L2"),
+@pytest.mark.parametrize("options", [dict(privacy=ServerNoise()), dict(privacy=PartyNoise()),
                                      dict(voting="hard")])
 def test_prior_corrected_pooling_is_refused_where_unsupported(two_class_data, options):
     X, y, party, X_public = two_class_data
@@ -219,7 +221,7 @@ def test_matched_server_labels_hold_the_training_shares():
     )
 
 
-@pytest.mark.parametrize("options", [dict(privacy_level="L1"), dict(privacy_level="L2"),
+@pytest.mark.parametrize("options", [dict(privacy=ServerNoise()), dict(privacy=PartyNoise()),
                                      dict(voting="hard")])
 def test_share_matching_is_off_by_default_and_refused_where_unsupported(two_class_data,
                                                                         options):
@@ -235,7 +237,7 @@ def test_share_matching_is_off_by_default_and_refused_where_unsupported(two_clas
 def test_every_party_feeds_its_disjoint_teachers(two_class_data):
     X, y, party, X_public = two_class_data
     tiny = np.r_[np.zeros(len(X) - 3), np.ones(3)]  # party 1 holds only three rows
-    for options in (dict(), dict(voting="hard"), dict(privacy_level="L2")):
+    for options in (dict(), dict(voting="hard"), dict(privacy=PartyNoise())):
         with pytest.raises(ValueError, match="Party 1.0 has 3 sample.*n_subsets=5"):
             FedKTClassifier(**options).fit(X, y, groups=tiny, X_unlabeled=X_public)
     # one teacher per partition, which three rows can feed
@@ -261,8 +263,8 @@ def test_students_learn_their_party_rows_when_asked(two_class_data, student_data
 
 def test_students_on_party_rows_are_refused_at_l2(two_class_data):
     X, y, party, X_public = two_class_data
-    clf = FedKTClassifier(student_data="party+public", privacy_level="L2")
-    with pytest.raises(ValueError, match=r"student_data='party\+public'.*privacy_level='L2'"):
+    clf = FedKTClassifier(student_data="party+public", privacy=PartyNoise())
+    with pytest.raises(ValueError, match=r"student_data='party\+public'.*PartyNoise"):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
 
 
@@ -338,7 +340,7 @@ def test_default_labels_keep_the_data_dependent_bound(two_class_data, level):
     # data-dependent bound covers; at L1 the server's argmax is, whatever students learn
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
-                          privacy_level=level, gamma=0.5, query_fraction=0.25,
+                          privacy=noise_at(level, gamma=0.5, query_fraction=0.25),
                           random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     assert clf.students_[0][0].fit_weights_ is None
@@ -366,7 +368,7 @@ def test_undistilled_model_predicts_with_the_servers_vote(two_class_data):
     assert_array_equal(undistilled.predict(X), undistilled.classes_[proba.argmax(axis=1)])
 
 
-@pytest.mark.parametrize("options", [dict(voting="hard"), dict(privacy_level="L1")])
+@pytest.mark.parametrize("options", [dict(voting="hard"), dict(privacy=ServerNoise())])
 def test_undistilled_model_is_refused_where_its_votes_are_not_covered(two_class_data,
                                                                      options):
     X, y, party, X_public = two_class_data
@@ -377,7 +379,7 @@ def test_undistilled_model_is_refused_where_its_votes_are_not_covered(two_class_
 
 def test_undistilled_model_keeps_the_l2_guarantee(two_class_data):
     X, y, party, X_public = two_class_data
-    params = dict(privacy_level="L2", gamma=0.5, random_state=0)
+    params = dict(privacy=PartyNoise(gamma=0.5), random_state=0)
     distilled = _fit_quietly(FedKTClassifier(**params), X, y, groups=party,
                              X_unlabeled=X_public)
     undistilled = _fit_quietly(FedKTClassifier(distill=False, **params), X, y,
@@ -465,8 +467,9 @@ def test_skewed_xgboost_parties_no_longer_collapse():
 
 def test_soft_votes_keep_the_data_dependent_accountant_at_l1(two_class_data):
     X, y, party, X_public = two_class_data
-    clf = FedKTClassifier(LogisticRegression(), privacy_level="L1", gamma=0.5,
-                          query_fraction=0.25, random_state=0).fit(
+    clf = FedKTClassifier(LogisticRegression(),
+                          privacy=ServerNoise(gamma=0.5, query_fraction=0.25),
+                          random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
     report = clf.privacy_report_
@@ -486,8 +489,9 @@ def test_soft_labels_release_histograms_only_data_independent_epsilon(
     two_class_data, level, sensitivity, releases
 ):
     X, y, party, X_public = two_class_data
-    clf = FedKTClassifier(LogisticRegression(), privacy_level=level, gamma=0.5,
-                          query_fraction=0.25, soft_labels=True, random_state=0).fit(
+    clf = FedKTClassifier(LogisticRegression(),
+                          privacy=noise_at(level, gamma=0.5, query_fraction=0.25),
+                          soft_labels=True, random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
     report = clf.privacy_report_

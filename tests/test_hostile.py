@@ -32,6 +32,7 @@ from skfedkt import (
     save_model,
 )
 from skfedkt.__main__ import main
+from skfedkt.privacy import PartyNoise
 
 PARTIES = [0, 1, 2]
 
@@ -503,7 +504,7 @@ def test_false_payloads_are_refused_naming_the_party(fedkt_uploads, data, change
 
 @pytest.fixture(scope="module")
 def l2_uploads(data):
-    clf = _fedkt(privacy_level="L2", gamma=0.5, query_fraction=0.5)
+    clf = _fedkt(privacy=PartyNoise(gamma=0.5, query_fraction=0.5))
     return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
 
 

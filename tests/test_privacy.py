@@ -6,6 +6,7 @@ import numpy as np
 from scipy.stats import norm
 import pytest
 from numpy.testing import assert_array_equal
+from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -13,6 +14,8 @@ from sklearn.model_selection import train_test_split
 from skfedkt import FedKTClassifier
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import (
+    PartyNoise,
+    ServerNoise,
     data_independent_epsilon,
     gaussian_epsilon,
     laplace_epsilon,
@@ -20,6 +23,8 @@ from skfedkt.privacy import (
     pate_epsilon_data_independent,
     pate_log_moments,
 )
+
+from _data import noise_at
 
 # --- the accountant ---------------------------------------------------------------------
 
@@ -96,7 +101,7 @@ def _laplace_flip_probability(gap, gamma):
 
 def test_l1_noise_flips_server_votes_at_the_laplace_rate():
     X, y, party, X_public = _pure_parties()
-    clf = FedKTClassifier(n_partitions=1, n_subsets=2, privacy_level="L1", gamma=1.0,
+    clf = FedKTClassifier(n_partitions=1, n_subsets=2, privacy=ServerNoise(gamma=1.0),
                           random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     # noise-free server histogram: 2 votes for 'a', 1 for 'b' everywhere
@@ -111,7 +116,7 @@ def test_l1_noise_flips_server_votes_at_the_laplace_rate():
 
 def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none():
     X, y, party, X_public = _pure_parties(classes=("a", "b"))
-    clf = FedKTClassifier(n_partitions=1, n_subsets=4, privacy_level="L2", gamma=0.5,
+    clf = FedKTClassifier(n_partitions=1, n_subsets=4, privacy=PartyNoise(gamma=0.5),
                           random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     # party 'a' has 4 teachers voting 'a' (code 0): its student learned the noisy argmax
@@ -127,8 +132,8 @@ def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none()
 @pytest.mark.parametrize("level, n_subsets, gap", [("L1", 2, 1), ("L2", 4, 4)])
 def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_subsets, gap):
     X, y, party, X_public = _pure_parties(**({"classes": ("a", "b")} if level == "L2" else {}))
-    clf = FedKTClassifier(n_partitions=1, n_subsets=n_subsets, privacy_level=level,
-                          noise="gaussian", gamma=0.5, random_state=0)
+    clf = FedKTClassifier(n_partitions=1, n_subsets=n_subsets,
+                          privacy=noise_at(level, noise="gaussian", gamma=0.5), random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     if level == "L1":  # the server's histogram: 2 votes for 'a', 1 for 'b'
         flipped = np.mean(clf.public_labels_ == "b")
@@ -176,9 +181,9 @@ def _fit(data, **params):
 
 @pytest.mark.parametrize("level", ["L1", "L2"])
 def test_private_fit_is_reproducible(many_parties, level):
-    first = _fit(many_parties, privacy_level=level, gamma=0.1, query_fraction=0.02)
-    again = _fit(many_parties, privacy_level=level, gamma=0.1, query_fraction=0.02)
-    other = _fit(many_parties, privacy_level=level, gamma=0.1, query_fraction=0.02,
+    first = _fit(many_parties, privacy=noise_at(level, gamma=0.1, query_fraction=0.02))
+    again = _fit(many_parties, privacy=noise_at(level, gamma=0.1, query_fraction=0.02))
+    other = _fit(many_parties, privacy=noise_at(level, gamma=0.1, query_fraction=0.02),
                  random_state=1)
     assert_array_equal(first.public_labels_, again.public_labels_)
     assert first.epsilon_ == again.epsilon_
@@ -189,10 +194,10 @@ def test_private_fit_is_reproducible(many_parties, level):
 
 @pytest.mark.parametrize("level", ["L1", "L2"])
 def test_epsilon_grows_with_gamma_and_query_fraction(many_parties, level):
-    by_gamma = [_fit(many_parties, privacy_level=level, gamma=g, query_fraction=0.02).epsilon_
+    by_gamma = [_fit(many_parties, privacy=noise_at(level, gamma=g, query_fraction=0.02)).epsilon_
                 for g in (0.02, 0.05, 0.1, 0.2)]
     by_queries = [
-        _fit(many_parties, privacy_level=level, gamma=0.05, query_fraction=f).epsilon_
+        _fit(many_parties, privacy=noise_at(level, gamma=0.05, query_fraction=f)).epsilon_
         for f in (0.005, 0.01, 0.02, 0.05)
     ]
     assert np.all(np.diff(by_gamma) > 0), by_gamma
@@ -200,7 +205,7 @@ def test_epsilon_grows_with_gamma_and_query_fraction(many_parties, level):
 
 
 def test_privacy_report_states_the_guarantee(many_parties):
-    l1 = _fit(many_parties, privacy_level="L1", gamma=0.05, query_fraction=0.01,
+    l1 = _fit(many_parties, privacy=ServerNoise(gamma=0.05, query_fraction=0.01),
               n_partitions=2)
     report = l1.privacy_report_
     assert (report.level, report.unit, report.sensitivity) == ("L1", "party", 4.0)
@@ -215,7 +220,7 @@ def test_privacy_report_states_the_guarantee(many_parties):
     assert "a moderate guarantee" in str(report)
     assert l1.public_mask_.sum() == 15
 
-    l2 = _fit(many_parties, privacy_level="L2", gamma=0.2, query_fraction=0.01)
+    l2 = _fit(many_parties, privacy=PartyNoise(gamma=0.2, query_fraction=0.01))
     report = l2.privacy_report_
     assert (report.level, report.unit, report.sensitivity) == ("L2", "example", 2.0)
     assert set(report.party_epsilons) == set(l2.parties_.tolist())
@@ -230,8 +235,8 @@ def test_private_fedkt_stays_accurate(many_parties):
     # 60 parties, 30 queries, soft votes; measured: L0 0.859, L1 (epsilon 3.8) and L2
     # (epsilon 9.5) below; over 3 seeds L0 0.839, L1 0.792, L2 0.722 (hard votes: 0.837,
     # 0.780 at epsilon 4.3, 0.728)
-    l1 = _fit(many_parties, privacy_level="L1", gamma=0.1, query_fraction=0.02)
-    l2 = _fit(many_parties, privacy_level="L2", gamma=0.2, query_fraction=0.02)
+    l1 = _fit(many_parties, privacy=ServerNoise(gamma=0.1, query_fraction=0.02))
+    l2 = _fit(many_parties, privacy=PartyNoise(gamma=0.2, query_fraction=0.02))
     assert l1.epsilon_ < 5 and l1.score(X_test, y_test) > l0 - 0.06
     assert l2.epsilon_ < 12 and l2.score(X_test, y_test) > l0 - 0.13
 
@@ -244,7 +249,7 @@ def test_l1_releases_the_histogram_without_the_consistent_voting_fallback():
         FedKTClassifier(n_partitions=2, voting="hard")._server_votes(disagreeing, 2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        server = FedKTClassifier(n_partitions=2, voting="hard", privacy_level="L1")
+        server = FedKTClassifier(n_partitions=2, voting="hard", privacy=ServerNoise())
         votes = server._server_votes(disagreeing, 2)
     assert_array_equal(votes, np.zeros((2, 2)))
 
@@ -261,3 +266,25 @@ def test_gaussian_composition_matches_dp_accountings_pld(n_releases, sigma, sens
     assert gaussian_epsilon(n_releases, sigma=sigma, delta=1e-5, sensitivity=sensitivity) == (
         pytest.approx(accountant.get_epsilon(1e-5), rel=1e-6)
     )
+
+
+def test_the_noise_is_one_parameter_settable_in_a_search():
+    clf = FedKTClassifier(privacy=ServerNoise(gamma=0.1))
+    clf.set_params(privacy__gamma=0.3, privacy__query_fraction=0.5)
+    assert clf.get_params()["privacy__gamma"] == 0.3
+    copy = clone(clf)
+    assert copy.privacy is not clf.privacy and copy.privacy.get_params() == {
+        "gamma": 0.3, "noise": "laplace", "query_fraction": 0.5, "delta": 1e-5}
+    assert (ServerNoise.level, PartyNoise.level) == ("L1", "L2")
+
+
+@pytest.mark.parametrize("privacy, message", [
+    ("L1", r"'privacy' parameter of FedKTClassifier must be an instance of"),
+    (ServerNoise(gamma=-1.0), r"'gamma' parameter of ServerNoise must be a float in"),
+    (PartyNoise(noise="uniform"), r"'noise' parameter of PartyNoise must be a str among"),
+    (PartyNoise(query_fraction=0), r"'query_fraction' parameter of PartyNoise"),
+])
+def test_a_bad_mechanism_is_refused_before_any_fit(privacy, message):
+    X, y, party, X_public = _pure_parties()
+    with pytest.raises(ValueError, match=message):
+        FedKTClassifier(privacy=privacy).fit(X, y, groups=party, X_unlabeled=X_public)

@@ -1,6 +1,6 @@
 """FedKTClassifier: its parameters, and `fit`, which composes the party and server steps."""
 
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -19,6 +19,7 @@ from .._engine._fitting import (
 )
 from .._engine._seeds import derived_random_state, root_seed
 from .._engine._voting import class_shares, plurality_vote
+from ..privacy._mechanisms import PartyNoise, ServerNoise
 from ..privacy._release import final_model_release, models_release
 from ._party import _FedKTParty, _FedKTPartyStep
 from ._server import _FedKTServerStep
@@ -60,8 +61,9 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
 
     By default votes are class probabilities (``voting="soft"``), which keeps the
     minority classes of skewed parties alive through both tiers; ``voting="hard"`` is
-    the paper's Algorithm 1 exactly. With ``privacy_level="L1"`` or ``"L2"``, Laplace
-    noise on the vote counts of one tier makes the final model differentially private;
+    the paper's Algorithm 1 exactly. With ``privacy=ServerNoise()`` (L1) or
+    ``PartyNoise()`` (L2), noise on the vote counts of one tier makes the final model
+    differentially private;
     ``epsilon_`` and ``privacy_report_`` state the guarantee.
 
     Parameters
@@ -165,7 +167,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         at prediction time. Where the public set is too small to carry what the
         students know into one model, this is more accurate (see the user guide, "When
         it struggles"), at the price of a model `n_partitions` times the number of
-        parties larger. Needs ``voting="soft"``. Refused at ``privacy_level="L1"``,
+        parties larger. Needs ``voting="soft"``. Refused with ``ServerNoise``,
         whose guarantee covers the server's noisy labels of the public set, not the
         students' votes on new rows; at L2 the students themselves are differentially
         private, and so is anything computed from them.
@@ -175,36 +177,20 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         paper's consistent voting); if False, every student casts one vote. When no
         party is unanimous on any public example, every student's vote is counted
         instead, with a warning. Soft votes are always summed over every student.
-    privacy_level : {"L0", "L1", "L2"}, default="L0"
-        Where Laplace noise is added (FedKT's privacy levels):
+    privacy : ServerNoise, PartyNoise or None, default=None
+        Where noise is added to the vote counts (FedKT's privacy levels), with its
+        scale, query budget and delta (`skfedkt.privacy.ServerNoise`,
+        `skfedkt.privacy.PartyNoise`):
 
-        - ``"L0"``: nowhere; no privacy guarantee.
-        - ``"L1"`` (server noise): on every count of the server's vote histogram. The final
-          model is differentially private at the *party* level (sensitivity
-          ``2 * n_partitions``: one party moves all its students' votes).
-        - ``"L2"`` (party noise): on every count of every teacher vote histogram of every
-          partition of every party. Every student, and hence the final model, is
+        - ``None`` (L0): nowhere; no privacy guarantee.
+        - ``ServerNoise(...)`` (L1): on every count of the server's vote histogram. The
+          final model is differentially private at the *party* level.
+        - ``PartyNoise(...)`` (L2): on every count of every teacher vote histogram of
+          every partition of every party. Every student, and hence the final model, is
           differentially private at the *example* level, even towards the server.
-    gamma : float, default=0.05
-        Inverse scale of the noise: the Laplace scale, or the Gaussian standard
-        deviation, is ``1/gamma``; larger means less noise and a larger epsilon. Unused
-        at L0.
-    noise : {"laplace", "gaussian"}, default="laplace"
-        The noise on the counts at L1 and L2. ``"laplace"`` is the paper's: each query
-        is ``2 s gamma``-DP (L1) or ``2 gamma``-DP (L2), composed by the data-dependent
-        moments accountant and data-independent bounds, the smaller reported.
-        ``"gaussian"`` (GNMax, Papernot et al. 2018) is ``mu``-Gaussian DP per query
-        with ``mu = sqrt(2) s gamma`` (L1) or ``sqrt(2) gamma`` (L2), and queries compose
-        exactly (`skfedkt.privacy.gaussian_epsilon`): no data-dependent term, so the
-        epsilon may be published. For many queries it spends less privacy for the same
-        noise.
-    query_fraction : float in (0, 1], default=1.0
-        Fraction of the public set that the noisy tier labels: the server at L0 and L1,
-        every partition of every party at L2. The other public examples are not used by
-        that tier: at L1 the final model learns from the queries only, at L2 the students
-        do. Fewer queries cost less privacy.
-    delta : float in (0, 1), default=1e-5
-        The delta of the reported (epsilon, delta) guarantee.
+
+        Settable in a search as ``privacy__gamma``. ``privacy_report_`` and `epsilon_`
+        state the guarantee.
     n_jobs : int, default=None
         Number of jobs for fitting the clones. All teachers of all parties form one flat
         parallel batch, then all students; ``None`` means 1 unless in a
@@ -363,11 +349,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         "min_public_rows": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "distill": ["boolean"],
         "consistent_voting": ["boolean"],
-        "privacy_level": [StrOptions({"L0", "L1", "L2"})],
-        "gamma": [Interval(Real, 0, None, closed="neither")],
-        "noise": [StrOptions({"laplace", "gaussian"})],
-        "query_fraction": [Interval(Real, 0, 1, closed="right")],
-        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "privacy": [ServerNoise, PartyNoise, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -389,11 +371,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         min_public_rows="auto",
         distill=True,
         consistent_voting=True,
-        privacy_level="L0",
-        gamma=0.05,
-        noise="laplace",
-        query_fraction=1.0,
-        delta=1e-5,
+        privacy=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -411,11 +389,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self.min_public_rows = min_public_rows
         self.distill = distill
         self.consistent_voting = consistent_voting
-        self.privacy_level = privacy_level
-        self.gamma = gamma
-        self.noise = noise
-        self.query_fraction = query_fraction
-        self.delta = delta
+        self.privacy = privacy
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -492,7 +466,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         )
         self._server_step(uploads, student_votes, X_labelled, server_rows, root,
                           _num_samples(data.X_public))
-        if self.privacy_level == "L2":
+        if self._level() == "L2":
             # parties do not send their class counts at L2; the simulation knows them
             counts = np.array([np.bincount(data.y[rows], minlength=n_classes)
                                for rows in data.party_rows])
@@ -519,11 +493,15 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
                                   derived_random_state(root, "synthetic"))
         X_labelled = X_public if synthetic is None else stack_rows(X_public, synthetic)
         every_row = np.arange(_num_samples(X_labelled))
-        if self.privacy_level == "L2":
+        if self._level() == "L2":
             return X_labelled, queries, every_row
-        if self.privacy_level == "L1":
+        if self._level() == "L1":
             return X_labelled, every_row, queries
         return X_labelled, every_row, np.concatenate([queries, every_row[n_public:]])
+
+    def _level(self):
+        """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
+        return "L0" if self.privacy is None else self.privacy.level
 
     def _min_public_rows(self):
         if self.min_public_rows != "auto":
@@ -534,49 +512,51 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
     def _pooling(self):
         if self.pooling != "auto":
             return self.pooling
-        robust = self.voting == "soft" and self.privacy_level == "L0"
+        robust = self.voting == "soft" and self._level() == "L0"
         return "prior-corrected" if robust else "sum"
 
     def _match_shares(self):
         if self.match_shares != "auto":
             return self.match_shares
-        return self.voting == "soft" and self.privacy_level == "L0"
+        return self.voting == "soft" and self._level() == "L0"
 
     def _check_options(self):
         """Refuse option combinations that break privacy or cannot be carried out."""
-        if not self.distill and (self.voting == "hard" or self.privacy_level == "L1"):
+        if self.privacy is not None:
+            self.privacy._validate_params()
+        private = f"privacy={self.privacy!r}"
+        if not self.distill and (self.voting == "hard" or self._level() == "L1"):
             raise ValueError(
                 "distill=False predicts with the students' pooled soft votes on new rows: "
-                "it needs voting='soft', and at privacy_level='L1' only the server's "
-                "noisy labels of the public set are private, not those votes, so it is "
-                f"refused there (voting={self.voting!r}, privacy_level="
-                f"{self.privacy_level!r}). Use distill=True, or privacy_level 'L0' or 'L2'."
+                "it needs voting='soft', and with ServerNoise only the server's noisy "
+                "labels of the public set are private, not those votes, so it is refused "
+                f"there (voting={self.voting!r}, {private}). Use distill=True, or "
+                "privacy None or PartyNoise."
             )
         if self.pooling == "prior-corrected" and (
-            self.voting == "hard" or self.privacy_level != "L0"
+            self.voting == "hard" or self._level() != "L0"
         ):
             raise ValueError(
                 "pooling='prior-corrected' pools the students' class probabilities with "
                 "their parties' class counts: it needs voting='soft', and no privacy "
-                "accountant covers it, so it is refused at privacy_level "
-                f"{self.privacy_level!r} (voting={self.voting!r}). Use pooling='auto' or "
-                "'sum'."
+                f"accountant covers it, so it is refused with {private} "
+                f"(voting={self.voting!r}). Use pooling='auto' or 'sum'."
             )
         if self._match_shares() and (
-            self.voting == "hard" or self.privacy_level != "L0"
+            self.voting == "hard" or self._level() != "L0"
         ):
             raise ValueError(
                 "match_shares=True shifts the server's soft votes toward the training "
                 "rows' class shares, from every party's class counts: it needs "
-                "voting='soft', and no privacy accountant covers it, so it is refused at "
-                f"privacy_level {self.privacy_level!r} (voting={self.voting!r}). Use "
-                "match_shares='auto' or False."
+                "voting='soft', and no privacy accountant covers it, so it is refused "
+                f"with {private} (voting={self.voting!r}). Use match_shares='auto' or "
+                "False."
             )
-        if self.privacy_level == "L2" and self.student_data == "party+public":
+        if self._level() == "L2" and self.student_data == "party+public":
             raise ValueError(
                 "student_data='party+public' trains every student on its party's rows, but "
-                "privacy_level='L2' needs students that learn from noisy teacher votes "
-                "only. Use student_data='public' at L2."
+                "PartyNoise needs students that learn from noisy teacher votes only. Use "
+                "student_data='public' with PartyNoise."
             )
         if self.soft_labels in (True, "students"):
             tiers = [("student_estimator", self._student_template(), "the students")]
@@ -637,16 +617,17 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         A prefix of one permutation: a larger `query_fraction` adds queries and never
         swaps them, so the privacy cost grows with it.
         """
-        n_queries = max(1, round(self.query_fraction * n_public))
+        fraction = 1.0 if self.privacy is None else self.privacy.query_fraction
+        n_queries = max(1, round(fraction * n_public))
         return np.sort(rng.permutation(n_public)[:n_queries])
 
     def _add_noise(self, votes, rng, level):
         """Laplace noise of scale 1/gamma, or Gaussian noise of standard deviation
         1/gamma, on every count, at the tier of `level` only."""
-        if self.privacy_level != level:
+        if self._level() != level:
             return votes
-        draw = rng.laplace if self.noise == "laplace" else rng.normal
-        return votes + draw(scale=1 / self.gamma, size=votes.shape)
+        draw = rng.laplace if self.privacy.noise == "laplace" else rng.normal
+        return votes + draw(scale=1 / self.privacy.gamma, size=votes.shape)
 
     def _membership_releases(self):
         """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's

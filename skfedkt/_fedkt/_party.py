@@ -110,11 +110,11 @@ class _FedKTParty:
 
         def account(histograms):
             for votes in histograms:
-                if (config.privacy_level == "L2" and not soft_labels
-                        and config.noise == "laplace"):
+                if (config._level() == "L2" and not soft_labels
+                        and config.privacy.noise == "laplace"):
                     # each partition is a PATE over the party's rows (sensitivity 2)
                     self.log_moments += pate_log_moments(
-                        votes, gamma=config.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
+                        votes, gamma=config.privacy.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
                     )
                 yield votes
 
@@ -140,7 +140,7 @@ class _FedKTParty:
         its class counts (not at L2, where they are not protected), its students' class
         shares and, at L2, its privacy guarantee; and what the upload reveals when its
         students learned the party's rows."""
-        private = self.config.privacy_level == "L2"
+        private = self.config._level() == "L2"
         return PartyUpload(
             manifest=dict(
                 manifest,
@@ -184,7 +184,7 @@ class _FedKTPartyStep:
         party_seed : int, default=None
             Seed of this party's own draws (partitions, clone seeds, L2 noise, ties).
             ``None`` derives them from `random_state` and `party`, as `fit` does. At
-            ``privacy_level="L2"`` a server that knows `random_state` could then
+            ``privacy=PartyNoise(...)`` a server that knows `random_state` could then
             recompute the party's noise: pass a secret seed there.
 
         Returns
@@ -217,9 +217,9 @@ class _FedKTPartyStep:
         data = PartyData(self, X, y, classes, X_unlabeled, party)
         rows = np.arange(len(data.y))
         self._check_party_sizes([rows], [data.party])
-        if self.privacy_level == "L2" and party_seed is None:
+        if self._level() == "L2" and party_seed is None:
             warnings.warn(
-                "At privacy_level='L2' the party's noise comes from party_seed; without "
+                "With PartyNoise the party's noise comes from party_seed; without "
                 "one it derives from random_state and the party's name, which a server "
                 "knowing random_state can recompute. Pass a secret party_seed.",
                 UserWarning,
@@ -293,19 +293,19 @@ class _FedKTPartyStep:
         L2 norm for Gaussian noise). With soft labels the whole histogram is released:
         only the data-independent bound holds.
         """
-        if self.noise == "gaussian":
-            epsilon = gaussian_epsilon(self.n_partitions * n_queries, sigma=1 / self.gamma,
-                                       delta=self.delta, sensitivity=np.sqrt(2))
+        if self.privacy.noise == "gaussian":
+            epsilon = gaussian_epsilon(self.n_partitions * n_queries, sigma=1 / self.privacy.gamma,
+                                       delta=self.privacy.delta, sensitivity=np.sqrt(2))
             return dict(data_dependent_epsilon=np.nan, data_independent_epsilon=epsilon,
                         epsilon=epsilon, largest_order=False)
         soft_labels = self._soft_labels("students")
         with _largest_order_noted() as largest_order:
             data_independent = data_independent_epsilon(
-                self.n_partitions * n_queries, sensitivity=2.0, gamma=self.gamma,
-                delta=self.delta, orders=DEFAULT_ORDERS,
+                self.n_partitions * n_queries, sensitivity=2.0, gamma=self.privacy.gamma,
+                delta=self.privacy.delta, orders=DEFAULT_ORDERS,
             )
             data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
-                log_moments, delta=self.delta, orders=DEFAULT_ORDERS
+                log_moments, delta=self.privacy.delta, orders=DEFAULT_ORDERS
             )
         return dict(
             data_dependent_epsilon=float(data_dependent),

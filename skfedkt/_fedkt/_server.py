@@ -96,7 +96,7 @@ class _FedKTServerStep:
         X_labelled, party_rows, server_rows = self._tier_rows(X_unlabeled, root)
         # the data-independent bound of a party at L2, computed once for every upload
         bound = (self._party_privacy(np.zeros(len(DEFAULT_ORDERS)), len(party_rows))
-                 ["data_independent_epsilon"] if self.privacy_level == "L2" else None)
+                 ["data_independent_epsilon"] if self._level() == "L2" else None)
         uploads, self.left_out_parties_ = collect_uploads(
             uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
             check=lambda checker: self._check_upload(checker, len(party_rows), bound),
@@ -119,7 +119,7 @@ class _FedKTServerStep:
         """What a FedKT upload must hold: its rows and class counts (none at L2), as many
         students as agreed with their class shares, the agreed number of queries and, at
         L2, a guarantee no better than the data-independent bound the server computes."""
-        private = self.privacy_level == "L2"
+        private = self._level() == "L2"
         checker.rows_and_counts(counts_required=not private)
         checker.models("students", self.n_partitions)
         checker.shares("student_class_shares", self.n_partitions)
@@ -230,7 +230,7 @@ class _FedKTServerStep:
         }
         self.privacy_report_ = self._privacy_report(
             [upload.manifest.get("privacy") for upload in uploads], queries,
-            uploads[0].manifest["n_queries"] if self.privacy_level == "L2" else len(queries),
+            uploads[0].manifest["n_queries"] if self._level() == "L2" else len(queries),
         )
         self.epsilon_ = self.privacy_report_.epsilon
 
@@ -260,7 +260,7 @@ class _FedKTServerStep:
         votes = count_votes(
             np.where(unanimous, first, -1), n_classes, weights=self.n_partitions
         )
-        if not votes.any() and self.privacy_level != "L1":
+        if not votes.any() and self._level() != "L1":
             # at L1 the histogram is released as is: a data-dependent switch would leak
             warnings.warn(
                 "No party's students agree on any public example, so consistent voting "
@@ -361,7 +361,7 @@ class _FedKTServerStep:
         moves a histogram by at most 2 either way. With soft labels the whole noisy
         histogram is released, not its argmax: only the data-independent bounds hold.
         """
-        level = self.privacy_level
+        level = self._level()
         soft_labels = self._soft_labels("students" if level == "L2" else "final")
         uploads = (f" {PARTY_ROWS_NOTE}" if self.student_data == "party+public" else
                    " The uploads' students learned the public set's labels only.")
@@ -376,7 +376,7 @@ class _FedKTServerStep:
         data_dependent, data_independent, party_epsilons, sensitivity, largest_order = (
             self._account(party_privacy, server_queries, n_queries)
         )
-        gaussian = self.noise == "gaussian"
+        gaussian = self.privacy.noise == "gaussian"
         if level == "L2":
             # parallel composition over parties (Theorem 4)
             epsilon = max(party_epsilons.values())
@@ -407,33 +407,34 @@ class _FedKTServerStep:
                 "information; only the data-independent value may be published as is"
             )
         statement = (
-            f"FedKT-{level} is ({epsilon:.4g}, {self.delta:g})-differentially private "
+            f"FedKT-{level} is ({epsilon:.4g}, {self.privacy.delta:g})-differentially private "
             f"{protects}; {guarantee_strength(epsilon)}. {n_queries} {release} per noisy "
             f"histogram tier, {'Gaussian standard deviation' if gaussian else 'Laplace scale'}"
-            f" 1/gamma = {1 / self.gamma:.4g}, {'L2' if gaussian else 'L1'} sensitivity "
+            f" 1/gamma = {1 / self.privacy.gamma:.4g}, {'L2' if gaussian else 'L1'} sensitivity "
             f"{sensitivity:.4g}; {bounds}." + (uploads if level == "L1" else "")
         )
         return PrivacyReport(
-            level=level, unit="party" if level == "L1" else "example", gamma=self.gamma,
-            delta=self.delta, sensitivity=sensitivity, n_queries=n_queries,
+            level=level, unit="party" if level == "L1" else "example", gamma=self.privacy.gamma,
+            delta=self.privacy.delta, sensitivity=sensitivity, n_queries=n_queries,
             data_dependent_epsilon=data_dependent, data_independent_epsilon=data_independent,
             epsilon=epsilon, party_epsilons=party_epsilons, orders=DEFAULT_ORDERS,
-            statement=statement, mechanism=self.noise,
+            statement=statement, mechanism=self.privacy.noise,
         )
 
     def _account(self, party_privacy, server_queries, n_queries):
         """(data-dependent, data-independent, per-party epsilons, sensitivity, whether the
         moments bound still decreased at the largest order)."""
-        if self.privacy_level == "L1" and self.noise == "gaussian":
+        if self._level() == "L1" and self.privacy.noise == "gaussian":
             # one party moves all s of its students' votes: sqrt(2) s in L2 norm
             sensitivity = np.sqrt(2) * self.n_partitions
-            epsilon = gaussian_epsilon(n_queries, sigma=1 / self.gamma, delta=self.delta,
-                                       sensitivity=sensitivity)
+            epsilon = gaussian_epsilon(n_queries, sigma=1 / self.privacy.gamma,
+                                       delta=self.privacy.delta, sensitivity=sensitivity)
             return np.nan, epsilon, None, sensitivity, False
-        if self.privacy_level == "L1":
+        if self._level() == "L1":
             # one party moves all s of its students: a count moves by s (Theorem 1)
             sensitivity = 2.0 * self.n_partitions
-            accountant = dict(gamma=self.gamma, delta=self.delta, orders=DEFAULT_ORDERS)
+            accountant = dict(gamma=self.privacy.gamma, delta=self.privacy.delta,
+                              orders=DEFAULT_ORDERS)
             with _largest_order_noted() as largest_order:
                 data_dependent = np.nan if self._soft_labels("final") else pate_epsilon(
                     self.vote_counts_[server_queries], sensitivity=sensitivity, **accountant
@@ -449,5 +450,5 @@ class _FedKTServerStep:
         data_dependent = max(report["data_dependent_epsilon"] for report in party_privacy)
         data_independent = party_privacy[0]["data_independent_epsilon"]
         largest_order = any(report["largest_order"] for report in party_privacy)
-        sensitivity = np.sqrt(2) if self.noise == "gaussian" else 2.0
+        sensitivity = np.sqrt(2) if self.privacy.noise == "gaussian" else 2.0
         return data_dependent, data_independent, party_epsilons, sensitivity, largest_order

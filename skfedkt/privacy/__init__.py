@@ -1,5 +1,7 @@
 """Privacy: what the mechanisms guarantee, and what an attacker actually learns.
 
+- Mechanisms (`ServerNoise`, `PartyNoise`): the noise FedKT adds, passed as its
+  ``privacy`` parameter.
 - Accounting (`pate_epsilon`, `data_independent_epsilon`, `bit_flip_epsilon`, ...): the
   epsilon a noise mechanism guarantees, with its stated sensitivity and accountant.
 - Auditing (`membership_audit`): membership-inference attacks against every release of
@@ -28,6 +30,7 @@ from ._audit import (
     membership_audit,
     party_membership_audit,
 )
+from ._mechanisms import PartyNoise, ServerNoise
 from ._release import Release
 
 __all__ = [
@@ -35,8 +38,10 @@ __all__ = [
     "AttackResult",
     "BitFlipPrivacyReport",
     "MembershipAudit",
+    "PartyNoise",
     "PrivacyReport",
     "Release",
+    "ServerNoise",
     "bit_flip_epsilon",
     "bit_flip_probability",
     "data_independent_epsilon",
