@@ -46,7 +46,13 @@ from sklearn.utils import Bunch
 from bench_label_skew import print_table
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import dirichlet_partition, iid_partition, load_federated
-from skfedkt.privacy import PartyNoise, ServerNoise, membership_audit, party_membership_audit
+from skfedkt.privacy import (
+    BitFlips,
+    PartyNoise,
+    ServerNoise,
+    membership_audit,
+    party_membership_audit,
+)
 
 
 def forest():
@@ -96,8 +102,9 @@ METHODS = {
     "FedCT": (
         lambda seed: FedCTClassifier(forest(), n_rounds=5, random_state=seed),
         ["labels", "local model", "final model"]),
-    "FedCT, dp_epsilon=5": (
-        lambda seed: FedCTClassifier(forest(), n_rounds=5, dp_epsilon=5.0, random_state=seed),
+    "FedCT, BitFlips(5)": (
+        lambda seed: FedCTClassifier(forest(), n_rounds=5, privacy=BitFlips(5.0),
+                                     random_state=seed),
         ["labels", "local model", "final model"]),
 }
 # the paper's 1% of its public set (81 of 8,140 rows) at the private levels

@@ -28,6 +28,7 @@ from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
 from skfedkt import FedCTClassifier
+from skfedkt.privacy import BitFlips
 
 X, y = load_breast_cancer(return_X_y=True)
 X_rest, X_test, y_rest, y_test = train_test_split(X, y, test_size=114, stratify=y,
@@ -64,17 +65,16 @@ print(f"a hospital alone: {local:.3f}   all 85 rows pooled: {central:.3f}")
 # 10 public labels, 20 bits); that is an assumption about the models, not a guarantee.
 rounds = range(0, 11)
 settings = {
-    "no noise": {},
-    "epsilon 30 per round, sensitivity 20 bits": {"dp_epsilon": 30.0,
-                                                  "dp_sensitivity": 20},
-    "epsilon 30 per round, worst case": {"dp_epsilon": 30.0},
+    "no noise": None,
+    "epsilon 30 per round, sensitivity 20 bits": BitFlips(30.0, sensitivity=20),
+    "epsilon 30 per round, worst case": BitFlips(30.0),
 }
 ensemble, own_model, last = {}, {}, {}
 for name, privacy in settings.items():
     ensemble[name], own_model[name] = [], []
     for r in rounds:
         clf = FedCTClassifier(tree, n_rounds=r, n_iter_no_change=100, random_state=0,
-                              **privacy)
+                              privacy=privacy)
         clf.fit(X_train, y_train, groups=hospital, X_unlabeled=X_public)
         ensemble[name].append(clf.score(X_test, y_test))
         own_model[name].append(np.mean([m.score(X_test, y_test) for m in clf.estimators_]))

@@ -24,7 +24,7 @@ from ._runner import (
     write_csv,
 )
 from .datasets import DATASETS
-from .privacy import PartyNoise, ServerNoise
+from .privacy import BitFlips, PartyNoise, ServerNoise
 
 
 class _Parser(argparse.ArgumentParser):
@@ -187,8 +187,8 @@ def algorithm_options(args):
                       privacy=None if noise is None else noise(
                           gamma=args.gamma, noise=args.noise,
                           query_fraction=args.query_fraction)),
-        "fedct": dict(n_rounds=args.rounds, dp_epsilon=args.dp_epsilon,
-                      dp_sensitivity=args.dp_sensitivity),
+        "fedct": dict(n_rounds=args.rounds, privacy=None if args.dp_epsilon is None else
+                      BitFlips(args.dp_epsilon, sensitivity=args.dp_sensitivity)),
         "oneshot": dict(selection=args.selection, n_selected=args.n_selected,
                         min_samples=args.min_samples),
     }
@@ -219,6 +219,10 @@ def main(argv=None):
     if pointless:
         print(f"skfedkt {args.command}: error: {', '.join(pointless)} set the noise of "
               "--privacy-level L1 or L2; at L0 no noise is added", file=sys.stderr)
+        return 2
+    if getattr(args, "dp_sensitivity", None) is not None and args.dp_epsilon is None:
+        print(f"skfedkt {args.command}: error: --dp-sensitivity sets the bit flips of "
+              "--dp-epsilon; give both, or neither", file=sys.stderr)
         return 2
     if args.command is None:
         parser.print_help()

@@ -22,7 +22,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import load_federated
-from skfedkt.privacy import PartyNoise, ServerNoise
+from skfedkt.privacy import BitFlips, PartyNoise, ServerNoise
 
 GOLDEN_PATH = Path(__file__).with_name("golden_outputs.npz")
 DATASETS = {"breast_cancer": 4, "wine": 3}
@@ -65,7 +65,7 @@ CASES = {
         _forest(), student_estimator=DecisionTreeClassifier(max_depth=4)),
     "fedct default": FedCTClassifier(_forest(), n_rounds=4),
     "fedct soft": FedCTClassifier(_forest(), n_rounds=4, voting="soft"),
-    "fedct private": FedCTClassifier(_forest(), n_rounds=4, dp_epsilon=1.0),
+    "fedct private": FedCTClassifier(_forest(), n_rounds=4, privacy=BitFlips(1.0)),
 }
 # cases also run through party and server steps with files; test_deployment checks
 # more settings against fit, these pin that the deployed model equals the recorded one

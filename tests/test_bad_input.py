@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import dirichlet_partition
-from skfedkt.privacy import bit_flip_probability, laplace_epsilon
+from skfedkt.privacy import BitFlips, bit_flip_probability, laplace_epsilon
 
 from _data import noise_at
 
@@ -130,7 +130,7 @@ def test_bit_flips_with_a_huge_epsilon_raise_no_overflow():
         warnings.simplefilter("error")
         assert bit_flip_probability(1e6, 2) == 0.0
         X, y = make_classification(n_samples=60, random_state=0)
-        FedCTClassifier(dp_epsilon=1e6, n_rounds=1, random_state=0).fit(
+        FedCTClassifier(privacy=BitFlips(1e6), n_rounds=1, random_state=0).fit(
             X[:40], y[:40], groups=np.arange(40) % 2, X_unlabeled=X[40:]
         )
 

@@ -102,6 +102,8 @@ def test_noise_flags_without_noise_are_refused(capsys):
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == ["skfedkt run: error: --gamma, --noise set the noise of --privacy-level "
                      "L1 or L2; at L0 no noise is added"]
+    assert main(["--dp-sensitivity", "4"]) == 2
+    assert "--dp-sensitivity sets the bit flips of --dp-epsilon" in capsys.readouterr().err
 
 
 def test_impossible_partitions_exit_with_one_clear_line(capsys):

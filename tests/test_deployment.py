@@ -23,7 +23,7 @@ from skfedkt import (
     UploadError,
     read_upload,
 )
-from skfedkt.privacy import PartyNoise, ServerNoise
+from skfedkt.privacy import BitFlips, PartyNoise, ServerNoise
 
 N_PARTIES = 3
 
@@ -120,7 +120,8 @@ def _fedct_rounds(clf, consortium, tmp_path, share_model=None):
     raise AssertionError("the server never said done")
 
 
-@pytest.mark.parametrize("params", [dict(), dict(n_rounds=0), dict(dp_epsilon=50.0, n_rounds=3)],
+@pytest.mark.parametrize("params", [dict(), dict(n_rounds=0),
+                                    dict(privacy=BitFlips(50.0), n_rounds=3)],
                          ids=["default", "local-only", "bit-flips"])
 def test_fedct_files_give_the_model_fit_gives(consortium, tmp_path, params):
     X, y, party, X_public, X_test = consortium

@@ -10,6 +10,7 @@ from xgboost import XGBClassifier
 
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt.privacy import BitFlips
 
 BASE_ESTIMATORS = [
     None,
@@ -27,7 +28,7 @@ BASE_ESTIMATORS = [
     + [FedCTClassifier(base, n_rounds=3, random_state=0) for base in BASE_ESTIMATORS]
     + [
         FedCTClassifier(voting="soft", n_rounds=2, random_state=0),
-        FedCTClassifier(LogisticRegression(), dp_epsilon=1.0, dp_sensitivity=4,
+        FedCTClassifier(LogisticRegression(), privacy=BitFlips(1.0, sensitivity=4),
                         n_rounds=2, random_state=0),
     ]
     + [OneShotEnsembleClassifier(base, random_state=0) for base in BASE_ESTIMATORS]

@@ -20,7 +20,7 @@ from xgboost import XGBClassifier
 
 from skfedkt import FedCTClassifier
 from skfedkt._engine._voting import count_votes, plurality_vote
-from skfedkt.privacy import bit_flip_epsilon, bit_flip_probability
+from skfedkt.privacy import BitFlips, bit_flip_epsilon, bit_flip_probability
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_results_identical_for_any_n_jobs_and_backend(parties_data):
     for n_jobs, backend in [(1, "loky"), (2, "loky"), (2, "threading")]:
         with parallel_config(backend=backend):
             clf = FedCTClassifier(RandomForestClassifier(n_estimators=5), n_rounds=3,
-                                  n_jobs=n_jobs, dp_epsilon=50.0, dp_sensitivity=10,
+                                  n_jobs=n_jobs, privacy=BitFlips(50.0, sensitivity=10),
                                   random_state=0)
             fitted.append(clf.fit(X, y, groups=party, X_unlabeled=X_public))
     for clf in fitted[1:]:
@@ -188,7 +188,7 @@ def test_routing_sends_groups_to_each_fold(parties_data):
 
 
 def test_bits_flip_at_the_calibrated_rate_and_odd_rows_abstain():
-    clf = FedCTClassifier(dp_epsilon=2.0, dp_sensitivity=2)
+    clf = FedCTClassifier(privacy=BitFlips(2.0, sensitivity=2))
     predictions = np.zeros((4, 5000), dtype=int)  # every party says class 0
     shared = clf._share_labels(predictions, 3, 2, np.random.RandomState(0))
     p = bit_flip_probability(2.0, 2)  # 0.269 per bit
@@ -205,7 +205,7 @@ def test_bits_flip_at_the_calibrated_rate_and_odd_rows_abstain():
 
 def test_privacy_report_with_the_worst_case_sensitivity(parties_data):
     X, y, party, X_public = parties_data
-    clf = FedCTClassifier(dp_epsilon=1.0, n_rounds=4, n_iter_no_change=10, random_state=0)
+    clf = FedCTClassifier(privacy=BitFlips(1.0), n_rounds=4, n_iter_no_change=10, random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     report = clf.privacy_report_
     assert report.sensitivity == 2 * 150
@@ -224,8 +224,8 @@ def test_little_noise_keeps_the_consensus_and_heavy_noise_destroys_it(parties_da
     plain = FedCTClassifier(LogisticRegression(), n_rounds=1, random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
-    quiet = clone(plain).set_params(dp_epsilon=1000.0, dp_sensitivity=2, random_state=0)
-    noisy = clone(plain).set_params(dp_epsilon=0.01, random_state=0)
+    quiet = clone(plain).set_params(privacy=BitFlips(1000.0, sensitivity=2), random_state=0)
+    noisy = clone(plain).set_params(privacy=BitFlips(0.01), random_state=0)
     quiet.fit(X, y, groups=party, X_unlabeled=X_public)
     noisy.fit(X, y, groups=party, X_unlabeled=X_public)
     assert_array_equal(quiet.consensus_labels_, plain.consensus_labels_)

@@ -288,3 +288,15 @@ def test_a_bad_mechanism_is_refused_before_any_fit(privacy, message):
     X, y, party, X_public = _pure_parties()
     with pytest.raises(ValueError, match=message):
         FedKTClassifier(privacy=privacy).fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+def test_fedct_bit_flips_are_one_parameter():
+    from skfedkt import FedCTClassifier
+    from skfedkt.privacy import BitFlips
+
+    clf = FedCTClassifier(privacy=BitFlips(2.0)).set_params(privacy__sensitivity=8)
+    assert clf.privacy.get_params() == {"epsilon": 2.0, "sensitivity": 8, "delta": 1e-5}
+    X, y, party, X_public = _pure_parties()
+    with pytest.raises(ValueError, match="'epsilon' parameter of BitFlips must be a float"):
+        clone(clf).set_params(privacy__epsilon=0).fit(X, y, groups=party,
+                                                      X_unlabeled=X_public)

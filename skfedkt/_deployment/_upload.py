@@ -412,8 +412,9 @@ def _model_file_types():
     from .._fedkt._classifier import FedKTClassifier
     from .._oneshot._classifier import OneShotEnsembleClassifier
     from ..privacy._accounting import PrivacyReport
-    from ..privacy._mechanisms import PartyNoise, ServerNoise
+    from ..privacy._accounting import BitFlipPrivacyReport
+    from ..privacy._mechanisms import BitFlips, PartyNoise, ServerNoise
 
     return {f"{cls.__module__}.{cls.__qualname__}" for cls in (
         FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier, ClassCodeModel,
-        PrivacyReport, ServerNoise, PartyNoise)}
+        PrivacyReport, BitFlipPrivacyReport, ServerNoise, PartyNoise, BitFlips)}

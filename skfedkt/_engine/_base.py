@@ -265,6 +265,13 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                     or name in self._private_fitted):
                 delattr(self, name)
 
+    def _validate_params(self):
+        super()._validate_params()
+        # a parameter object (the privacy mechanism) checks its own parameters
+        privacy = getattr(self, "privacy", None)
+        if privacy is not None:
+            privacy._validate_params()
+
     def _check_params(self):
         input_tags = get_tags(self).input_tags
         return dict(

@@ -16,6 +16,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 from .._engine._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, stack_rows
 from .._engine._fitting import ClassCodeModel, ensemble_proba
 from .._engine._seeds import derived_random_state, root_seed
+from ..privacy._mechanisms import BitFlips
 from ..privacy._release import Release, final_model_release, models_release
 from ._party import _FedCTParty, _FedCTPartyStep
 from ._server import _FedCTServer, _FedCTServerStep
@@ -51,17 +52,11 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         ``classes_``. ``"soft"``: argmax of the averaged ``predict_proba`` (a model
         without it contributes its vote). Either way ``predict`` is the argmax of
         ``predict_proba``, as scikit-learn requires.
-    dp_epsilon : float, default=None
-        If set, every party flips each bit of its one-hot label matrix independently with
-        probability ``p = 1 / (1 + exp(dp_epsilon / dp_sensitivity))`` before sharing,
-        which makes each round's release ``dp_epsilon``-differentially private when one
-        training example changes at most ``dp_sensitivity`` bits.
-    dp_sensitivity : float, default=None
-        Bits of a party's label matrix one training example may change. ``None`` means
-        the worst case ``2 * len(X_unlabeled)`` (every public label flips, two bits
-        each).
-    dp_delta : float, default=1e-5
-        The delta of the composed (epsilon, delta) guarantee reported.
+    privacy : BitFlips or None, default=None
+        If set (`skfedkt.privacy.BitFlips`), every party flips the bits of the labels
+        it shares at random before sending them, which makes each round's release
+        differentially private; ``privacy_report_`` and `epsilon_` state the composed
+        guarantee. Settable in a search as ``privacy__epsilon``.
     n_jobs : int, default=None
         Number of jobs for fitting the parties' models of a round in parallel.
     random_state : int, RandomState instance or None, default=None
@@ -107,7 +102,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
     privacy_report_ : skfedkt.privacy.BitFlipPrivacyReport or None
-        The guarantee when `dp_epsilon` is set.
+        The guarantee when `privacy` is set.
     epsilon_ : float
         ``privacy_report_.epsilon``; ``inf`` without bit-flip noise.
 
@@ -174,9 +169,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         "tol": [Interval(Real, 0, 1, closed="both")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "voting": [StrOptions({"hard", "soft"})],
-        "dp_epsilon": [Interval(Real, 0, None, closed="neither"), None],
-        "dp_sensitivity": [Interval(Real, 0, None, closed="neither"), None],
-        "dp_delta": [Interval(Real, 0, 1, closed="neither")],
+        "privacy": [BitFlips, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -190,9 +183,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         tol=0.0,
         n_iter_no_change=2,
         voting="hard",
-        dp_epsilon=None,
-        dp_sensitivity=None,
-        dp_delta=1e-5,
+        privacy=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -202,9 +193,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.voting = voting
-        self.dp_epsilon = dp_epsilon
-        self.dp_sensitivity = dp_sensitivity
-        self.dp_delta = dp_delta
+        self.privacy = privacy
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -319,7 +308,8 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         return self
 
     def _sensitivity(self, n_public):
-        return 2.0 * n_public if self.dp_sensitivity is None else float(self.dp_sensitivity)
+        sensitivity = None if self.privacy is None else self.privacy.sensitivity
+        return 2.0 * n_public if sensitivity is None else float(sensitivity)
 
     def _membership_releases(self):
         """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
@@ -347,7 +337,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         local_model = getattr(upload, "local_model", None)
         if local_model is not None:
             n_public = len(upload.payload["labels"])
-            epsilon = np.inf if self.dp_epsilon is None else self.dp_epsilon
+            epsilon = np.inf if self.privacy is None else self.privacy.epsilon
             releases.append(self._labels_release(
                 upload.party, local_model.model, n_classes, self._sensitivity(n_public),
                 epsilon, 0.0,

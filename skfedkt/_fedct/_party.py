@@ -69,7 +69,7 @@ class _FedCTPartyStep:
         Without `message` (round 0) the party fits its model on its own rows; with the
         server's consensus `message` it refits on its rows plus the public rows with the
         consensus labels. Either way it uploads its labels of the public set (through
-        bit flips with `dp_epsilon`) and its training accuracy; when the message says
+        bit flips with `privacy`) and its training accuracy; when the message says
         training is done, the party refits its final model and uploads it if
         `share_model`. This estimator is not modified.
 
@@ -95,7 +95,7 @@ class _FedCTPartyStep:
             party keeps its model either way, in ``upload.local_model``.
         party_seed : int, default=None
             Seed of the party's draws (model seeds, bit flips); None derives them from
-            `random_state` and `party`, as `fit` does. With `dp_epsilon`, a server that
+            `random_state` and `party`, as `fit` does. With `privacy`, a server that
             knows `random_state` could recompute the flips: pass a secret seed.
 
         Returns
@@ -117,9 +117,9 @@ class _FedCTPartyStep:
                 f"estimator has no entry for party {data.party!r}; its keys are "
                 f"{list(self.estimator)}."
             )
-        if self.dp_epsilon is not None and party_seed is None:
+        if self.privacy is not None and party_seed is None:
             warnings.warn(
-                "With dp_epsilon the party's bit flips come from party_seed; without one "
+                "With BitFlips the party's bit flips come from party_seed; without one "
                 "they derive from random_state and the party's name, which a server "
                 "knowing random_state can recompute. Pass a secret party_seed.",
                 UserWarning,
@@ -173,11 +173,11 @@ class _FedCTPartyStep:
         Returns class codes of shape (n_public,); ``-1`` where a noisy one-hot row does
         not hold exactly one 1 (an abstention).
         """
-        if self.dp_epsilon is None:
+        if self.privacy is None:
             return predictions
         one_hot = predictions[..., None] == np.arange(n_classes)
         flip = rng.random_sample(one_hot.shape) < bit_flip_probability(
-            self.dp_epsilon, sensitivity
+            self.privacy.epsilon, sensitivity
         )
         noisy = one_hot ^ flip
         return np.where(noisy.sum(axis=-1) == 1, noisy.argmax(axis=-1), -1)

@@ -247,33 +247,29 @@ class _FedCTServerStep:
         self.epsilon_ = np.inf if self.privacy_report_ is None else self.privacy_report_.epsilon
 
     def _privacy_report(self, n_public):
-        if self.dp_epsilon is None:
+        flips = self.privacy
+        if flips is None:
             return None
         sensitivity = self._sensitivity(n_public)
-        pure = self.n_rounds_ * self.dp_epsilon
-        rdp = bit_flip_epsilon(
-            self.n_rounds_, epsilon=self.dp_epsilon, sensitivity=sensitivity,
-            delta=self.dp_delta,
-        )
+        flip_probability = bit_flip_probability(flips.epsilon, sensitivity)
+        pure = self.n_rounds_ * flips.epsilon
+        rdp = bit_flip_epsilon(self.n_rounds_, epsilon=flips.epsilon, sensitivity=sensitivity,
+                               delta=flips.delta)
         epsilon = min(pure, rdp)
-        guarantee = (
-            f"({epsilon:.4g}, 0)" if pure <= rdp else f"({epsilon:.4g}, {self.dp_delta:g})"
-        )
+        guarantee = f"({epsilon:.4g}, 0)" if pure <= rdp else f"({epsilon:.4g}, {flips.delta:g})"
         statement = (
             f"Every party's shared labels are {guarantee}-differentially private for its "
             f"training examples over {self.n_rounds_} round(s), "
             f"{guarantee_strength(epsilon)}: each round flips every "
-            f"bit of its one-hot label matrix with probability "
-            f"{bit_flip_probability(self.dp_epsilon, sensitivity):.4g}, which is "
-            f"{self.dp_epsilon:g}-DP per round for a sensitivity of {sensitivity:g} bits "
-            + ("(the default worst case 2 * len(X_unlabeled))" if self.dp_sensitivity is None
-               else "(as given)")
+            f"bit of its one-hot label matrix with probability {flip_probability:.4g}, "
+            f"which is {flips.epsilon:g}-DP per round for a sensitivity of {sensitivity:g} "
+            "bits " + ("(the default worst case 2 * len(X_unlabeled))"
+                       if flips.sensitivity is None else "(as given)")
             + f". Pure composition gives {pure:.4g}; composing the per-bit randomized "
-            f"responses (RDP, delta {self.dp_delta:g}) gives {rdp:.4g}."
+            f"responses (RDP, delta {flips.delta:g}) gives {rdp:.4g}."
         )
         return BitFlipPrivacyReport(
-            epsilon_per_round=self.dp_epsilon, sensitivity=sensitivity,
-            flip_probability=bit_flip_probability(self.dp_epsilon, sensitivity),
-            n_rounds=self.n_rounds_, delta=self.dp_delta, pure_epsilon=pure,
-            rdp_epsilon=rdp, epsilon=epsilon, statement=statement,
+            epsilon_per_round=flips.epsilon, sensitivity=sensitivity,
+            flip_probability=flip_probability, n_rounds=self.n_rounds_, delta=flips.delta,
+            pure_epsilon=pure, rdp_epsilon=rdp, epsilon=epsilon, statement=statement,
         )

@@ -522,8 +522,6 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
 
     def _check_options(self):
         """Refuse option combinations that break privacy or cannot be carried out."""
-        if self.privacy is not None:
-            self.privacy._validate_params()
         private = f"privacy={self.privacy!r}"
         if not self.distill and (self.voting == "hard" or self._level() == "L1"):
             raise ValueError(

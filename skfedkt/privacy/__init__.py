@@ -1,7 +1,7 @@
 """Privacy: what the mechanisms guarantee, and what an attacker actually learns.
 
-- Mechanisms (`ServerNoise`, `PartyNoise`): the noise FedKT adds, passed as its
-  ``privacy`` parameter.
+- Mechanisms (`ServerNoise`, `PartyNoise`, `BitFlips`): the noise FedKT and FedCT add,
+  passed as their ``privacy`` parameter.
 - Accounting (`pate_epsilon`, `data_independent_epsilon`, `bit_flip_epsilon`, ...): the
   epsilon a noise mechanism guarantees, with its stated sensitivity and accountant.
 - Auditing (`membership_audit`): membership-inference attacks against every release of
@@ -30,12 +30,13 @@ from ._audit import (
     membership_audit,
     party_membership_audit,
 )
-from ._mechanisms import PartyNoise, ServerNoise
+from ._mechanisms import BitFlips, PartyNoise, ServerNoise
 from ._release import Release
 
 __all__ = [
     "DEFAULT_ORDERS",
     "AttackResult",
+    "BitFlips",
     "BitFlipPrivacyReport",
     "MembershipAudit",
     "PartyNoise",

@@ -1,4 +1,4 @@
-"""The noise mechanisms a federated estimator takes as its ``privacy`` parameter.
+"""The noise mechanisms the federated estimators take as their ``privacy`` parameter.
 
 Each is a small parameter object, settable in a search as ``privacy__gamma``; an
 estimator without one (``privacy=None``) adds no noise and guarantees nothing.
@@ -88,3 +88,43 @@ class PartyNoise(_VoteNoise):
     """
 
     level = "L2"
+
+
+class BitFlips(BaseEstimator):
+    """Random bit flips on the labels each FedCT party shares: randomized response.
+
+    Every party flips each bit of its one-hot label matrix independently with
+    probability ``p = 1 / (1 + exp(epsilon / sensitivity))`` before sharing, which makes
+    each round's release ``epsilon``-differentially private when one training example
+    changes at most ``sensitivity`` bits. Rounds compose; `FedCTClassifier` reports the
+    smaller of pure composition and the Rényi-DP bound of randomized responses.
+
+    Parameters
+    ----------
+    epsilon : float
+        The epsilon of one round's release.
+    sensitivity : float, default=None
+        Bits of a party's label matrix one training example may change. ``None`` means
+        the worst case ``2 * len(X_unlabeled)`` (every public label flips, two bits
+        each).
+    delta : float in (0, 1), default=1e-5
+        The delta of the composed (epsilon, delta) guarantee reported.
+
+    Examples
+    --------
+    >>> from skfedkt import FedCTClassifier
+    >>> from skfedkt.privacy import BitFlips
+    >>> FedCTClassifier(privacy=BitFlips(5.0, sensitivity=20))
+    FedCTClassifier(privacy=BitFlips(epsilon=5.0, sensitivity=20))
+    """
+
+    _parameter_constraints = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "sensitivity": [Interval(Real, 0, None, closed="neither"), None],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, epsilon, *, sensitivity=None, delta=1e-5):
+        self.epsilon = epsilon
+        self.sensitivity = sensitivity
+        self.delta = delta
