@@ -32,7 +32,7 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from bench_label_skew import _mean_std, print_table
-from skfedkt import FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import FedKTClassifier, OneShotEnsembleClassifier, SoftVotes
 from skfedkt.datasets import load_federated
 
 METHODS = ["FedKT", "FedKT, one teacher, soft student labels", "FedKT, students learn party rows",
@@ -51,8 +51,9 @@ def make(method, seed):
         return FedKTClassifier(forest(), n_subsets=1, soft_labels="students",
                                random_state=seed)
     if method == "FedKT, students learn party rows":  # the default before that
-        return FedKTClassifier(forest(), student_data="party+public", min_public_rows=0,
-                               n_subsets=1, soft_labels="students", random_state=seed)
+        return FedKTClassifier(forest(), student_data="party+public",
+                               voting=SoftVotes(min_public_rows=0), n_subsets=1,
+                               soft_labels="students", random_state=seed)
     if method == "FedKT (paper)":
         return FedKTClassifier(forest(), voting="hard", random_state=seed)
     if method == "FedKT (paper, tree teachers)":

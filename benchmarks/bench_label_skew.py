@@ -41,8 +41,10 @@ from sklearn.utils import Bunch
 from skfedkt import (
     FedCTClassifier,
     FedKTClassifier,
+    HardVotes,
     LabelCollapseWarning,
     OneShotEnsembleClassifier,
+    SoftVotes,
 )
 from skfedkt.baselines import solo_scores
 from skfedkt.datasets import dirichlet_partition, load_federated
@@ -56,16 +58,17 @@ METHODS = ["FedKT", "FedKT (paper)", "one-shot all", "FedCT", "PATE", "SOLO", "c
 # FedKT's default with one choice switched at a time; "one teacher, soft student labels"
 # is the default before 0.1's, "students learn party rows" the one before that
 ABLATIONS = {
-    "FedKT, unmatched shares": dict(match_shares=False),
-    "FedKT, summed votes": dict(pooling="sum"),
+    "FedKT, unmatched shares": dict(voting=SoftVotes(match_shares=False)),
+    "FedKT, summed votes": dict(voting=SoftVotes(pooling="sum")),
     "FedKT, soft student labels": dict(soft_labels="students"),
     "FedKT, soft labels": dict(soft_labels=True),
     "FedKT, one teacher per partition": dict(n_subsets=1),
     "FedKT, one teacher, soft student labels": dict(n_subsets=1, soft_labels="students"),
-    "FedKT, no public copies": dict(min_public_rows=0),
-    "FedKT, students learn party rows": dict(student_data="party+public", min_public_rows=0,
+    "FedKT, no public copies": dict(voting=SoftVotes(min_public_rows=0)),
+    "FedKT, students learn party rows": dict(student_data="party+public",
+                                             voting=SoftVotes(min_public_rows=0),
                                              n_subsets=1, soft_labels="students"),
-    "FedKT, hard votes only": dict(voting="hard", min_public_rows=2000),
+    "FedKT, hard votes only": dict(voting=HardVotes(min_public_rows=2000)),
 }
 
 

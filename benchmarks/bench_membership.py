@@ -44,7 +44,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
 from bench_label_skew import print_table
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier, SoftVotes
 from skfedkt.datasets import dirichlet_partition, iid_partition, load_federated
 from skfedkt.privacy import (
     BitFlips,
@@ -72,7 +72,8 @@ METHODS = {
         lambda seed: FedKTClassifier(forest(), random_state=seed),
         ["upload", "final model"]),
     "FedKT, no public copies": (
-        lambda seed: FedKTClassifier(forest(), min_public_rows=0, random_state=seed),
+        lambda seed: FedKTClassifier(forest(), voting=SoftVotes(min_public_rows=0),
+                                     random_state=seed),
         ["upload", "final model"]),
     "FedKT, soft student labels": (
         lambda seed: FedKTClassifier(forest(), soft_labels="students", random_state=seed),

@@ -27,7 +27,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import skfedkt._fedkt._server
-from skfedkt import FedKTClassifier
+from skfedkt import FedKTClassifier, SoftVotes
 from skfedkt.datasets import load_federated
 
 TOLERANCES = [None, 0.0, 1.0, 2.0]  # None: match_shares=False
@@ -50,7 +50,8 @@ def run(task, beta, seed, tolerance):
     model, data, public = split(task, beta, seed)
     # each job runs in its own worker process, so setting the constant is local to it
     skfedkt._fedkt._server.SHARE_TOLERANCE = 0.0 if tolerance is None else tolerance
-    clf = FedKTClassifier(model, match_shares=tolerance is not None, random_state=seed)
+    clf = FedKTClassifier(model, voting=SoftVotes(match_shares=tolerance is not None),
+                          random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=public)

@@ -7,7 +7,7 @@ Two design choices of FedKT (the paper's Table 6):
 * ``n_partitions`` (:math:`s`): each party splits its rows :math:`s` times into teachers,
   and trains one student per split. More partitions give more, slightly different views
   of the party, at :math:`s` times the cost.
-* ``consistent_voting``: the server counts a party's :math:`s` votes only where all its
+* ``HardVotes(consistent=...)``: the server counts a party's :math:`s` votes only where all its
   students agree, and ignores the party elsewhere. Without it, every student votes.
 """
 
@@ -20,7 +20,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skfedkt import FedKTClassifier
+from skfedkt import FedKTClassifier, HardVotes
 from skfedkt.datasets import load_federated
 
 model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
@@ -32,8 +32,7 @@ for s in partitions:
         runs = []
         for seed in (0, 1, 2):
             data = load_federated("digits", n_parties=10, beta=0.5, random_state=seed)
-            clf = FedKTClassifier(model, n_partitions=s, voting="hard",
-                                  consistent_voting=consistent,
+            clf = FedKTClassifier(model, n_partitions=s, voting=HardVotes(consistent=consistent),
                                   n_jobs=-1, random_state=seed)
             clf.fit(data.X_train, data.y_train, groups=data.groups,
                     X_unlabeled=data.X_public)

@@ -9,7 +9,7 @@ from ._deployment._archive import UploadLimits
 from ._deployment._upload import PartyUpload, UploadError, load_model, read_upload, save_model
 from ._engine._base import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
-from ._fedkt import FedKTClassifier
+from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
 from ._oneshot import OneShotEnsembleClassifier
 
 __version__ = "0.1.0"
@@ -17,10 +17,12 @@ __version__ = "0.1.0"
 __all__ = [
     "FedCTClassifier",
     "FedKTClassifier",
+    "HardVotes",
     "LabelCollapseWarning",
     "OneShotEnsembleClassifier",
     "PartyUpload",
     "PublicSet",
+    "SoftVotes",
     "UploadError",
     "UploadLimits",
     "baselines",

@@ -20,7 +20,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    HardVotes,
+    OneShotEnsembleClassifier,
+    SoftVotes,
+)
 from skfedkt.datasets import load_federated
 from skfedkt.privacy import BitFlips, PartyNoise, ServerNoise
 
@@ -44,17 +50,18 @@ CASES = {
     "fedkt L1 gaussian": _fedkt(privacy=ServerNoise(gamma=0.5, noise="gaussian")),
     "fedkt L2 queries": _fedkt(privacy=PartyNoise(gamma=0.5, query_fraction=0.5)),
     "fedkt L2 hard": _fedkt(privacy=PartyNoise(gamma=0.5), voting="hard"),
-    "fedkt inconsistent votes": _fedkt(consistent_voting=False),
+    "fedkt paper, every student votes": _fedkt(voting=HardVotes(consistent=False)),
     "fedkt undistilled": _fedkt(distill=False),
     "fedkt soft labels": _fedkt(soft_labels=True),
     "fedkt soft student labels": _fedkt(soft_labels="students"),
-    "fedkt summed votes": _fedkt(pooling="sum"),
-    "fedkt unmatched shares": _fedkt(match_shares=False),
+    "fedkt summed votes": _fedkt(voting=SoftVotes(pooling="sum")),
+    "fedkt unmatched shares": _fedkt(voting=SoftVotes(match_shares=False)),
     "fedkt one teacher": _fedkt(n_subsets=1),
     "fedkt one partition": _fedkt(n_partitions=1),
-    "fedkt no public copies": _fedkt(min_public_rows=0),
+    "fedkt no public copies": _fedkt(voting=SoftVotes(min_public_rows=0)),
     "fedkt students learn party rows": _fedkt(student_data="party+public", n_subsets=1,
-                                              soft_labels="students", min_public_rows=0),
+                                              soft_labels="students",
+                                              voting=SoftVotes(min_public_rows=0)),
     "fedkt logistic": FedKTClassifier(make_pipeline(StandardScaler(), LogisticRegression()),
                                       student_estimator=DecisionTreeClassifier(max_depth=4)),
     "oneshot all": OneShotEnsembleClassifier(_forest(), selection="all"),

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt import FedKTClassifier
+from skfedkt import FedKTClassifier, SoftVotes
 from skfedkt._engine._augment import JITTER_SCALE, jittered_rows
 
 from _data import noise_at
@@ -72,8 +72,8 @@ def test_the_tiers_without_noise_learn_the_copies(federation, level, students_ro
     X, y, party, X_public = federation
     clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3),
                           student_estimator=RowCountingTree(max_depth=3),
-                          final_estimator=RowCountingTree(max_depth=3), voting="soft",
-                          soft_labels=False, min_public_rows=250,
+                          final_estimator=RowCountingTree(max_depth=3),
+                          voting=SoftVotes(min_public_rows=250), soft_labels=False,
                           privacy=noise_at(level, query_fraction=0.5, gamma=1.0), n_subsets=2,
                           random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)

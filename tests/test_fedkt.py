@@ -20,7 +20,13 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import InvalidParameterError
 from xgboost import XGBClassifier
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier, PublicSet
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+    PublicSet,
+    SoftVotes,
+)
 from skfedkt.datasets import dirichlet_partition
 
 from _data import federated_digits
@@ -93,7 +99,7 @@ def test_decision_function_matches_predict_and_flags_unseen_classes():
     # three classes never wins a vote and the final model never learns it (matching the
     # training's class shares would give every class labels)
     party = np.repeat([0, 0, 1], 20)
-    clf = FedKTClassifier(LogisticRegression(), n_subsets=2, match_shares=False,
+    clf = FedKTClassifier(LogisticRegression(), n_subsets=2, voting=SoftVotes(match_shares=False),
                           random_state=0)
     clf.fit(X, y, groups=party)
     scores = clf.decision_function(X)
@@ -256,7 +262,8 @@ def test_pipeline_transform_input_transforms_public_data(federated_data, wrap):
     scale_up = FunctionTransformer(_times_1000)
     pipe = Pipeline(
         [("scale", scale_up),
-         ("fedkt", FedKTClassifier(RecordingTree(), min_public_rows=0, random_state=0))],
+         ("fedkt", FedKTClassifier(RecordingTree(), voting=SoftVotes(min_public_rows=0),
+                                   random_state=0))],
         transform_input=["X_unlabeled"],
     )
     with config_context(enable_metadata_routing=True):

@@ -16,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
-from skfedkt import FedKTClassifier, LabelCollapseWarning
+from skfedkt import FedKTClassifier, LabelCollapseWarning, SoftVotes
 from skfedkt._engine._voting import prior_corrected_proba, share_matching_offsets
 from skfedkt.datasets import load_federated
 from skfedkt.privacy import PartyNoise, ServerNoise, data_independent_epsilon, pate_epsilon
@@ -73,7 +73,8 @@ def test_teachers_vote_with_probabilities_under_soft_voting(two_class_data, voti
 
 def test_server_sums_the_students_probabilities(two_class_data):
     X, y, party, X_public = two_class_data
-    clf = FedKTClassifier(LogisticRegression(), pooling="sum", random_state=0).fit(
+    clf = FedKTClassifier(LogisticRegression(), voting=SoftVotes(pooling="sum"),
+                          random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
     expected = sum(student.predict_proba(X_public) for students in clf.students_
@@ -145,12 +146,13 @@ def test_prior_corrected_pooling_ignores_what_a_party_never_saw():
                     reweighted / reweighted.sum(axis=1, keepdims=True), atol=1e-6)
 
 
-@pytest.mark.parametrize("options", [dict(privacy=ServerNoise()), dict(privacy=PartyNoise()),
-                                     dict(voting="hard")])
-def test_prior_corrected_pooling_is_refused_where_unsupported(two_class_data, options):
+@pytest.mark.parametrize("privacy", [ServerNoise(), PartyNoise()])
+def test_prior_corrected_pooling_is_refused_where_unsupported(two_class_data, privacy):
+    # with hard votes there is no pooling to set: HardVotes has no such part
     X, y, party, X_public = two_class_data
-    clf = FedKTClassifier(pooling="prior-corrected", **options)
-    with pytest.raises(ValueError, match="pooling='prior-corrected'.*no privacy accountant"):
+    clf = FedKTClassifier(voting=SoftVotes(pooling="prior-corrected"), privacy=privacy)
+    with pytest.raises(ValueError,
+                       match=r"SoftVotes\(pooling='prior-corrected'\).*no privacy accountant"):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
 
 
@@ -202,7 +204,8 @@ def _minority_data(seed=0):
 def test_matched_server_labels_hold_the_training_shares():
     X, y, party, X_public = _minority_data()
     forest = RandomForestClassifier(n_estimators=20, max_depth=4)
-    unmatched = _fit_quietly(FedKTClassifier(forest, match_shares=False, random_state=0),
+    unmatched = _fit_quietly(FedKTClassifier(forest, voting=SoftVotes(match_shares=False),
+                                             random_state=0),
                              X, y, groups=party, X_unlabeled=X_public)
     matched = _fit_quietly(FedKTClassifier(forest, random_state=0), X, y, groups=party,
                            X_unlabeled=X_public)
@@ -229,9 +232,11 @@ def test_share_matching_is_off_by_default_and_refused_where_unsupported(two_clas
     clf = _fit_quietly(FedKTClassifier(LogisticRegression(), random_state=0, **options),
                        X, y, groups=party, X_unlabeled=X_public)
     assert_array_equal(clf.share_offsets_, 0.0)
-    with pytest.raises(ValueError, match="match_shares=True.*no privacy accountant"):
-        FedKTClassifier(match_shares=True, **options).fit(X, y, groups=party,
-                                                          X_unlabeled=X_public)
+    if "privacy" in options:
+        with pytest.raises(ValueError,
+                           match=r"SoftVotes\(match_shares=True\).*no privacy accountant"):
+            FedKTClassifier(voting=SoftVotes(match_shares=True), **options).fit(
+                X, y, groups=party, X_unlabeled=X_public)
 
 
 def test_every_party_feeds_its_disjoint_teachers(two_class_data):
@@ -250,7 +255,8 @@ def test_every_party_feeds_its_disjoint_teachers(two_class_data):
 def test_students_learn_their_party_rows_when_asked(two_class_data, student_data, party_rows):
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(DecisionTreeClassifier(), student_estimator=WeightRecordingTree(),
-                          student_data=student_data, min_public_rows=0, random_state=0)
+                          student_data=student_data, voting=SoftVotes(min_public_rows=0),
+                          random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     for label, students in zip(clf.parties_, clf.students_):
         n_party = np.sum(party == label) if party_rows else 0
@@ -273,7 +279,7 @@ def test_soft_labels_reach_students_and_final_model_as_weights(two_class_data, r
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
                           final_estimator=make_pipeline(StandardScaler(), WeightRecordingTree()),
-                          soft_labels=True, min_public_rows=0, random_state=0)
+                          soft_labels=True, voting=SoftVotes(min_public_rows=0), random_state=0)
     with config_context(enable_metadata_routing=routing):
         _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     student = clf.students_[0][0]
@@ -302,7 +308,8 @@ def test_students_learn_soft_labels_weighing_at_most_their_party_rows(two_class_
     X_public = X_public[:n_public]
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
                           final_estimator=WeightRecordingTree(), student_data="party+public",
-                          soft_labels="students", min_public_rows=0, random_state=0)
+                          soft_labels="students", voting=SoftVotes(min_public_rows=0),
+                          random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     n_party = np.sum(party == 0)
     weights = clf.students_[0][0].fit_weights_
@@ -326,7 +333,7 @@ class UnweightedTree(DecisionTreeClassifier):
 def test_soft_student_labels_fall_back_and_refuse_without_sample_weight(two_class_data):
     X, y, party, X_public = two_class_data
     clf = _fit_quietly(FedKTClassifier(LogisticRegression(), student_estimator=UnweightedTree(),
-                                       min_public_rows=0, random_state=0),
+                                       voting=SoftVotes(min_public_rows=0), random_state=0),
                        X, y, groups=party, X_unlabeled=X_public)
     # by default students learn winning classes: one row per public example
     assert clf.students_[0][0].fit_rows_ == len(X_public)
@@ -368,11 +375,14 @@ def test_undistilled_model_predicts_with_the_servers_vote(two_class_data):
     assert_array_equal(undistilled.predict(X), undistilled.classes_[proba.argmax(axis=1)])
 
 
-@pytest.mark.parametrize("options", [dict(voting="hard"), dict(privacy=ServerNoise())])
+@pytest.mark.parametrize("options, message", [
+    (dict(voting="hard"), "distill=False .* needs voting='soft'"),
+    (dict(privacy=ServerNoise()), "distill=False .* with ServerNoise only the server's"),
+])
 def test_undistilled_model_is_refused_where_its_votes_are_not_covered(two_class_data,
-                                                                     options):
+                                                                     options, message):
     X, y, party, X_public = two_class_data
-    with pytest.raises(ValueError, match="distill=False .* needs voting='soft'"):
+    with pytest.raises(ValueError, match=message):
         FedKTClassifier(distill=False, **options).fit(X, y, groups=party,
                                                       X_unlabeled=X_public)
 
@@ -424,7 +434,7 @@ def test_final_model_that_cannot_split_warns(two_class_data):
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(),
                           final_estimator=DecisionTreeClassifier(min_samples_leaf=1000),
-                          min_public_rows=0, random_state=0)
+                          voting=SoftVotes(min_public_rows=0), random_state=0)
     with pytest.warns(LabelCollapseWarning, match="final model DecisionTreeClassifier "
                                                   "predicts on the 80 public rows it "
                                                   "learned a single class.*min_samples"):

@@ -4,13 +4,15 @@ These pin the paper's hard voting (``voting="hard"``); soft voting is tested in
 test_fedkt_skew.py.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
-from skfedkt import FedKTClassifier, LabelCollapseWarning
+from skfedkt import FedKTClassifier, HardVotes, LabelCollapseWarning
 
 
 def test_server_votes_with_and_without_consistent_voting():
@@ -22,10 +24,12 @@ def test_server_votes_with_and_without_consistent_voting():
             [[0, 2, 2, 1], [0, 2, 0, 1]],
         ]
     )
-    consistent = FedKTClassifier(n_partitions=2)._server_votes(student_predictions, 3)
+    consistent = FedKTClassifier(n_partitions=2, voting="hard")._server_votes(
+        student_predictions, 3)
     # a unanimous party gives its class n_partitions=2 votes, a split party none
     assert_array_equal(consistent, [[4, 2, 0], [0, 4, 2], [0, 0, 2], [2, 2, 0]])
-    every_student = FedKTClassifier(n_partitions=2, consistent_voting=False)._server_votes(
+    every_student = FedKTClassifier(
+        n_partitions=2, voting=HardVotes(consistent=False))._server_votes(
         student_predictions, 3
     )
     assert_array_equal(every_student, [[4, 2, 0], [0, 4, 2], [1, 1, 4], [3, 2, 1]])
@@ -34,7 +38,7 @@ def test_server_votes_with_and_without_consistent_voting():
 def test_no_consistent_vote_anywhere_falls_back_to_every_student():
     disagreeing = np.array([[[0, 1], [1, 0]], [[1, 0], [0, 1]]])
     with pytest.warns(UserWarning, match="consistent voting leaves nothing"):
-        votes = FedKTClassifier(n_partitions=2)._server_votes(disagreeing, 2)
+        votes = FedKTClassifier(n_partitions=2, voting="hard")._server_votes(disagreeing, 2)
     assert_array_equal(votes, [[2, 2], [2, 2]])
 
 
@@ -64,8 +68,8 @@ def test_vote_counts_match_students_predictions(consistent_voting):
     party = np.arange(300) % 3
     X_public = X[:80] * 1.1
     clf = FedKTClassifier(
-        LogisticRegression(), n_partitions=2, n_subsets=3, voting="hard", random_state=0,
-        consistent_voting=consistent_voting,
+        LogisticRegression(), n_partitions=2, n_subsets=3,
+        voting=HardVotes(consistent=consistent_voting), random_state=0,
     ).fit(X, y, groups=party, X_unlabeled=X_public)
 
     expected = np.zeros((80, 3), dtype=int)
@@ -101,3 +105,35 @@ def test_examples_without_votes_are_left_out_of_final_training():
     assert_array_equal(clf.public_mask_, ~no_vote)
     assert len(clf.public_labels_) == (~no_vote).sum()
     assert clf.final_estimator_.tree_.n_node_samples[0] == (~no_vote).sum()
+
+
+def test_voting_strings_are_the_default_vote_objects():
+    from sklearn.base import clone
+
+    from skfedkt import SoftVotes
+
+    assert FedKTClassifier(voting="soft")._votes().get_params() == SoftVotes().get_params()
+    assert FedKTClassifier(voting="hard")._votes().get_params() == HardVotes().get_params()
+    clf = FedKTClassifier(voting=SoftVotes()).set_params(voting__pooling="sum")
+    assert clone(clf).voting.pooling == "sum"
+
+
+@pytest.mark.parametrize("voting, expected", [
+    ("soft", dict(pooling="prior-corrected", match_shares=True, min_public_rows=2000)),
+    ("hard", dict(consistent=True, min_public_rows=0)),
+])
+def test_voting_shows_what_ran(voting, expected):
+    X, y = make_classification(n_samples=200, random_state=0)
+    clf = FedKTClassifier(n_subsets=2, voting=voting, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf.fit(X[:150], y[:150], groups=np.arange(150) % 3, X_unlabeled=X[150:])
+    assert clf.voting_.get_params() == expected
+
+
+def test_a_bad_vote_part_is_refused_naming_it():
+    from skfedkt import SoftVotes
+
+    X, y = make_classification(n_samples=100, random_state=0)
+    with pytest.raises(ValueError, match="'pooling' parameter of SoftVotes must be a str"):
+        FedKTClassifier(voting=SoftVotes(pooling="mean")).fit(X, y)

@@ -25,6 +25,7 @@ from skfedkt import (
     FedKTClassifier,
     OneShotEnsembleClassifier,
     PartyUpload,
+    SoftVotes,
     UploadError,
     UploadLimits,
     load_model,
@@ -58,7 +59,7 @@ def _quiet(call, *args, **kwargs):
 
 def _fedkt(**params):
     params = {"estimator": DecisionTreeClassifier(max_depth=3), **params}
-    return FedKTClassifier(random_state=0, min_public_rows=0, **params)
+    return FedKTClassifier(random_state=0, voting=SoftVotes(min_public_rows=0), **params)
 
 
 def _uploads(clf, data, **kwargs):
@@ -412,11 +413,11 @@ def test_xgboost_end_to_end_through_files(data):
     xgboost = pytest.importorskip("xgboost")
     X, y, groups, X_public = data
     clf = FedKTClassifier(xgboost.XGBClassifier(n_estimators=3, max_depth=2),
-                          random_state=0, min_public_rows=0)
+                          random_state=0, voting=SoftVotes(min_public_rows=0))
     uploads = [upload.to_bytes() for upload in _uploads(clf, data)]
     server = _server(uploads, data, clf=clf)
     fitted = _quiet(FedKTClassifier(xgboost.XGBClassifier(n_estimators=3, max_depth=2),
-                                    random_state=0, min_public_rows=0).fit,
+                                    random_state=0, voting=SoftVotes(min_public_rows=0)).fit,
                     X, y, groups=groups, X_unlabeled=X_public)
     assert (server.predict(X) == fitted.predict(X)).all()
 

@@ -410,6 +410,7 @@ def _model_file_types():
     from .._engine._fitting import ClassCodeModel
     from .._fedct._classifier import FedCTClassifier
     from .._fedkt._classifier import FedKTClassifier
+    from .._fedkt._votes import HardVotes, SoftVotes
     from .._oneshot._classifier import OneShotEnsembleClassifier
     from ..privacy._accounting import PrivacyReport
     from ..privacy._accounting import BitFlipPrivacyReport
@@ -417,4 +418,5 @@ def _model_file_types():
 
     return {f"{cls.__module__}.{cls.__qualname__}" for cls in (
         FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier, ClassCodeModel,
-        PrivacyReport, BitFlipPrivacyReport, ServerNoise, PartyNoise, BitFlips)}
+        PrivacyReport, BitFlipPrivacyReport, ServerNoise, PartyNoise, BitFlips, SoftVotes,
+        HardVotes)}

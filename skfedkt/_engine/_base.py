@@ -265,12 +265,15 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                     or name in self._private_fitted):
                 delattr(self, name)
 
+    # parameters that take the package's parameter objects, which check their own
+    _parameter_objects = ()
+
     def _validate_params(self):
         super()._validate_params()
-        # a parameter object (the privacy mechanism) checks its own parameters
-        privacy = getattr(self, "privacy", None)
-        if privacy is not None:
-            privacy._validate_params()
+        for name in self._parameter_objects:
+            value = getattr(self, name)
+            if isinstance(value, BaseEstimator):
+                value._validate_params()
 
     def _check_params(self):
         input_tags = get_tags(self).input_tags

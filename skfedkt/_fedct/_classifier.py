@@ -163,6 +163,8 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
 
     _private_fitted = ("_models",)
 
+    _parameter_objects = ("privacy",)
+
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), list, dict, None],
         "n_rounds": [Interval(Integral, 0, None, closed="left")],

@@ -4,10 +4,12 @@
   rows, their votes on the public data, the students it uploads.
 - `_server`: what runs at the server (lines 14-22): the students' pooled vote on the
   public data, the final model, the privacy accounting.
+- `_votes`: `SoftVotes` and `HardVotes`, its ``voting`` parameter.
 - `_classifier`: `FedKTClassifier`, its parameters and options, and `fit`, which runs
   both steps in one process.
 """
 
 from ._classifier import FedKTClassifier
+from ._votes import HardVotes, SoftVotes
 
-__all__ = ["FedKTClassifier"]
+__all__ = ["FedKTClassifier", "HardVotes", "SoftVotes"]

@@ -3,7 +3,7 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import _fit_context
+from sklearn.base import _fit_context, clone
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
@@ -23,10 +23,8 @@ from ..privacy._mechanisms import PartyNoise, ServerNoise
 from ..privacy._release import final_model_release, models_release
 from ._party import _FedKTParty, _FedKTPartyStep
 from ._server import _FedKTServerStep
+from ._votes import HardVotes, SoftVotes
 
-# rows the tiers without noise label at least, by default (see min_public_rows); measured
-# on the label-skew benchmark (benchmarks/bench_label_skew.py --ablation)
-MIN_PUBLIC_ROWS = 2000
 
 
 def _students_release(party, students, codes, n_classes, epsilon, delta):
@@ -89,12 +87,15 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         showing in its upload (membership attacks score about 0.5, see
         `skfedkt.privacy`); L2's example-level guarantee rests on it too. 1 makes
         stronger teachers whose labels the students copy, and the upload leaks.
-    voting : {"soft", "hard"}, default="soft"
-        How teachers and students vote. ``"soft"``: each model adds its class
-        probabilities (a one-hot vote if it has no ``predict_proba``) to the histogram,
-        so a party's model that gives a minority class 40% still counts for it.
-        ``"hard"``: each model votes for its predicted class, as in the paper; with
-        label skew, hard votes drift toward the majority class at every tier.
+    voting : {"soft", "hard"}, SoftVotes or HardVotes, default="soft"
+        How teachers and students vote, and how the server pools their votes.
+        ``"soft"`` (`skfedkt.SoftVotes()`): class probabilities, corrected at the server
+        for the parties' class mixes, on the public rows and their jittered copies; it
+        keeps the minority classes of skewed parties alive through both tiers.
+        ``"hard"`` (`skfedkt.HardVotes()`): each model votes for its predicted class, and
+        a party only where all its students agree: the paper's Algorithm 1 exactly. An
+        instance sets the parts (``SoftVotes(pooling="sum")``,
+        ``HardVotes(consistent=False)``); ``voting_`` holds the one that ran.
     student_data : {"public", "party+public"}, default="public"
         What the students, all that a party uploads, learn from: the public data
         labelled by its teachers (``"public"``, the paper), so that the party's own rows
@@ -107,29 +108,6 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         refused at L2, stated in ``privacy_report_`` and in every upload's manifest
         (``privacy_note``). Check an upload with
         `skfedkt.privacy.party_membership_audit` before sending it.
-    pooling : {"auto", "sum", "prior-corrected"}, default="auto"
-        How the server combines soft votes. ``"sum"``: it adds every student's class
-        probabilities. ``"prior-corrected"``: it corrects each party's probabilities for
-        the party's own class shares and pools what remains, the evidence about the
-        example, by least squares, then adds the global class shares back (see
-        `skfedkt` user guide, "Under label skew"); a party that never saw a class says
-        nothing about it instead of voting against it. This uses every party's class
-        counts, which no accountant covers, so it is refused at L1 and L2. ``"auto"``
-        is ``"prior-corrected"`` with soft votes at L0, else ``"sum"``.
-    match_shares : bool or "auto", default="auto"
-        If True, the server adds one offset per class to the logarithm of its pooled
-        soft votes, so that the share of every class among the labels it gives the
-        public examples is within one standard error of sampling (``sqrt(p (1 - p) /
-        n)`` for a class share ``p`` and ``n`` queries) of the class's share of the
-        training rows (from the parties' class counts). Forests trained on skewed
-        parties rank examples well but shrink a minority class's probability toward
-        their own priors, so argmax labels under-count it; the offsets move the
-        decision boundaries without reordering examples, and labels whose shares are
-        already plausible for a random public set are left alone. This assumes the
-        public data comes from the population of the training rows. It needs soft
-        votes and the class counts, which no accountant covers: refused with
-        ``voting="hard"`` and at L1 and L2. ``"auto"`` is True with soft votes at L0,
-        else False.
     soft_labels : bool or "students", default=False
         Whether learners learn the (noisy) vote distribution of every public example
         instead of its winning class: every example is repeated once per class with the
@@ -147,18 +125,6 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         noisy histogram is learned as a distribution (the students' at L2, the final
         model's at L1), the whole histogram is released, which only the
         data-independent bound covers.
-    min_public_rows : int or "auto", default="auto"
-        The tiers without noise label at least this many rows: a smaller public set is
-        extended by jittered copies of its rows (every row in turn, numeric columns
-        plus Gaussian noise of 0.3 times the column's standard deviation on the public
-        set, integer columns rounded within their range, other columns copied; sparse
-        public sets are not extended). A few hundred public rows carry only part of
-        what the teachers know into the students, and of what the students know into
-        the final model; copies near the same rows carry more, and, being made from the
-        public rows and `random_state` only, reveal nothing about any party. The noisy
-        tier (the server at L1, the parties at L2) labels its queries only. ``0`` labels
-        the public rows alone, as the paper does. ``"auto"`` is 2000 with soft votes
-        and 0 with ``voting="hard"``.
     distill : bool, default=True
         Whether the server distils the students into one final model (the paper). If
         False, it trains none: `predict` and `predict_proba` pool the students' soft
@@ -167,16 +133,10 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         at prediction time. Where the public set is too small to carry what the
         students know into one model, this is more accurate (see the user guide, "When
         it struggles"), at the price of a model `n_partitions` times the number of
-        parties larger. Needs ``voting="soft"``. Refused with ``ServerNoise``,
+        parties larger. Needs soft votes. Refused with ``ServerNoise``,
         whose guarantee covers the server's noisy labels of the public set, not the
         students' votes on new rows; at L2 the students themselves are differentially
         private, and so is anything computed from them.
-    consistent_voting : bool, default=True
-        With ``voting="hard"``: if True, a party casts its `n_partitions` votes for a
-        class only when all its students predict that class, and none otherwise (the
-        paper's consistent voting); if False, every student casts one vote. When no
-        party is unanimous on any public example, every student's vote is counted
-        instead, with a warning. Soft votes are always summed over every student.
     privacy : ServerNoise, PartyNoise or None, default=None
         Where noise is added to the vote counts (FedKT's privacy levels), with its
         scale, query budget and delta (`skfedkt.privacy.ServerNoise`,
@@ -216,6 +176,9 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         Names of features seen during fit. Defined only when `X` has string column names.
     parties_ : ndarray of shape (n_parties,)
         The party labels found in ``groups``, sorted.
+    voting_ : SoftVotes or HardVotes
+        The votes that ran, every ``"auto"`` part resolved (with soft votes, the
+        server's pooling and whether it matched class shares).
     students_ : list of list of estimator
         ``students_[i]`` holds the `n_partitions` fitted students of party
         ``parties_[i]``. Like every fitted clone, each was trained on the positions
@@ -239,7 +202,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         publish it.
     share_offsets_ : ndarray of shape (n_classes,)
         The log-offsets per class that the server added to its pooled votes so that
-        its labels hold the training rows' class shares (see `match_shares`); zeros
+        its labels hold the training rows' class shares (``SoftVotes(match_shares)``); zeros
         when it does not match shares. The final model learned the argmax of
         ``log(vote_counts_) + share_offsets_``.
     public_mask_ : ndarray of bool of shape (n_public,)
@@ -335,20 +298,18 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
 
     _private_fitted = ("_final_model", "_party_counts", "_student_codes")
 
+    _parameter_objects = ("privacy", "voting")
+
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), None],
         "student_estimator": [HasMethods(["fit", "predict"]), None],
         "final_estimator": [HasMethods(["fit", "predict"]), None],
         "n_partitions": [Interval(Integral, 1, None, closed="left")],
         "n_subsets": [Interval(Integral, 1, None, closed="left")],
-        "voting": [StrOptions({"soft", "hard"})],
+        "voting": [StrOptions({"soft", "hard"}), SoftVotes, HardVotes],
         "student_data": [StrOptions({"public", "party+public"})],
-        "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
-        "match_shares": ["boolean", StrOptions({"auto"})],
         "soft_labels": ["boolean", StrOptions({"students"})],
-        "min_public_rows": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "distill": ["boolean"],
-        "consistent_voting": ["boolean"],
         "privacy": [ServerNoise, PartyNoise, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -365,12 +326,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         n_subsets=5,
         voting="soft",
         student_data="public",
-        pooling="auto",
-        match_shares="auto",
         soft_labels=False,
-        min_public_rows="auto",
         distill=True,
-        consistent_voting=True,
         privacy=None,
         n_jobs=None,
         random_state=None,
@@ -383,12 +340,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self.n_subsets = n_subsets
         self.voting = voting
         self.student_data = student_data
-        self.pooling = pooling
-        self.match_shares = match_shares
         self.soft_labels = soft_labels
-        self.min_public_rows = min_public_rows
         self.distill = distill
-        self.consistent_voting = consistent_voting
         self.privacy = privacy
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -451,7 +404,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self._say(
             f"party tier: {sum(len(s.teacher_rows) for s in steps)} teachers "
             f"({len(steps)} parties x {self.n_partitions} partitions x {self.n_subsets} "
-            f"subsets) vote on {len(party_rows)} public rows, {self.voting} votes"
+            f"subsets) vote on {len(party_rows)} public rows, {self._votes().kind} votes"
         )
         student_models, student_votes = self._party_tier(
             steps, data.X, X_labelled, party_rows, n_classes
@@ -481,8 +434,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         """The rows the tiers label, and which of them each tier labels.
 
         Returns ``(X_labelled, party_rows, server_rows)``: the public rows followed by
-        their jittered copies (up to `min_public_rows`), and the indices into them that
-        the party tier and the server tier label. The noisy tier labels only its
+        their jittered copies (up to the votes' `min_public_rows`), and the indices into
+        them that the party tier and the server tier label. The noisy tier labels only its
         queries, drawn from the public rows: the server at L1, the parties at L2; the
         other tier labels every row, copies included, and so does the server at L0
         beside its queries (``query_fraction`` is a privacy knob).
@@ -503,53 +456,64 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
         return "L0" if self.privacy is None else self.privacy.level
 
+    def _votes(self):
+        """The `voting` object: "soft" and "hard" are ``SoftVotes()`` and ``HardVotes()``."""
+        if isinstance(self.voting, str):
+            return SoftVotes() if self.voting == "soft" else HardVotes()
+        return self.voting
+
+    def _soft_votes(self):
+        return self._votes().kind == "soft"
+
     def _min_public_rows(self):
-        if self.min_public_rows != "auto":
-            return self.min_public_rows
-        # the paper's algorithm labels the public rows alone
-        return 0 if self.voting == "hard" else MIN_PUBLIC_ROWS
+        return self._votes().min_public_rows
 
     def _pooling(self):
-        if self.pooling != "auto":
-            return self.pooling
-        robust = self.voting == "soft" and self._level() == "L0"
-        return "prior-corrected" if robust else "sum"
+        votes = self._votes()
+        if votes.kind == "hard":
+            return "sum"
+        if votes.pooling != "auto":
+            return votes.pooling
+        return "prior-corrected" if self._level() == "L0" else "sum"
 
     def _match_shares(self):
-        if self.match_shares != "auto":
-            return self.match_shares
-        return self.voting == "soft" and self._level() == "L0"
+        votes = self._votes()
+        if votes.kind == "hard":
+            return False
+        if votes.match_shares != "auto":
+            return votes.match_shares
+        return self._level() == "L0"
+
+    def _resolved_votes(self):
+        """The `voting` object that runs, with its "auto" parts resolved (``voting_``)."""
+        votes = clone(self._votes())
+        if votes.kind == "soft":
+            votes.set_params(pooling=self._pooling(), match_shares=self._match_shares())
+        return votes
 
     def _check_options(self):
         """Refuse option combinations that break privacy or cannot be carried out."""
-        private = f"privacy={self.privacy!r}"
-        if not self.distill and (self.voting == "hard" or self._level() == "L1"):
+        private, votes = f"privacy={self.privacy!r}", self._votes()
+        undistilled = ("distill=False predicts with the students' pooled soft votes on new "
+                       "rows")
+        if not self.distill and votes.kind == "hard":
+            raise ValueError(f"{undistilled}: it needs voting='soft' (voting={self.voting!r})."
+                             " Use distill=True, or soft votes.")
+        if not self.distill and self._level() == "L1":
             raise ValueError(
-                "distill=False predicts with the students' pooled soft votes on new rows: "
-                "it needs voting='soft', and with ServerNoise only the server's noisy "
-                "labels of the public set are private, not those votes, so it is refused "
-                f"there (voting={self.voting!r}, {private}). Use distill=True, or "
-                "privacy None or PartyNoise."
+                f"{undistilled}, but with ServerNoise only the server's noisy labels of the "
+                f"public set are private, not those votes ({private}). Use distill=True, "
+                "or privacy None or PartyNoise."
             )
-        if self.pooling == "prior-corrected" and (
-            self.voting == "hard" or self._level() != "L0"
-        ):
-            raise ValueError(
-                "pooling='prior-corrected' pools the students' class probabilities with "
-                "their parties' class counts: it needs voting='soft', and no privacy "
-                f"accountant covers it, so it is refused with {private} "
-                f"(voting={self.voting!r}). Use pooling='auto' or 'sum'."
-            )
-        if self._match_shares() and (
-            self.voting == "hard" or self._level() != "L0"
-        ):
-            raise ValueError(
-                "match_shares=True shifts the server's soft votes toward the training "
-                "rows' class shares, from every party's class counts: it needs "
-                "voting='soft', and no privacy accountant covers it, so it is refused "
-                f"with {private} (voting={self.voting!r}). Use match_shares='auto' or "
-                "False."
-            )
+        if votes.kind == "soft" and self._level() != "L0":
+            for part, value, unsafe in (("pooling", votes.pooling, "prior-corrected"),
+                                        ("match_shares", votes.match_shares, True)):
+                if value == unsafe:
+                    raise ValueError(
+                        f"SoftVotes({part}={unsafe!r}) uses every party's class counts, "
+                        f"which no privacy accountant covers, so it is refused with "
+                        f"{private}. Leave {part}='auto'."
+                    )
         if self._level() == "L2" and self.student_data == "party+public":
             raise ValueError(
                 "student_data='party+public' trains every student on its party's rows, but "

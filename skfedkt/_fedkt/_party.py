@@ -249,7 +249,7 @@ class _FedKTPartyStep:
             seeds=np.concatenate([step.teacher_seeds for step in steps]),
             X_predict=(X_public if len(party_queries) == n_public
                        else _safe_indexing(X_public, party_queries)),
-            soft_votes=self.voting == "soft",
+            soft_votes=self._soft_votes(),
             keep_models=False,
             **fit_options,
         )
@@ -269,7 +269,7 @@ class _FedKTPartyStep:
             stack_rows(X_public, X) if with_party_rows else X_public,
             seeds=np.concatenate([step.student_seeds for step in steps]),
             X_predict=X_public,
-            soft_votes=self.voting == "soft",
+            soft_votes=self._soft_votes(),
             **fit_options,
         )
         s = self.n_partitions

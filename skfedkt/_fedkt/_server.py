@@ -109,7 +109,7 @@ class _FedKTServerStep:
                                  [upload.payload["codes"] for upload in uploads])
         self._say(f"server: {len(uploads)} parties sent {len(models)} students")
         student_votes = predict_votes(models, X_labelled, n_classes=n_classes,
-                                      soft_votes=self.voting == "soft", n_jobs=self.n_jobs)
+                                      soft_votes=self._soft_votes(), n_jobs=self.n_jobs)
         self._server_step(uploads, student_votes, X_labelled, server_rows, root,
                           _num_samples(X_unlabeled))
         self._warn_after_fit(X_unlabeled)
@@ -163,9 +163,10 @@ class _FedKTServerStep:
         votes on `X_labelled` (the `n_public` public rows, then their jittered copies;
         stacked as `_party_tier` returns them), `server_rows` the rows this tier labels.
         """
+        self.voting_ = self._resolved_votes()
         n_parties, n_classes = len(uploads), len(self.classes_)
         n_labelled = _num_samples(X_labelled)
-        soft_labels, soft_votes = self._soft_labels("final"), self.voting == "soft"
+        soft_labels, soft_votes = self._soft_labels("final"), self._soft_votes()
         self.students_ = [list(upload.payload["students"]) for upload in uploads]
         # the codes, not the wrapped models: a skops file would hold every student twice
         self._student_codes = [list(upload.payload["codes"]) for upload in uploads]
@@ -253,7 +254,7 @@ class _FedKTServerStep:
         every_student_votes = count_votes(
             student_votes.reshape(-1, student_votes.shape[-1]), n_classes
         )
-        if not self.consistent_voting:
+        if not self._votes().consistent:
             return every_student_votes
         first = student_votes[:, 0]
         unanimous = (student_votes == first[:, None]).all(axis=1)
@@ -310,7 +311,7 @@ class _FedKTServerStep:
         shares, names = self.class_shares_, self.classes_.tolist()
         remedy = (
             "Use voting='soft' (the default): it carries class probabilities through both tiers"
-            if self.voting == "hard" else
+            if not self._soft_votes() else
             "More public data, fewer n_subsets (more rows per teacher) or a teacher that "
             "predicts calibrated probabilities help"
         )

@@ -1,0 +1,112 @@
+"""How FedKT's teachers and students vote: its ``voting`` parameter.
+
+``"soft"`` and ``"hard"`` are `SoftVotes()` and `HardVotes()`; an instance sets their
+parts. Each object holds only what means something for its kind of vote.
+"""
+
+from numbers import Integral
+
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+
+# rows the tiers without noise label at least, by default with soft votes; measured on
+# the label-skew benchmark (benchmarks/bench_label_skew.py --ablation)
+MIN_PUBLIC_ROWS = 2000
+
+_MIN_PUBLIC_ROWS_DOC = """    min_public_rows : int, default={default}
+        The tiers without noise label at least this many rows: a smaller public set is
+        extended by jittered copies of its rows (every row in turn, numeric columns
+        plus Gaussian noise of 0.3 times the column's standard deviation on the public
+        set, integer columns rounded within their range, other columns copied; sparse
+        public sets are not extended). Copies near the public rows carry more of what
+        the teachers know into the students, and of what the students know into the
+        final model; made from the public rows and `random_state` only, they reveal
+        nothing about any party. The noisy tier (the server with ``ServerNoise``, the
+        parties with ``PartyNoise``) labels its queries only. ``0`` labels the public
+        rows alone, as the paper does."""
+
+
+class SoftVotes(BaseEstimator):
+    __doc__ = f"""FedKT's soft votes, with skfedkt's correction for label skew (the default).
+
+    Each teacher and student adds its class probabilities (a one-hot vote if it has no
+    ``predict_proba``) to the histogram, so a party's model that gives a minority class
+    40% still counts for it. The server then corrects the pooled votes for the parties'
+    class mixes.
+
+    Parameters
+    ----------
+    pooling : {{"auto", "sum", "prior-corrected"}}, default="auto"
+        How the server combines the students' probabilities. ``"sum"``: it adds them.
+        ``"prior-corrected"``: it corrects each party's probabilities for the party's
+        own class shares and pools what remains, the evidence about the example, by
+        least squares, then adds the global class shares back (user guide, "Under label
+        skew"); a party that never saw a class says nothing about it instead of voting
+        against it. This uses every party's class counts, which no accountant covers, so
+        it is refused with a privacy mechanism. ``"auto"`` is ``"prior-corrected"``
+        without one, else ``"sum"``.
+    match_shares : bool or "auto", default="auto"
+        If True, the server adds one offset per class to the logarithm of its pooled
+        votes, so that the share of every class among the labels it gives the public
+        examples is within one standard error of sampling of the class's share of the
+        training rows (from the parties' class counts): forests trained on skewed
+        parties rank examples well but shrink a minority class's probability toward
+        their own priors. This assumes the public data comes from the population of the
+        training rows, and uses the class counts: refused with a privacy mechanism.
+        ``"auto"`` is True without one, else False.
+{_MIN_PUBLIC_ROWS_DOC.format(default=MIN_PUBLIC_ROWS)}
+
+    Examples
+    --------
+    >>> from skfedkt import FedKTClassifier, SoftVotes
+    >>> FedKTClassifier(voting=SoftVotes(pooling="sum", match_shares=False))
+    FedKTClassifier(voting=SoftVotes(match_shares=False, pooling='sum'))
+    """
+
+    kind = "soft"
+
+    _parameter_constraints = {
+        "pooling": [StrOptions({"auto", "sum", "prior-corrected"})],
+        "match_shares": ["boolean", StrOptions({"auto"})],
+        "min_public_rows": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, *, pooling="auto", match_shares="auto",
+                 min_public_rows=MIN_PUBLIC_ROWS):
+        self.pooling = pooling
+        self.match_shares = match_shares
+        self.min_public_rows = min_public_rows
+
+
+class HardVotes(BaseEstimator):
+    __doc__ = f"""FedKT's hard votes: the paper's Algorithm 1 exactly.
+
+    Each teacher and student votes for its predicted class, and the server counts the
+    votes. With label skew, hard votes drift toward the majority class at every tier.
+
+    Parameters
+    ----------
+    consistent : bool, default=True
+        If True, a party casts its ``n_partitions`` votes for a class only when all its
+        students predict that class, and none otherwise (the paper's consistent
+        voting); if False, every student casts one vote. When no party is unanimous on
+        any public example, every student's vote is counted instead, with a warning.
+{_MIN_PUBLIC_ROWS_DOC.format(default=0)}
+
+    Examples
+    --------
+    >>> from skfedkt import FedKTClassifier, HardVotes
+    >>> FedKTClassifier(voting=HardVotes(consistent=False))
+    FedKTClassifier(voting=HardVotes(consistent=False))
+    """
+
+    kind = "hard"
+
+    _parameter_constraints = {
+        "consistent": ["boolean"],
+        "min_public_rows": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, *, consistent=True, min_public_rows=0):
+        self.consistent = consistent
+        self.min_public_rows = min_public_rows
