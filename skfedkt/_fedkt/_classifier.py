@@ -82,11 +82,9 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
     n_subsets : int, default=5
         Number of disjoint subsets ``t`` per partition, hence of teachers per
         partition (the paper's 5). Every party needs at least `n_subsets` rows. A row
-        shapes one teacher of each partition, one vote of `n_subsets`: with the
-        students' hard labels (the default), this is what keeps a party's rows from
-        showing in its upload (membership attacks score about 0.5, see
-        `skfedkt.privacy`); L2's example-level guarantee rests on it too. 1 makes
-        stronger teachers whose labels the students copy, and the upload leaks.
+        shapes one teacher of each partition, one vote of `n_subsets`, which keeps a
+        party's rows from showing in its upload; 1 makes stronger teachers whose
+        labels the students copy, and the upload leaks (measured in :doc:`/privacy`).
     voting : {"soft", "hard"}, SoftVotes or HardVotes, default="soft"
         How teachers and students vote, and how the server pools their votes.
         ``"soft"`` (`skfedkt.SoftVotes()`): class probabilities, corrected at the server
@@ -102,10 +100,9 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         shape its upload only through its teachers' votes; or that plus the party's own
         labelled rows (``"party+public"``), so that a student knows at least what its
         party knows. With ``"party+public"`` the upload reveals which rows the party
-        holds about as much as shipping a model trained on them, and no privacy level
-        covers that: membership attacks on the uploads score an AUC of 0.70-0.80 where
-        public-only students score about 0.5 (``benchmarks/bench_membership.py``). It is
-        refused at L2, stated in ``privacy_report_`` and in every upload's manifest
+        holds about as much as shipping a model trained on them, and no privacy
+        mechanism covers that (measured in :doc:`/privacy`): refused with
+        ``PartyNoise``, stated in ``privacy_report_`` and in every upload's manifest
         (``privacy_note``). Check an upload with
         `skfedkt.privacy.party_membership_audit` before sending it.
     soft_labels : bool or "students", default=False
@@ -114,12 +111,10 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         class's share as sample weight, so those learners must accept ``sample_weight``
         (a Pipeline's final step must). ``"students"``: the students do, the final model
         learns the server's winning classes; True: both do; False: neither (the
-        paper). Soft student labels carry a skewed party's minority classes to the
-        server (up to 20 points of accuracy at Dirichlet beta = 0.1 in the user guide's
-        benchmark), but a student that copies its teachers' probabilities copies what
-        their rows taught them: membership attacks on the upload score an AUC of
-        0.57-0.60 on census rows where hard labels score 0.53 (``benchmarks/
-        bench_membership.py``), so the default is False. With
+        paper). Soft student labels carry more of a skewed party's minority classes to
+        the server, but a student that copies its teachers' probabilities copies what
+        their rows taught them, and the upload leaks (both measured in the user guide,
+        "Under label skew"). With
         ``student_data="party+public"`` the public rows' weights are scaled so that
         together they weigh at most as much as the party's own rows. Where a tier's
         noisy histogram is learned as a distribution (the students' at L2, the final
@@ -130,10 +125,10 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         False, it trains none: `predict` and `predict_proba` pool the students' soft
         votes on the rows given exactly as the server pools them on the public set
         (prior correction and share offsets included), so every party's students run
-        at prediction time. Where the public set is too small to carry what the
-        students know into one model, this is more accurate (see the user guide, "When
-        it struggles"), at the price of a model `n_partitions` times the number of
-        parties larger. Needs soft votes. Refused with ``ServerNoise``,
+        at prediction time: more accurate where the public set is too small to carry
+        what the students know into one model (user guide, "When it struggles"), at the
+        price of a model `n_partitions` times the number of parties larger. Needs soft
+        votes. Refused with ``ServerNoise``,
         whose guarantee covers the server's noisy labels of the public set, not the
         students' votes on new rows; at L2 the students themselves are differentially
         private, and so is anything computed from them.
