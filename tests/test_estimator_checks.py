@@ -1,38 +1,39 @@
-"""scikit-learn's estimator checks, for FedKTClassifier with several base estimators."""
+"""scikit-learn's estimator checks, for every estimator and the variants of its contract."""
 
+import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from xgboost import XGBClassifier
-
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.privacy import BitFlips
 
-BASE_ESTIMATORS = [
-    None,
-    DecisionTreeClassifier(),
-    LogisticRegression(),
-    HistGradientBoostingClassifier(max_iter=20),
-    XGBClassifier(n_estimators=10, max_depth=3),
-    make_pipeline(StandardScaler(), LogisticRegression()),
-]
 
-
+# one configuration per estimator, plus the base estimators and options that change
+# its contract: the input it accepts (sparse: logistic regression; missing values:
+# histogram gradient boosting; XGBoost's own tags; a Pipeline's), and which methods it
+# offers (FedKT without a final model, FedCT's soft vote, a hard-voting ensemble)
 @parametrize_with_checks(
-    [FedKTClassifier(base, random_state=0) for base in BASE_ESTIMATORS]
-    + [FedKTClassifier(distill=False, random_state=0)]
-    + [FedCTClassifier(base, n_rounds=3, random_state=0) for base in BASE_ESTIMATORS]
-    + [
+    [
+        FedKTClassifier(random_state=0),
+        FedKTClassifier(LogisticRegression(), random_state=0),
+        FedKTClassifier(HistGradientBoostingClassifier(max_iter=20), random_state=0),
+        FedKTClassifier(XGBClassifier(n_estimators=10, max_depth=3), random_state=0),
+        FedKTClassifier(make_pipeline(StandardScaler(), LogisticRegression()),
+                        random_state=0),
+        FedKTClassifier(distill=False, random_state=0),
+        FedCTClassifier(n_rounds=3, random_state=0),
+        FedCTClassifier(HistGradientBoostingClassifier(max_iter=20), n_rounds=3,
+                        random_state=0),
         FedCTClassifier(voting="soft", n_rounds=2, random_state=0),
         FedCTClassifier(LogisticRegression(), privacy=BitFlips(1.0, sensitivity=4),
                         n_rounds=2, random_state=0),
-    ]
-    + [OneShotEnsembleClassifier(base, random_state=0) for base in BASE_ESTIMATORS]
-    + [
+        OneShotEnsembleClassifier(random_state=0),
+        OneShotEnsembleClassifier(HistGradientBoostingClassifier(max_iter=20),
+                                  random_state=0),
         # not SVC: SVC itself fails check_estimators_pickle(readonly_memmap=True) in
         # scikit-learn 1.9.1, libsvm rejecting the read-only arrays of a loaded model
         OneShotEnsembleClassifier(LogisticRegression(), selection="cv", n_selected=3,
@@ -43,5 +44,7 @@ BASE_ESTIMATORS = [
         # is tested in test_oneshot.py
     ]
 )
+# the checks' toy data is too small and too skewed for federated labels not to collapse
+@pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
