@@ -1,9 +1,12 @@
 """Every gallery example runs to the end (smoke test: the examples cannot rot)."""
 
 import runpy
+import warnings
 from pathlib import Path
 
 import pytest
+
+import skfedkt
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -16,5 +19,13 @@ def test_example_runs(path, monkeypatch):
     import matplotlib.pyplot as plt
 
     monkeypatch.chdir(path.parent)
-    runpy.run_path(str(path), run_name="__main__")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runpy.run_path(str(path), run_name="__main__")
     plt.close("all")
+    # an example may show the package's own warnings (they teach), nothing else: no
+    # deprecation or runtime warning from the package or its dependencies
+    package = str(Path(skfedkt.__file__).parent)
+    others = [f"{w.category.__name__}: {w.message} ({w.filename})" for w in caught
+              if not (issubclass(w.category, UserWarning) and w.filename.startswith(package))]
+    assert not others, others

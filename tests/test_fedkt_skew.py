@@ -413,6 +413,8 @@ def test_class_shares_of_every_tier(two_class_data):
     assert_allclose(shares["final"], np.bincount(learned, minlength=2) / len(learned))
 
 
+# the public set lies far from the training rows on purpose
+@pytest.mark.filterwarnings("ignore:X_unlabeled is far from X")
 def test_collapse_to_one_class_warns_at_both_tiers():
     # every public example lies deep in the region of class 'b': all models label it 'b'
     rng = np.random.RandomState(0)
@@ -441,6 +443,8 @@ def test_final_model_that_cannot_split_warns(two_class_data):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
 
 
+# an unscaled public set also collapses the labels; that is not what is tested here
+@pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")
 def test_untransformed_public_set_in_a_pipeline_warns():
     data = load_federated("breast_cancer", n_parties=4, random_state=0)
     pipe = Pipeline([("scale", StandardScaler()),

@@ -150,6 +150,8 @@ def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_su
     assert "Gaussian standard deviation 1/gamma = 2" in report.statement
 
 
+# parties of one class each: the final model learns one class, as it should here
+@pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")
 def test_l0_adds_no_noise():
     X, y, party, X_public = _pure_parties()
     clf = FedKTClassifier(n_partitions=1, n_subsets=2, random_state=0)

@@ -213,8 +213,11 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
     for start in range(0, n_samples, chunk_size):
         block = party_proba[:, start : start + chunk_size]
         smoothed = (block + smoothing) / (1 + n_classes * smoothing)
-        # (n_block, n_parties, n_classes): each party's log-likelihood up to its offset
-        ell = np.where(held[:, None], np.log(smoothed) - log_shares[:, None], 0.0)
+        # (n_block, n_parties, n_classes): each party's log-likelihood up to its offset;
+        # without smoothing, a class a party does not hold may have probability 0, and
+        # its logarithm is masked out
+        with np.errstate(divide="ignore"):
+            ell = np.where(held[:, None], np.log(smoothed) - log_shares[:, None], 0.0)
         ell = ell.transpose(1, 0, 2)
         offsets = np.zeros(ell.shape[:2])
         for _ in range(n_iter):

@@ -413,7 +413,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             [pickled_bytes(upload.payload["students"]) for upload in uploads]
         )
         self._server_step(uploads, student_votes, X_labelled, server_rows, root,
-                          _num_samples(data.X_public))
+                          _num_samples(data.X_public), claimed=False)
         if self._level() == "L2":
             # parties do not send their class counts at L2; the simulation knows them
             counts = np.array([np.bincount(data.y[rows], minlength=n_classes)

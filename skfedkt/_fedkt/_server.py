@@ -141,12 +141,13 @@ class _FedKTServerStep:
         if claimed > bound * (1 + 1e-9):
             checker.refuse("privacy.epsilon", f"{claimed} above the data-independent bound")
 
-    def _bounded_counts(self, counts):
+    def _bounded_counts(self, counts, claimed):
         """The parties' class counts, no party weighing more than `MAX_PARTY_WEIGHT`
-        times the median party nor more than the others together: a party's counts are
-        its own claim."""
+        times the median party nor more than the others together: an uploaded count is
+        its party's own claim. `fit` bounds them alike, so that it gives the deployed
+        model, but says nothing: there the counts are the data's."""
         bounded, capped = bounded_party_counts(counts)
-        if capped.size:
+        if capped.size and claimed:
             warnings.warn(
                 f"Parties {self.parties_[capped].tolist()} claim more rows than "
                 f"{MAX_PARTY_WEIGHT:g} times the median party or than all the other "
@@ -156,12 +157,14 @@ class _FedKTServerStep:
             )
         return bounded
 
-    def _server_step(self, uploads, student_votes, X_labelled, server_rows, root, n_public):
+    def _server_step(self, uploads, student_votes, X_labelled, server_rows, root, n_public,
+                     claimed=True):
         """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
         `uploads` hold each party's students and manifest, `student_votes` the students'
         votes on `X_labelled` (the `n_public` public rows, then their jittered copies;
-        stacked as `_party_tier` returns them), `server_rows` the rows this tier labels.
+        stacked as `_party_tier` returns them), `server_rows` the rows this tier labels;
+        `claimed` is False where the uploads were made in this process (`fit`).
         """
         self.voting_ = self._resolved_votes()
         n_parties, n_classes = len(uploads), len(self.classes_)
@@ -171,7 +174,7 @@ class _FedKTServerStep:
         # the codes, not the wrapped models: a skops file would hold every student twice
         self._student_codes = [list(upload.payload["codes"]) for upload in uploads]
         counts = [upload.manifest.get("class_counts") for upload in uploads]
-        party_counts = None if None in counts else self._bounded_counts(counts)
+        party_counts = None if None in counts else self._bounded_counts(counts, claimed)
         noise_rng, tie_rng = (
             np.random.RandomState(seed)
             for seed in draw_seeds(derived_random_state(root, "server"), 2)
