@@ -14,15 +14,8 @@ from tqdm import tqdm
 from . import __version__
 from ._deployment._cli import HANDLERS, add_deploy_commands
 from ._deployment._upload import UploadError
-from ._runner import (
-    ALGORITHMS,
-    DESCRIPTIONS,
-    ESTIMATORS,
-    plot_results,
-    run_experiment,
-    summary_table,
-    write_csv,
-)
+from ._registry import ALGORITHMS, DESCRIPTIONS, ESTIMATORS
+from ._runner import plot_results, run_experiment, summary_table, write_csv
 from .datasets import DATASETS
 from .privacy import BitFlips, PartyNoise, ServerNoise
 

@@ -7,7 +7,7 @@ transport code: `client_app` runs an estimator's party step on each SuperNode an
 deployment (`skfedkt.PartyUpload`), as bytes in a ``ConfigRecord``: the server checks
 and loads it the same way, never with pickle.
 
-Needs the ``flower`` extra: ``pip install "skfedkt[flower]"``.
+Needs the ``flower`` extra: ``pip install ".[flower]"`` from the source tree.
 
 Examples
 --------

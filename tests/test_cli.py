@@ -3,6 +3,7 @@
 import csv
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -270,3 +271,15 @@ def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
     assert any(text.startswith("party tier: 30 teachers") for text in stages)
     assert any(text.startswith("round 1:") for text in stages)
     assert capsys.readouterr().out == ""  # the stages went to the bar, not to stdout
+
+
+def test_install_hints_name_what_can_be_installed():
+    # the package is installed from its source tree: extras are ".[name]", and a
+    # published package is named as published (xgboost-cpu)
+    root = Path(__file__).resolve().parents[1]
+    texts = [root / "README.md", *(root / "doc").glob("**/*.rst"),
+             *(root / "skfedkt").glob("**/*.py"), *(root / "examples").glob("*.py")]
+    offenders = [str(path.relative_to(root)) for path in texts
+                 if "_build" not in path.parts and "generated" not in path.parts
+                 and "skfedkt[" in path.read_text()]
+    assert offenders == []

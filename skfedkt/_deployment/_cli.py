@@ -12,13 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .._runner import ESTIMATORS, _make
+from .._registry import DEPLOYED, ESTIMATORS, make_estimator
 from ..datasets import DATASETS, load_federated, load_local_file
 from ..privacy import party_membership_audit
 from ._archive import DEFAULT_LIMITS, UploadLimits
 from ._upload import load_model, read_upload, save_model
-
-DEPLOYED = ["fedkt", "fedct", "oneshot"]
 
 
 def _label(text):
@@ -175,7 +173,7 @@ def run_split(args):
 
 
 def _estimator(args):
-    return _make(args.algorithm, ESTIMATORS[args.estimator](), args.options, args.random_state,
+    return make_estimator(args.algorithm, ESTIMATORS[args.estimator](), args.options, args.random_state,
                  args.n_jobs, 0)
 
 

@@ -1,0 +1,74 @@
+"""The one table of algorithms and base estimators that both command lines serve: the
+experiment runner (``skfedkt run``) and the deployment commands (``skfedkt party``,
+``server``, ``audit``)."""
+
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from ._fedct import FedCTClassifier
+from ._fedkt import FedKTClassifier
+from ._oneshot import OneShotEnsembleClassifier
+
+
+def _xgboost():
+    try:
+        from xgboost import XGBClassifier
+    except ImportError as exc:  # an optional dependency
+        raise ValueError(
+            "estimator 'xgb' needs XGBoost: pip install xgboost-cpu (or, from the "
+            "source tree, pip install '.[xgboost]')"
+        ) from exc
+    return XGBClassifier(n_estimators=100, max_depth=6)
+
+
+# the papers' models: FedKT's random forest (100 trees, depth 6) and MLP (two layers of
+# 100 units), its GBDT (depth 6), and the trees of FedCT's interpretable models
+ESTIMATORS = {
+    "rf": lambda: RandomForestClassifier(n_estimators=100, max_depth=6),
+    "dt": lambda: DecisionTreeClassifier(),
+    "lr": lambda: make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)),
+    "hgb": lambda: HistGradientBoostingClassifier(max_depth=6),
+    "mlp": lambda: make_pipeline(
+        StandardScaler(), MLPClassifier(hidden_layer_sizes=(100, 100), max_iter=300)
+    ),
+    "xgb": _xgboost,
+}
+
+ALGORITHMS = ["fedkt", "fedkt-undistilled", "fedkt-paper", "fedct", "oneshot", "ensemble",
+              "solo", "pate", "central"]
+
+DESCRIPTIONS = {
+    "fedkt": "FedKT (one round, two-tier knowledge transfer, soft votes)",
+    "fedkt-undistilled": "FedKT without the final model: the server's pooled vote of the "
+    "students predicts (distill=False)",
+    "fedkt-paper": "FedKT exactly as in the paper (hard votes, 5 teachers per partition)",
+    "fedct": "FedCT (co-training rounds, hard labels)",
+    "oneshot": "One-shot ensemble (selected local models)",
+    "ensemble": "Ensemble of all local models, undistilled",
+    "solo": "SOLO: each party alone (mean over parties)",
+    "pate": "PATE: the paper's FedKT with one party holding all rows",
+    "central": "Centralized: one model on all training rows",
+}
+
+# the algorithms a consortium can deploy: a party step and a server step each
+DEPLOYED = ["fedkt", "fedct", "oneshot"]
+
+
+def make_estimator(algorithm, estimator, options, seed, n_jobs, verbose):
+    """The meta-estimator of `algorithm` (a name of `ALGORITHMS` that fits one model)
+    around `estimator`, with `options` (keyword arguments per algorithm family)."""
+    common = dict(n_jobs=n_jobs, random_state=seed, verbose=verbose)
+    if algorithm in ("fedkt", "fedkt-undistilled"):
+        return FedKTClassifier(estimator, **options["fedkt"],
+                               distill=algorithm == "fedkt", **common)
+    if algorithm in ("fedkt-paper", "pate"):
+        return FedKTClassifier(estimator, **{**options["fedkt"], "voting": "hard"}, **common)
+    if algorithm == "fedct":
+        return FedCTClassifier(estimator, **options["fedct"], **common)
+    if algorithm == "oneshot":
+        return OneShotEnsembleClassifier(estimator, **options["oneshot"], **common)
+    return OneShotEnsembleClassifier(estimator, selection="all", **common)
