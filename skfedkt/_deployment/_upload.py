@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator
 
+from .._engine._fitting import ClassCodeModel
 from ._archive import (
     UploadError,
     check_limits,
@@ -160,6 +161,11 @@ class PartyUpload:
     def party(self):
         """The party's name."""
         return self.manifest["party"]
+
+    def model(self):
+        """The party's uploaded model (``payload["model"]``, one-shot and FedCT), ready
+        to predict class codes among the agreed classes."""
+        return ClassCodeModel(self.payload["model"], self.payload["codes"])
 
     def to_bytes(self):
         """The upload file's bytes: a zip of the manifest and the skops payload."""

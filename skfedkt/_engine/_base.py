@@ -11,7 +11,7 @@ from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 # classes below this share of the rows behind a model are not missed when it drops them
 _MIN_CLASS_SHARE = 0.05
@@ -361,3 +361,25 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         if hasattr(self, "feature_names_in_"):
             return _framed_like(self.feature_names_in_, X, X_valid)
         return _keep_frame(X, X_valid)
+
+    def _predict_codes(self, X):
+        """Each row's predicted class code (an index into ``classes_``), from validated
+        rows: what each algorithm's fitted model predicts."""
+        raise NotImplementedError
+
+    def predict(self, X):
+        """Predict class labels for the rows of `X` with the fitted model (see the
+        class's description: a final model, a student, or the parties' vote).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The input samples.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+            The predicted classes, among ``classes_``.
+        """
+        check_is_fitted(self)
+        return self.classes_[self._predict_codes(self._validate_predict_data(X))]

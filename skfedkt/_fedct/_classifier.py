@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import (
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._engine._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, stack_rows
-from .._engine._fitting import ClassCodeModel, ensemble_proba
+from .._engine._fitting import ensemble_proba
 from .._engine._seeds import derived_random_state, root_seed
 from ..privacy._mechanisms import BitFlips
 from ..privacy._release import Release, final_model_release, models_release
@@ -347,7 +347,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         if upload.payload["model"] is not None:
             releases.append(models_release(
                 "local model", upload.party,
-                [ClassCodeModel(upload.payload["model"], upload.payload["codes"])], n_classes,
+                [upload.model()], n_classes,
             ))
         return releases
 
@@ -378,18 +378,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
             self._models, self._validate_predict_data(X), len(self.classes_), self.voting
         )
 
-    def predict(self, X):
-        """Majority vote (or soft vote) of the parties' final models.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-            The predicted classes.
-        """
-        proba = self.predict_proba(X)
-        return self.classes_[proba.argmax(axis=1)]
+    def _predict_codes(self, X):
+        # the parties' majority (or soft) vote: the argmax of predict_proba, as
+        # scikit-learn requires
+        return ensemble_proba(self._models, X, len(self.classes_), self.voting).argmax(axis=1)

@@ -12,7 +12,6 @@ from .._deployment._protocol import (
     server_expectations,
 )
 from .._deployment._upload import PartyUpload, UploadError
-from .._engine._fitting import ClassCodeModel
 from .._engine._seeds import derived_random_state, root_seed
 from .._engine._voting import count_votes, plurality_vote
 from ..privacy._accounting import (
@@ -227,10 +226,7 @@ class _FedCTServerStep:
             )
         self.classes_ = np.array(message.manifest["classes"])
         self.parties_ = np.array([upload.party for upload in uploads])
-        self._finish(uploads, message, [
-            ClassCodeModel(upload.payload["model"], upload.payload["codes"])
-            for upload in uploads
-        ])
+        self._finish(uploads, message, [upload.model() for upload in uploads])
         self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
         return self
 

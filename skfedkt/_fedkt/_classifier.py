@@ -612,25 +612,11 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             if privacy else 0.0,
         )]
 
-    def predict(self, X):
-        """Predict class labels with the final model (with ``distill=False``, with the
-        students' pooled vote).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-            The predicted classes.
-        """
-        check_is_fitted(self)
-        X = self._validate_predict_data(X)
+    def _predict_codes(self, X):
+        # the final model, or with distill=False the students' pooled vote
         if not self.distill:
-            return self.classes_[self._student_vote_proba(X).argmax(axis=1)]
-        return self.classes_[self._final_model.predict(X)]
+            return self._student_vote_proba(X).argmax(axis=1)
+        return self._final_model.predict(X)
 
     @available_if(_has_predict_proba)
     def predict_proba(self, X):

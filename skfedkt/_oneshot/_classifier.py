@@ -279,30 +279,15 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
             return []
         return [models_release(
             "upload", upload.party,
-            [ClassCodeModel(upload.payload["model"], upload.payload["codes"])], n_classes,
+            [upload.model()], n_classes,
         )]
 
     def _student_outputs(self, X):
         """The regressor student's per-class outputs, shape (n_samples, n_classes)."""
         return np.asarray(self.student_.predict(X), dtype=float).reshape(_num_samples(X), -1)
 
-    def predict(self, X):
-        """Predict with the student if distilled, else with the ensemble.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-            The predicted classes.
-        """
-        check_is_fitted(self)
-        return self.classes_[self._predict_codes(self._validate_predict_data(X))]
-
     def _predict_codes(self, X):
+        # the student if distilled, else the ensemble
         if self.student_estimator is None:
             return ensemble_proba(self._ensemble, X, len(self.classes_), self.voting).argmax(1)
         if self._student is None:

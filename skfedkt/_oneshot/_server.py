@@ -5,13 +5,7 @@ import numpy as np
 from sklearn.base import is_regressor
 
 from .._deployment._protocol import collect_uploads, server_expectations
-from .._engine._fitting import (
-    ClassCodeModel,
-    Task,
-    ensemble_proba,
-    fit_clones,
-    seeded_clone,
-)
+from .._engine._fitting import Task, ensemble_proba, fit_clones, seeded_clone
 from .._engine._seeds import derived_random_state, draw_seeds, root_seed
 
 
@@ -81,10 +75,7 @@ class _OneShotServerStep:
         self._check_some_party_trains([upload.manifest["n_rows"] for upload in uploads])
         trained = [i for i, upload in enumerate(uploads) if upload.payload["model"] is not None]
         self.trained_parties_ = self.parties_[trained]
-        local_models = [
-            ClassCodeModel(uploads[i].payload["model"], uploads[i].payload["codes"])
-            for i in trained
-        ]
+        local_models = [uploads[i].model() for i in trained]
         self.estimators_ = [model.estimator for model in local_models]
         self._local_codes = [model.codes for model in local_models]
         if self.selection == "cv":
