@@ -14,6 +14,11 @@ skorch = pytest.importorskip("skorch")
 from _data import federated_digits  # noqa: E402
 from _torch_modules import MLP, to_float32  # noqa: E402
 
+# loky says so when an idle worker timed out on a slow machine between two batches;
+# the batch is resubmitted and the results are the same
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:A worker stopped while some jobs were given to the executor:UserWarning")
+
 
 def _network(device="cpu"):
     net = skorch.NeuralNetClassifier(
