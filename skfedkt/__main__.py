@@ -12,7 +12,7 @@ import sys
 from tqdm import tqdm
 
 from . import __version__
-from ._deployment._cli import HANDLERS, add_deploy_commands
+from ._deployment._cli import HANDLERS, HelpFormatter, add_deploy_commands
 from ._deployment._upload import UploadError
 from ._registry import ALGORITHMS, DESCRIPTIONS, ESTIMATORS
 from ._runner import plot_results, run_experiment, summary_table, write_csv
@@ -63,7 +63,7 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     run = commands.add_parser(
         "run", help="compare algorithms on one dataset (the default command)",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=HelpFormatter,
         description="Compare federated algorithms and baselines on one dataset: mean ± "
         "std test accuracy over trials, fit time, bytes each party uploads, epsilon.",
     )

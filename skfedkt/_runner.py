@@ -147,9 +147,12 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
 
 def _mean_std(values, digits, unit=""):
     values = np.asarray(values, dtype=float)
-    if np.isnan(values).all():
+    values = values[~np.isnan(values)]
+    if values.size == 0:
         return "-"
-    return f"{np.nanmean(values):.{digits}f} ± {np.nanstd(values):.{digits}f}{unit}"
+    if values.size == 1:  # one trial has no spread to show
+        return f"{values[0]:.{digits}f}{unit}"
+    return f"{values.mean():.{digits}f} ± {values.std():.{digits}f}{unit}"
 
 
 def _bytes(values):

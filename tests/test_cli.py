@@ -50,7 +50,8 @@ def test_the_audit_adds_attack_columns(capsys):
     assert lines[1].split()[-4:] == ["attack", "party", "attack", "final"]
     rows = {line.split()[0]: line.split() for line in lines[3:6]}
     # a decision tree's upload keeps its rows: FedCT's local models are full-depth trees
-    assert 0.5 <= float(rows["fedct"][-6]) <= 1 and 0 <= float(rows["fedkt"][-3]) <= 1
+    # one trial: one number per cell, no spread
+    assert 0.5 <= float(rows["fedct"][-2]) <= 1 and 0 <= float(rows["fedkt"][-1]) <= 1
     assert rows["central"][-2:] == ["-", "-"]  # a baseline has nothing to attack
     assert any(line.startswith("attack: membership-inference AUC") for line in lines)
 
@@ -67,7 +68,7 @@ def test_privacy_options_reach_the_estimators(capsys):
     # both private algorithms report a finite epsilon in the last column
     for algorithm in ("fedkt", "fedct"):
         line = next(line for line in table if line.startswith(algorithm))
-        assert line.split()[-4] not in ("-", "inf")
+        assert line.split()[-2] not in ("-", "inf")
 
 
 def test_defaults_match_the_documented_main_job():
@@ -283,3 +284,23 @@ def test_install_hints_name_what_can_be_installed():
                  if "_build" not in path.parts and "generated" not in path.parts
                  and "skfedkt[" in path.read_text()]
     assert offenders == []
+
+
+@pytest.mark.parametrize("command", ["run", "split", "party", "server", "audit", "score"])
+def test_help_shows_each_default_once(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: None)" not in text
+    if command in ("run", "party"):
+        assert text.count("(default: 2 x public rows)") == 1
+        assert "(default: 2 x public rows) (default" not in text
+
+
+def test_one_trial_shows_no_spread():
+    from skfedkt._runner import _mean_std
+
+    assert _mean_std([0.5], 3) == "0.500"
+    assert _mean_std([0.5, np.nan], 3) == "0.500"
+    assert _mean_std([0.5, 0.7], 3) == "0.600 ± 0.100"
+    assert _mean_std([np.nan], 3) == "-"

@@ -19,6 +19,16 @@ from ._archive import DEFAULT_LIMITS, UploadLimits
 from ._upload import load_model, read_upload, save_model
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default once: not where there is none, where the option is
+    required, or where its help already says it."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.required or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def _label(text):
     """A class label or party name typed on the command line: a number if it reads as one."""
     for kind in (int, float):
@@ -31,7 +41,7 @@ def _label(text):
 
 def add_deploy_commands(commands, add_algorithm_arguments, positive):
     """The split, party, server, audit and score subcommands."""
-    formatter = argparse.ArgumentDefaultsHelpFormatter
+    formatter = HelpFormatter
     split = commands.add_parser(
         "split", formatter_class=formatter,
         help="write a dataset as CSV files: one per party, a public set, a test set",
