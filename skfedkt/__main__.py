@@ -8,6 +8,8 @@ and prints the table.
 import argparse
 import re
 import sys
+import warnings
+from contextlib import contextmanager
 
 from tqdm import tqdm
 
@@ -202,6 +204,18 @@ def _in_flags(message):
     return message
 
 
+@contextmanager
+def _warnings_as_lines(command):
+    """Every warning a command raises, as one clean line on stderr (no source lines)."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"skfedkt {command}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
@@ -224,7 +238,8 @@ def main(argv=None):
         if hasattr(args, "algorithm"):
             args.options = algorithm_options(args)
         try:
-            return HANDLERS[args.command](args)
+            with _warnings_as_lines(args.command):
+                return HANDLERS[args.command](args)
         except (ValueError, TypeError, UploadError, OSError) as exc:
             print(f"skfedkt {args.command}: error: {exc}", file=sys.stderr)
             return 1

@@ -129,6 +129,15 @@ def test_min_parties_leaves_out_a_damaged_upload(consortium, tmp_path, capsys):
                     "--out", tmp_path / "model.skops", "--min-parties", 2, *uploads], capsys)
     assert "final model of 2 parties (hospital-0, hospital-1)" in printed
     assert "left out: hospital-2" in printed
+    # the warning that says so is one clean line, without Python's source lines
+    status = main([str(a) for a in ["server", "fedkt", *MODEL, "--public",
+                                    consortium / "public.csv", "--out", tmp_path / "again",
+                                    "--min-parties", 2, *uploads]])
+    err = capsys.readouterr().err
+    assert status == 0
+    warned = [line for line in err.splitlines() if "Proceeding with 2 parties" in line]
+    assert len(warned) == 1 and warned[0].startswith("skfedkt server: warning: ")
+    assert "warnings.warn" not in err and ".py:" not in err
 
 
 def test_party_needs_the_public_set(consortium, tmp_path, capsys):
