@@ -20,7 +20,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:A worker stopped while some jobs were given to the executor:UserWarning")
 
 
-def _network(device="cpu"):
+def _network(device="cpu", float32=True):
     net = skorch.NeuralNetClassifier(
         MLP,
         module__n_features=64,
@@ -34,6 +34,8 @@ def _network(device="cpu"):
         verbose=0,
         device=device,
     )
+    if not float32:
+        return make_pipeline(StandardScaler(), net)
     return make_pipeline(StandardScaler(), FunctionTransformer(to_float32), net)
 
 
@@ -61,6 +63,14 @@ def test_skorch_network_base_on_cpu(digits_parties):
     # torch is seeded per clone: loky workers reproduce the sequential fit
     X_test = digits_parties[4]
     assert_array_equal(first.predict(X_test), again.predict(X_test))
+
+
+def test_float64_rows_for_a_net_name_the_fix(digits_parties):
+    X_train, y_train, party, X_public, _, _ = digits_parties
+    clf = FedKTClassifier(_network(float32=False), n_partitions=1, random_state=0)
+    with pytest.raises(TypeError, match=r"NeuralNetClassifier got float64 rows.*"
+                                        r"FunctionTransformer\(to_float32\)"):
+        clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

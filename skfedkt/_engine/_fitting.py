@@ -126,7 +126,18 @@ class ClassCodeModel:
         fit_params = {} if weight_param is None else {weight_param: sample_weight}
         # with routing on, a Pipeline takes no "step__param"; the clone needs no routing
         with config_context(enable_metadata_routing=False):
-            estimator.fit(X, np.searchsorted(codes, y).astype(np.int64), **fit_params)
+            try:
+                estimator.fit(X, np.searchsorted(codes, y).astype(np.int64), **fit_params)
+            except RuntimeError as exc:
+                # torch's own words name neither the estimator nor the fix
+                if "same dtype" in str(exc) and "Double" in str(exc):
+                    raise TypeError(
+                        f"{type(_final_step(estimator)).__name__} got float64 rows, but its "
+                        f"torch module computes in float32 ({exc}). Put "
+                        "FunctionTransformer(to_float32) in front of the net, with a "
+                        "module-level to_float32(X) that returns X.astype(np.float32)."
+                    ) from exc
+                raise
         return cls(estimator, codes)
 
     @property
