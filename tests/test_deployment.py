@@ -459,3 +459,19 @@ def test_parameter_mismatch_names_the_nested_parameter(consortium, tmp_path):
     with pytest.raises(UploadError, match=r"estimator\.max_depth: the party has 3, the "
                                           r"server 4"):
         server_side.fit_server([upload])
+
+
+def test_the_odd_party_out_is_named_whatever_the_order(consortium):
+    # the party with other classes is refused, not the first upload's neighbours
+    X, y, party, X_public, _ = consortium
+    clf = FedKTClassifier(RandomForestClassifier(5, max_depth=3), random_state=0)
+    uploads = [
+        _quiet(clf.fit_party, X[party == p], y[party == p], party=f"h{p}",
+               classes=[0, 1, 2] if p == 0 else [0, 1], X_unlabeled=X_public)
+        for p in range(N_PARTIES)
+    ]
+    with pytest.raises(UploadError, match=r"Party 'h0' .*classes is \[0, 1, 2\], but 2 of "
+                                          r"the 3 uploads have \[0, 1\].*--classes"):
+        clone(clf).fit_server(uploads, X_public)
+    server = _quiet(clone(clf).fit_server, uploads, X_public, min_parties=2)
+    assert server.parties_.tolist() == ["h1", "h2"]

@@ -97,7 +97,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     server.add_argument("uploads", nargs="+", help="the parties' upload files")
     server.add_argument("--out", required=True, help="the model (or fedct message) to write")
     server.add_argument("--classes", nargs="+", type=_label,
-                        help="the agreed class labels (default: the first upload's)")
+                        help="the agreed class labels (default: those of most uploads)")
     server.add_argument("--message", help="fedct: this server's message of the last round")
     server.add_argument("--min-parties", type=positive(int),
                         help="go on without uploads that fail a check while this many "

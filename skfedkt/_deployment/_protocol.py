@@ -1,12 +1,11 @@
-"""What the party and server steps of every algorithm share: seeds, data checks, uploads.
+"""What the party and server steps of every algorithm share: data checks, uploads.
 
 A deployment runs each party's step on its own machine and the server's step on the
-uploads; the meta-estimators' ``fit`` runs the same steps in one process. For both to
-give the same model, every random draw of a party depends only on the agreed
-``random_state`` and the party's name, and every draw of the server only on
-``random_state``.
+uploads; the meta-estimators' ``fit`` runs the same steps in one process (the seeds
+that make both give the same model are in ``_engine/_seeds.py``).
 """
 
+import json
 import warnings
 from numbers import Integral
 from os import PathLike
@@ -155,10 +154,40 @@ def _differences(theirs, ours, path=""):
         yield path, theirs, ours
 
 
-def _mismatch(manifest, expected):
-    """The first manifest field that differs from `expected`, with a readable reason."""
+# how an operator fixes a field the server otherwise takes from the uploads' majority
+_SET_AT_THE_SERVER = {
+    "classes": " (the server takes the majority's; set them with classes=, --classes on "
+               "the command line)",
+}
+# what the server takes from the uploads where it was not given: the majority's value
+_INFERRED = ("classes", "n_features", "feature_names")
+
+
+def _majority(uploads, key):
+    """The value of manifest field `key` that most uploads share (the first seen among
+    equals), and how many share it."""
+    counts, first = {}, {}
+    for upload in uploads:
+        value = upload.manifest.get(key)
+        text = json.dumps(value, sort_keys=True, default=str)
+        counts[text] = counts.get(text, 0) + 1
+        first.setdefault(text, value)
+    text = max(counts, key=counts.get)
+    return first[text], counts[text]
+
+
+def _mismatch(manifest, expected, inferred=()):
+    """The first manifest field that differs from `expected`, with a readable reason;
+    `inferred` maps the fields the server took from the uploads' majority to how many
+    of how many uploads agreed on it."""
     for key, value in expected.items():
         if manifest.get(key) != value:
+            if key in inferred:
+                agreed, readable = inferred[key]
+                return key, (
+                    f"{key} is {manifest.get(key)!r}, but {agreed} of the {readable} "
+                    f"uploads have {value!r}" + _SET_AT_THE_SERVER.get(key, "")
+                )
             if key == "params":
                 differences = list(_differences(manifest.get("params") or {}, value))
                 shown = "; ".join(f"{path}: the party has {theirs!r}, the server {ours!r}"
@@ -173,8 +202,8 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=N
                     check=None):
     """Read and check the uploads; the accepted ones sorted by party, and the left-out.
 
-    Every upload must match `expected` field by field; the classes of the first
-    readable upload are expected of the others when the server gave none; then
+    Every upload must match `expected` field by field; where the server gave no
+    classes (or feature count, or names), those of most readable uploads; then
     ``check(checker)`` checks the algorithm's fields with an `UploadChecker`. With
     `min_parties`, uploads that fail are left out (with a warning naming them and why)
     as long as at least `min_parties` remain; without it, the first failure raises.
@@ -198,6 +227,7 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=N
             raise error
         left_out[key] = str(error)
 
+    readable = []
     for index, source in enumerate(sources):
         name = (f"upload {index}" if isinstance(source, (bytes, bytearray))
                 else getattr(source, "source", None) or str(source))
@@ -208,14 +238,19 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=N
         except UploadError as error:
             refuse(error, error.party if error.party is not None else name)
             continue
+        files_of.setdefault(upload.party, []).append(name)
+        readable.append(upload)
+    # what the server did not fix, the majority of the readable uploads does, so that
+    # the odd one out is the one refused, whatever the order of arrival
+    inferred = {}
+    for key in _INFERRED:
+        if key not in expected and readable:
+            value, agreed = _majority(readable, key)
+            expected = dict(expected, **{key: value})
+            inferred[key] = (agreed, len(readable))
+    for upload in readable:
         party = upload.party
-        files_of.setdefault(party, []).append(name)
-        # what the server did not fix, the first readable upload does for the others
-        expected = dict(
-            {key: upload.manifest.get(key) for key in ("classes", "n_features", "feature_names")},
-            **expected,
-        )
-        mismatch = _mismatch(upload.manifest, expected)
+        mismatch = _mismatch(upload.manifest, expected, inferred)
         if mismatch is not None:
             field, reason = mismatch
             refuse(UploadError(f"Party {party!r}{_file_of(upload)} refused: {reason}.",

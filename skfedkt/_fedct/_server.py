@@ -142,7 +142,8 @@ class _FedCTServerStep:
             The server's own message of the previous round (its state); None after
             round 0.
         classes : array-like, default=None
-            The agreed classes; ``None`` takes them from the first upload.
+            The agreed classes; ``None`` takes those of most uploads, and refuses the
+            others.
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's.
         limits : skfedkt.UploadLimits, default=None

@@ -69,8 +69,8 @@ class _FedKTServerStep:
         X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
             The agreed public unlabelled data.
         classes : array-like, default=None
-            The agreed classes; ``None`` takes them from the first upload, which every
-            other upload must then match.
+            The agreed classes; ``None`` takes those of most uploads, and refuses the
+            others naming them.
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's (see
             `skfedkt.read_upload`).

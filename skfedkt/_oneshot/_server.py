@@ -28,7 +28,8 @@ class _OneShotServerStep:
         X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
             The agreed public data; required with a `student_estimator`.
         classes : array-like, default=None
-            The agreed classes; ``None`` takes them from the first upload.
+            The agreed classes; ``None`` takes those of most uploads, and refuses the
+            others.
         trusted : sequence of str, default=()
             Type names to load beyond scikit-learn's and XGBoost's.
         limits : skfedkt.UploadLimits, default=None
