@@ -140,6 +140,21 @@ def test_min_parties_leaves_out_a_damaged_upload(consortium, tmp_path, capsys):
     assert "warnings.warn" not in err and ".py:" not in err
 
 
+def test_a_party_file_with_an_extra_column_names_both_files_and_the_column(
+        consortium, tmp_path, capsys):
+    lines = (consortium / "party-0.csv").read_text().splitlines()
+    extra = tmp_path / "party-extra.csv"
+    extra.write_text("\n".join(["bmi," + lines[0]] + ["1.5," + line for line in lines[1:]]))
+    status = main(["party", "fedkt", *map(str, MODEL), "--data", str(extra), "--public",
+                   str(consortium / "public.csv"), "--classes", "0", "1", "--name", "a",
+                   "--out", str(tmp_path / "u")])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert (f"{extra} has 31 feature columns (besides the label), the public set "
+            f"{consortium / 'public.csv'} has 30; only {extra} has 'bmi'.") in err
+    assert not (tmp_path / "u").exists()
+
+
 def test_party_needs_the_public_set(consortium, tmp_path, capsys):
     status = main(["party", "fedkt", "--data", str(consortium / "party-0.csv"), "--classes",
                    "0", "1", "--name", "a", "--out", str(tmp_path / "u")])

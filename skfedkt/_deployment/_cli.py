@@ -14,6 +14,7 @@ import numpy as np
 
 from .._registry import DEPLOYED, ESTIMATORS, make_estimator
 from ..datasets import DATASETS, load_federated, load_local_file
+from ..datasets._loaders import feature_names_of
 from ..privacy import party_membership_audit
 from ._archive import DEFAULT_LIMITS, UploadLimits
 from ._upload import load_model, read_upload, save_model
@@ -195,6 +196,26 @@ def _public(args, required):
     return load_local_file(args.public, labelled=False)[0]
 
 
+def _check_same_columns(data_path, X, public_path, X_public):
+    """A party's rows and the public set must have the same features: say which file
+    has which, and the columns one names and the other lacks."""
+    if X_public is None or X.shape[1] == X_public.shape[1]:
+        return
+    message = (f"{data_path} has {X.shape[1]} feature columns (besides the label), the "
+               f"public set {public_path} has {X_public.shape[1]}")
+    names = feature_names_of(data_path), feature_names_of(public_path, labelled=False)
+    if None not in names:
+        only_data = [name for name in names[0] if name not in names[1]]
+        only_public = [name for name in names[1] if name not in names[0]]
+        message += "".join(
+            f"; only {where} has {', '.join(map(repr, columns))}"
+            for where, columns in ((data_path, only_data), (public_path, only_public))
+            if columns
+        )
+    raise ValueError(f"{message}. Every party's file and the public set need the same "
+                     "feature columns, in the same order.")
+
+
 def _refuse_overwriting_inputs(out, *inputs):
     """An --out that names one of the command's inputs would destroy it: refuse."""
     target = Path(out).resolve()
@@ -209,6 +230,7 @@ def run_party(args):
     clf = _estimator(args)
     X, y = load_local_file(args.data)
     X_public = _public(args, required=args.algorithm != "oneshot")
+    _check_same_columns(args.data, X, args.public, X_public)
     options = dict(party=args.name, classes=args.classes, X_unlabeled=X_public,
                    party_seed=args.party_seed)
     if args.algorithm == "fedct":

@@ -140,7 +140,8 @@ def _read_libsvm(path):
     return X.toarray(), y
 
 
-def _read_csv(path, labelled, text_features):
+def _csv_rows(path):
+    """The non-blank rows of a CSV file (fields stripped), and its header or None."""
     with path.open(newline="") as handle:
         rows = [[field.strip() for field in row]
                 for row in csv.reader(handle) if any(field.strip() for field in row)]
@@ -150,7 +151,25 @@ def _read_csv(path, labelled, text_features):
 
     # a header (or a title): no number in it, and numbers, if any, on the next row
     if rows and not holds_a_number(rows[0]) and (len(rows) == 1 or holds_a_number(rows[1])):
-        rows = rows[1:]
+        return rows[1:], rows[0]
+    return rows, None
+
+
+def feature_names_of(path, *, labelled=True):
+    """The feature columns a CSV file's header names (without the label column), or None
+    for a file without a header or not a CSV file."""
+    path = Path(path)
+    try:
+        rows, header = _csv_rows(path)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    if header is None or (rows and len(rows[0]) != len(header)):
+        return None  # a title line, not a header
+    return header[:-1] if labelled else header
+
+
+def _read_csv(path, labelled, text_features):
+    rows, _ = _csv_rows(path)
     if not rows:
         return np.empty((0, 0)), None
     width = len(rows[0])
