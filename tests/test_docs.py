@@ -15,6 +15,12 @@ for module in ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme",
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_the_documented_build_command_is_the_one_tested():
+    # getting started shows the command; this file runs it with -W on a copy
+    page = (ROOT / "doc" / "getting_started.rst").read_text()
+    assert 'pip install ".[docs]" && python -m sphinx -b html doc doc/_build/html' in page
+
+
 def test_sphinx_build_has_no_warnings(tmp_path):
     # build from a copy: Sphinx writes generated pages into its source tree
     shutil.copytree(ROOT / "doc", tmp_path / "doc",
