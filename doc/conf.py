@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # gallery_order
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gallery_order, gallery_warnings
 import skfedkt  # noqa: E402
 
 project = "skfedkt"
@@ -44,4 +44,6 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "doc_module": ("skfedkt",),
     "backreferences_dir": "generated/backreferences",
+    # warnings on the pages: each kind once per example, without the build's paths
+    "reset_modules": ("matplotlib", "gallery_warnings.show_each_kind_once"),
 }

@@ -28,6 +28,7 @@ import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter, LogLocator
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -96,15 +97,21 @@ for level, gamma, n_queries, accuracy, epsilon, dependent, independent in rows:
 # every example even from a curious server, but each teacher histogram has only
 # ``n_subsets`` votes, so it needs much less noise, hence a larger epsilon, for the same
 # accuracy: the price of the stronger threat model.
+# one colour per gamma in both panels
+all_gammas = sorted({gamma for gammas in levels.values() for gamma in gammas})
+colours = dict(zip(all_gammas, plt.cm.viridis(np.linspace(0, 0.85, len(all_gammas)))))
 fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
 for ax, (noise, gammas) in zip(axes, levels.items()):
     level = noise.level
     for gamma in gammas:
         points = [(eps, acc) for lv, g, _, acc, eps, *_ in rows if lv == level and g == gamma]
         eps, acc = zip(*points)
-        ax.plot(eps, acc, marker="o", label=f"gamma = {gamma}")
+        ax.plot(eps, acc, marker="o", color=colours[gamma], label=f"gamma = {gamma}")
     ax.axhline(non_private, color="grey", linestyle="--", label="no noise (L0)")
     ax.set_xscale("log")
+    # ticks at 1, 2 and 5 of every decade, written as plain numbers
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
     ax.set_xlabel("epsilon (log scale)")
     ax.set_title(f"FedKT-{level}: " + ("party-level" if level == "L1" else "example-level"))

@@ -1,0 +1,18 @@
+"""How the gallery's pages show the warnings their examples raise: each kind once per
+example, in words, without the paths of the machine that built the pages."""
+
+import warnings
+
+
+def show_each_kind_once(gallery_conf, fname):
+    """Run before every example (sphinx-gallery's ``reset_modules``)."""
+    shown = set()
+
+    def format_warning(message, category, filename, lineno, line=None):
+        if category in shown:
+            return ""
+        shown.add(category)
+        return f"{category.__name__}: {message}\n"
+
+    # sphinx-gallery writes every warning with warnings.formatwarning
+    warnings.formatwarning = format_warning
