@@ -1,6 +1,7 @@
-"""How the gallery's pages show the warnings their examples raise: each kind once per
-example, in words, without the paths of the machine that built the pages."""
+"""How the gallery's pages show the warnings their examples raise: each kind of message
+once per example, in words, without the paths of the machine that built the pages."""
 
+import re
 import warnings
 
 
@@ -9,9 +10,11 @@ def show_each_kind_once(gallery_conf, fname):
     shown = set()
 
     def format_warning(message, category, filename, lineno, line=None):
-        if category in shown:
+        # messages that differ only in their numbers say the same thing
+        kind = (category, re.sub(r"[\d.]+", "#", str(message))[:60])
+        if kind in shown:
             return ""
-        shown.add(category)
+        shown.add(kind)
         return f"{category.__name__}: {message}\n"
 
     # sphinx-gallery writes every warning with warnings.formatwarning
