@@ -58,3 +58,18 @@ def test_readme_deployment_commands_run_as_written(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "final model of 3 parties (hospital-0, hospital-1, hospital-2)" in result.stdout
     assert "accuracy 0." in result.stdout
+
+
+def test_gallery_pages_show_each_kind_of_warning_once_without_paths(monkeypatch):
+    import warnings
+
+    monkeypatch.syspath_prepend(str(ROOT / "doc"))
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    from gallery_warnings import show_each_kind_once
+
+    show_each_kind_once({}, "plot_example.py")
+    shown = [warnings.formatwarning(message, UserWarning, "/home/build/skfedkt/_x.py", 7)
+             for message in ("class 8: 10% of the rows", "class 9: 6% of the rows",
+                             "Proceeding with 2 parties")]
+    assert shown == ["UserWarning: class 8: 10% of the rows\n", "",
+                     "UserWarning: Proceeding with 2 parties\n"]
