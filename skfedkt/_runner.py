@@ -36,6 +36,9 @@ class Result:
     upload, labels or local model; mean over parties), NaN without one."""
     final_attack_auc: float = np.nan
     """With an audit: the membership-attack AUC of the final model (mean over parties)."""
+    still_changing: float = np.nan
+    """FedCT stopped at its round cap: the share of consensus labels its last round
+    changed (NaN when it converged, and for the other algorithms)."""
 
 
 def _attack_aucs(model, data, groups, n_reference, seed):
@@ -55,8 +58,8 @@ def _attack_aucs(model, data, groups, n_reference, seed):
 def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audit=None):
     """Fit one algorithm on one federated split.
 
-    Returns (accuracy, seconds, bytes, epsilon, party attack AUC, final attack AUC); the
-    AUCs come from a membership audit with `audit` reference fits (NaN when `audit` is
+    Returns (accuracy, seconds, bytes, epsilon, party attack AUC, final attack AUC,
+    share of FedCT's consensus still changing at its round cap); the AUCs come from a membership audit with `audit` reference fits (NaN when `audit` is
     None, and for the baselines). `verbose` is passed to the federated estimators, which
     then print their stages.
     """
@@ -67,7 +70,8 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
         scores = solo_scores(estimator, data.X_train, data.y_train, groups, data.X_test,
                              data.y_test, n_jobs=n_jobs, random_state=seed)
         upload = 0.0 if algorithm == "solo" else np.nan
-        return float(np.mean(scores)), time.perf_counter() - start, upload, np.nan, *_NO_AUDIT
+        return (float(np.mean(scores)), time.perf_counter() - start, upload, np.nan,
+                *_NO_AUDIT, np.nan)
     model = make_estimator(algorithm, estimator, options, seed, n_jobs, verbose)
     groups = None if algorithm == "pate" else data.groups
     model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
@@ -78,7 +82,17 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
     attack_aucs = _NO_AUDIT if audit is None else _attack_aucs(model, data, groups, audit,
                                                                seed)
     return (model.score(data.X_test, data.y_test), seconds, upload,
-            epsilon if np.isfinite(epsilon) else np.nan, *attack_aucs)
+            epsilon if np.isfinite(epsilon) else np.nan, *attack_aucs, _still_changing(model))
+
+
+def _still_changing(model):
+    """The share of FedCT's consensus its last round changed, if it stopped at its round
+    cap without converging; NaN otherwise."""
+    history = getattr(model, "history_", None)
+    if not history or model.n_rounds_ < model.n_rounds:
+        return np.nan
+    changed = history[-1]["consensus_changed"]
+    return changed if changed > model.tol else np.nan
 
 
 _NO_AUDIT = (np.nan, np.nan)
@@ -129,7 +143,7 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
                 _StagesOnBar(progress)
             ):
                 warnings.simplefilter("always", LabelCollapseWarning)
-                accuracy, seconds, upload, epsilon, *attack_aucs = run_trial(
+                accuracy, seconds, upload, epsilon, *others = run_trial(
                     data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial,
                     n_jobs, verbose=int(progress is not None), audit=audit,
                 )
@@ -139,7 +153,7 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
                     warnings.showwarning(other.message, other.category, other.filename,
                                          other.lineno)
             results.append(Result(dataset, estimator, algorithm, trial, float(accuracy),
-                                  seconds, upload, epsilon, bool(collapse), *attack_aucs))
+                                  seconds, upload, epsilon, bool(collapse), *others))
             if progress is not None:
                 progress.update(1)
     return results
@@ -202,6 +216,14 @@ def summary_table(results, algorithms):
             "membership_audit, the test rows as non-members), mean over parties: 'party' "
             "the most revealing of a party's own releases (its upload, FedCT's labels or "
             "local model), 'final' the final model."
+        )
+    capped = [r for r in results if np.isfinite(r.still_changing)]
+    if capped:
+        lines.append(
+            f"fedct stopped at its round cap in {len(capped)} of "
+            f"{sum(r.algorithm == 'fedct' for r in results)} trials with "
+            f"{np.mean([r.still_changing for r in capped]):.1%} of its consensus labels still "
+            "changing: more rounds (--rounds) may change its result."
         )
     if any(r.collapse_warned for r in results):
         lines.append(

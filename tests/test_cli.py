@@ -304,3 +304,16 @@ def test_one_trial_shows_no_spread():
     assert _mean_std([0.5, np.nan], 3) == "0.500"
     assert _mean_std([0.5, 0.7], 3) == "0.600 ± 0.100"
     assert _mean_std([np.nan], 3) == "-"
+
+
+def test_the_table_says_when_fedct_stopped_at_its_round_cap():
+    from skfedkt._runner import Result, summary_table
+
+    results = [Result("d", "rf", "fedct", trial, 0.8, 1.0, 10.0, np.nan,
+                      still_changing=changing)
+               for trial, changing in enumerate([0.003, np.nan])]
+    table = summary_table(results, ["fedct"])
+    assert ("fedct stopped at its round cap in 1 of 2 trials with 0.3% of its consensus "
+            "labels still changing") in table
+    results[0].still_changing = np.nan
+    assert "round cap" not in summary_table(results, ["fedct"])
