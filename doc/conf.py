@@ -31,6 +31,13 @@ numpydoc_class_members_toctree = False
 html_theme = "pydata_sphinx_theme"
 html_title = f"skfedkt {version}"
 html_theme_options = {"navigation_with_keys": False}
+# the "On this page" column lists methods by their own names (fit_party(), not
+# FedKTClassifier.fit_party()), which fit its width
+toc_object_entries_show_parents = "hide"
+# pages without sub-pages have nothing for the section navigation: no left sidebar,
+# and the room goes to wide tables and code
+html_sidebars = {page: [] for page in ("index", "getting_started", "deployment", "privacy",
+                                       "sklearn", "performance")}
 
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",

@@ -15,7 +15,9 @@ def show_each_kind_once(gallery_conf, fname):
         if kind in shown:
             return ""
         shown.add(kind)
-        return f"{category.__name__}: {message}\n"
+        # a file the message names, by its name only
+        text = re.sub(r"(?:/[\w.+-]+)+/([\w.+-]+)", r"\1", str(message))
+        return f"{category.__name__}: {text}\n"
 
     # sphinx-gallery writes every warning with warnings.formatwarning
     warnings.formatwarning = format_warning
