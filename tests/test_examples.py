@@ -1,6 +1,7 @@
 """Every gallery example runs to the end (smoke test: the examples cannot rot)."""
 
 import runpy
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -15,7 +16,7 @@ EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("plot_*.py"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_runs(path, monkeypatch):
+def test_example_runs(path, monkeypatch, capsys):
     import matplotlib.pyplot as plt
 
     monkeypatch.chdir(path.parent)
@@ -29,3 +30,7 @@ def test_example_runs(path, monkeypatch):
     others = [f"{w.category.__name__}: {w.message} ({w.filename})" for w in caught
               if not (issubclass(w.category, UserWarning) and w.filename.startswith(package))]
     assert not others, others
+    # what the page shows names no folder of the machine that built it
+    printed = capsys.readouterr().out
+    for folder in (tempfile.gettempdir(), str(path.parents[1])):
+        assert folder not in printed
