@@ -111,9 +111,16 @@ def test_voting_strings_are_the_default_vote_objects():
     from sklearn.base import clone
 
     from skfedkt import SoftVotes
+    from skfedkt.privacy import ServerNoise
 
-    assert FedKTClassifier(voting="soft")._votes().get_params() == SoftVotes().get_params()
-    assert FedKTClassifier(voting="hard")._votes().get_params() == HardVotes().get_params()
+    for name, votes in (("soft", SoftVotes()), ("hard", HardVotes())):
+        assert (FedKTClassifier(voting=name)._votes().get_params()
+                == FedKTClassifier(voting=votes)._votes().get_params())
+    # "auto" parts resolve by the privacy mechanism
+    assert FedKTClassifier()._votes().get_params() == dict(
+        pooling="prior-corrected", match_shares=True, min_public_rows=2000)
+    assert FedKTClassifier(privacy=ServerNoise())._votes().get_params() == dict(
+        pooling="sum", match_shares=False, min_public_rows=2000)
     clf = FedKTClassifier(voting=SoftVotes()).set_params(voting__pooling="sum")
     assert clone(clf).voting.pooling == "sum"
 

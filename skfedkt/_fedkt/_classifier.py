@@ -431,31 +431,41 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         Returns ``(X_labelled, party_rows, server_rows)``: the public rows followed by
         their jittered copies (up to the votes' `min_public_rows`), and the indices into
         them that the party tier and the server tier label. The noisy tier labels only its
-        queries, drawn from the public rows: the server at L1, the parties at L2; the
-        other tier labels every row, copies included, and so does the server at L0
-        beside its queries (``query_fraction`` is a privacy knob).
+        queries, drawn from the public rows: the server with ``ServerNoise``, the parties
+        with ``PartyNoise``; the other tier labels every row, copies included, and so do
+        both tiers without noise.
         """
-        n_public = _num_samples(X_public)
-        queries = self._draw_queries(n_public, derived_random_state(root, "public"))
         synthetic = jittered_rows(X_public, self._min_public_rows(),
                                   derived_random_state(root, "synthetic"))
         X_labelled = X_public if synthetic is None else stack_rows(X_public, synthetic)
         every_row = np.arange(_num_samples(X_labelled))
+        if self.privacy is None:
+            return X_labelled, every_row, every_row
+        queries = self._draw_queries(_num_samples(X_public),
+                                     derived_random_state(root, "public"))
         if self._level() == "L2":
             return X_labelled, queries, every_row
-        if self._level() == "L1":
-            return X_labelled, every_row, queries
-        return X_labelled, every_row, np.concatenate([queries, every_row[n_public:]])
+        return X_labelled, every_row, queries
 
     def _level(self):
         """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
         return "L0" if self.privacy is None else self.privacy.level
 
     def _votes(self):
-        """The `voting` object: "soft" and "hard" are ``SoftVotes()`` and ``HardVotes()``."""
+        """The votes that run: `voting` as an object ("soft" and "hard" are
+        ``SoftVotes()`` and ``HardVotes()``), its "auto" parts resolved: a count-based
+        correction without a privacy mechanism, a plain sum with one."""
         if isinstance(self.voting, str):
-            return SoftVotes() if self.voting == "soft" else HardVotes()
-        return self.voting
+            votes = SoftVotes() if self.voting == "soft" else HardVotes()
+        else:
+            votes = clone(self.voting)
+        if votes.kind == "soft":
+            private = self._level() != "L0"
+            if votes.pooling == "auto":
+                votes.set_params(pooling="sum" if private else "prior-corrected")
+            if votes.match_shares == "auto":
+                votes.set_params(match_shares=not private)
+        return votes
 
     def _soft_votes(self):
         return self._votes().kind == "soft"
@@ -465,26 +475,11 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
 
     def _pooling(self):
         votes = self._votes()
-        if votes.kind == "hard":
-            return "sum"
-        if votes.pooling != "auto":
-            return votes.pooling
-        return "prior-corrected" if self._level() == "L0" else "sum"
+        return votes.pooling if votes.kind == "soft" else "sum"
 
     def _match_shares(self):
         votes = self._votes()
-        if votes.kind == "hard":
-            return False
-        if votes.match_shares != "auto":
-            return votes.match_shares
-        return self._level() == "L0"
-
-    def _resolved_votes(self):
-        """The `voting` object that runs, with its "auto" parts resolved (``voting_``)."""
-        votes = clone(self._votes())
-        if votes.kind == "soft":
-            votes.set_params(pooling=self._pooling(), match_shares=self._match_shares())
-        return votes
+        return votes.kind == "soft" and votes.match_shares
 
     def _check_options(self):
         """Refuse option combinations that break privacy or cannot be carried out."""
@@ -501,6 +496,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
                 "or privacy None or PartyNoise."
             )
         if votes.kind == "soft" and self._level() != "L0":
+            # "auto" resolves to the safe part with noise: an unsafe one was asked for
             for part, value, unsafe in (("pooling", votes.pooling, "prior-corrected"),
                                         ("match_shares", votes.match_shares, True)):
                 if value == unsafe:
@@ -574,8 +570,7 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         A prefix of one permutation: a larger `query_fraction` adds queries and never
         swaps them, so the privacy cost grows with it.
         """
-        fraction = 1.0 if self.privacy is None else self.privacy.query_fraction
-        n_queries = max(1, round(fraction * n_public))
+        n_queries = max(1, round(self.privacy.query_fraction * n_public))
         return np.sort(rng.permutation(n_public)[:n_queries])
 
     def _add_noise(self, votes, rng, level):

@@ -166,7 +166,7 @@ class _FedKTServerStep:
         stacked as `_party_tier` returns them), `server_rows` the rows this tier labels;
         `claimed` is False where the uploads were made in this process (`fit`).
         """
-        self.voting_ = self._resolved_votes()
+        self.voting_ = self._votes()
         n_parties, n_classes = len(uploads), len(self.classes_)
         n_labelled = _num_samples(X_labelled)
         soft_labels, soft_votes = self._soft_labels("final"), self._soft_votes()
