@@ -9,8 +9,14 @@ combination checked as `fit` checks it before any work.
 import inspect
 import itertools
 
-from skfedkt import FedCTClassifier, FedKTClassifier, HardVotes, OneShotEnsembleClassifier
-from skfedkt import SoftVotes
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    HardVotes,
+    OneShotEnsembleClassifier,
+    SoftVotes,
+)
+from skfedkt._fedkt._plan import FedKTPlan
 from skfedkt.privacy import PartyNoise, ServerNoise
 
 
@@ -36,7 +42,7 @@ def main():
                               soft_labels=soft_labels, distill=distill, privacy=privacy)
         try:
             clf._validate_params()
-            clf._check_options()
+            FedKTPlan.of(clf)
         except ValueError:
             continue
         accepted += 1

@@ -20,6 +20,7 @@ from xgboost import XGBClassifier
 
 from skfedkt import FedCTClassifier
 from skfedkt._engine._voting import count_votes, plurality_vote
+from skfedkt._fedct._party import share_labels
 from skfedkt.privacy import BitFlips, bit_flip_epsilon, bit_flip_probability
 
 
@@ -188,9 +189,9 @@ def test_routing_sends_groups_to_each_fold(parties_data):
 
 
 def test_bits_flip_at_the_calibrated_rate_and_odd_rows_abstain():
-    clf = FedCTClassifier(privacy=BitFlips(2.0, sensitivity=2))
     predictions = np.zeros((4, 5000), dtype=int)  # every party says class 0
-    shared = clf._share_labels(predictions, 3, 2, np.random.RandomState(0))
+    shared = share_labels(BitFlips(2.0, sensitivity=2), predictions, 3, 2,
+                          np.random.RandomState(0))
     p = bit_flip_probability(2.0, 2)  # 0.269 per bit
     # a row stays [1, 0, 0] when no bit flips; it becomes another single class when
     # exactly the first bit and one other flip; otherwise it is an abstention

@@ -13,6 +13,8 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 
 from skfedkt import FedKTClassifier, HardVotes, LabelCollapseWarning
+from skfedkt._fedkt._plan import resolved_votes
+from skfedkt._fedkt._server import server_votes
 
 
 def test_server_votes_with_and_without_consistent_voting():
@@ -24,21 +26,17 @@ def test_server_votes_with_and_without_consistent_voting():
             [[0, 2, 2, 1], [0, 2, 0, 1]],
         ]
     )
-    consistent = FedKTClassifier(n_partitions=2, voting="hard")._server_votes(
-        student_predictions, 3)
+    consistent = server_votes(HardVotes(), student_predictions, 3)
     # a unanimous party gives its class n_partitions=2 votes, a split party none
     assert_array_equal(consistent, [[4, 2, 0], [0, 4, 2], [0, 0, 2], [2, 2, 0]])
-    every_student = FedKTClassifier(
-        n_partitions=2, voting=HardVotes(consistent=False))._server_votes(
-        student_predictions, 3
-    )
+    every_student = server_votes(HardVotes(consistent=False), student_predictions, 3)
     assert_array_equal(every_student, [[4, 2, 0], [0, 4, 2], [1, 1, 4], [3, 2, 1]])
 
 
 def test_no_consistent_vote_anywhere_falls_back_to_every_student():
     disagreeing = np.array([[[0, 1], [1, 0]], [[1, 0], [0, 1]]])
     with pytest.warns(UserWarning, match="consistent voting leaves nothing"):
-        votes = FedKTClassifier(n_partitions=2, voting="hard")._server_votes(disagreeing, 2)
+        votes = server_votes(HardVotes(), disagreeing, 2)
     assert_array_equal(votes, [[2, 2], [2, 2]])
 
 
@@ -114,12 +112,12 @@ def test_voting_strings_are_the_default_vote_objects():
     from skfedkt.privacy import ServerNoise
 
     for name, votes in (("soft", SoftVotes()), ("hard", HardVotes())):
-        assert (FedKTClassifier(voting=name)._votes().get_params()
-                == FedKTClassifier(voting=votes)._votes().get_params())
+        assert (resolved_votes(name, None).get_params()
+                == resolved_votes(votes, None).get_params())
     # "auto" parts resolve by the privacy mechanism
-    assert FedKTClassifier()._votes().get_params() == dict(
+    assert resolved_votes("soft", None).get_params() == dict(
         pooling="prior-corrected", match_shares=True, min_public_rows=2000)
-    assert FedKTClassifier(privacy=ServerNoise())._votes().get_params() == dict(
+    assert resolved_votes("soft", ServerNoise()).get_params() == dict(
         pooling="sum", match_shares=False, min_public_rows=2000)
     clf = FedKTClassifier(voting=SoftVotes()).set_params(voting__pooling="sum")
     assert clone(clf).voting.pooling == "sum"

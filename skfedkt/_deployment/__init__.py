@@ -1,6 +1,6 @@
 """What connects a party's machine to the server's, for every algorithm.
 
-- `_protocol`: the seeds both sides derive, the party's data checks and manifest, and
+- `_protocol`: the party's data checks and manifest, and
   the server's checks of the uploads it collects.
 - `_upload`: the upload file (a JSON manifest and a skops payload), checked before it
   is loaded, never unpickled.

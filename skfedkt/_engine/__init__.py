@@ -4,5 +4,7 @@
   encoding, tags, collapse warnings.
 - `_fitting`: fitting many clones of base estimators in one flat parallel batch, each
   with its own seed and on class codes it can digest; their votes on public data.
+- `_seeds`: the seeds every party and the server derive from ``random_state``.
+- `_augment`: jittered copies of the public rows.
 - `_voting`: vote counting, tie breaks and the pooling of votes across parties.
 """

@@ -228,6 +228,38 @@ def _framed_like(columns, original, validated):
     return pd.DataFrame(validated, columns=columns)
 
 
+def warn_if_classes_lost(classes, predicted, what, reference, reference_name, remedy):
+    """Warn when `predicted` (class codes, indices into `classes`) holds one class
+    while the class codes `reference` hold several of at least `_MIN_CLASS_SHARE` each,
+    or gives such a class under half or over twice its share in `reference`."""
+    n_classes = len(classes)
+    reference_shares = np.bincount(reference, minlength=n_classes) / len(reference)
+    predicted_shares = np.bincount(predicted, minlength=n_classes) / len(predicted)
+    held = np.flatnonzero(reference_shares >= _MIN_CLASS_SHARE)
+    names = classes.tolist()
+    if np.unique(predicted).size == 1 and held.size > 1:
+        warnings.warn(
+            f"{what} a single class, {names[predicted[0]]!r}, although "
+            f"{reference_name} hold {held.size} classes of at least "
+            f"{_MIN_CLASS_SHARE:.0%} each: {remedy}",
+            LabelCollapseWarning,
+        )
+        return
+    # a class that crowds out the others is as telling as one that is lost
+    distorted = np.union1d(_lost_classes(predicted_shares, reference_shares),
+                           _lost_classes(reference_shares, predicted_shares))
+    if distorted.size:
+        details = ", ".join(
+            f"class {names[c]!r}: {reference_shares[c]:.0%} of {reference_name}, "
+            f"{predicted_shares[c]:.0%} of the predictions" for c in distorted
+        )
+        warnings.warn(
+            f"{what} classes far from their shares in {reference_name} ({details}): "
+            f"{remedy}",
+            LabelCollapseWarning,
+        )
+
+
 class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Base class of the federated meta-estimators.
 
@@ -319,37 +351,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
                         if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
         return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
-
-    def _warn_if_classes_lost(self, predicted, what, reference, reference_name, remedy):
-        """Warn when `predicted` (class codes) holds one class while the class codes
-        `reference` hold several of at least `_MIN_CLASS_SHARE` each, or gives such a
-        class under half or over twice its share in `reference`."""
-        n_classes = len(self.classes_)
-        reference_shares = np.bincount(reference, minlength=n_classes) / len(reference)
-        predicted_shares = np.bincount(predicted, minlength=n_classes) / len(predicted)
-        held = np.flatnonzero(reference_shares >= _MIN_CLASS_SHARE)
-        names = self.classes_.tolist()
-        if np.unique(predicted).size == 1 and held.size > 1:
-            warnings.warn(
-                f"{what} a single class, {names[predicted[0]]!r}, although "
-                f"{reference_name} hold {held.size} classes of at least "
-                f"{_MIN_CLASS_SHARE:.0%} each: {remedy}",
-                LabelCollapseWarning,
-            )
-            return
-        # a class that crowds out the others is as telling as one that is lost
-        distorted = np.union1d(_lost_classes(predicted_shares, reference_shares),
-                               _lost_classes(reference_shares, predicted_shares))
-        if distorted.size:
-            details = ", ".join(
-                f"class {names[c]!r}: {reference_shares[c]:.0%} of {reference_name}, "
-                f"{predicted_shares[c]:.0%} of the predictions" for c in distorted
-            )
-            warnings.warn(
-                f"{what} classes far from their shares in {reference_name} ({details}): "
-                f"{remedy}",
-                LabelCollapseWarning,
-            )
 
     def _say(self, message):
         """Print a stage of `fit` when ``verbose`` is set."""

@@ -1,28 +1,37 @@
 """FedCTClassifier: its parameters, and `fit`, which runs the rounds of both steps."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
-from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils._param_validation import (
-    HasMethods,
-    Interval,
-    InvalidParameterError,
-    StrOptions,
-)
+from sklearn.base import _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._engine._base import _SKEWED_PARTIES_REMEDY, BaseFederatedClassifier, stack_rows
-from .._engine._fitting import ensemble_proba
-from .._engine._seeds import derived_random_state, root_seed
+from .._deployment._protocol import (
+    PartyData,
+    checked_message,
+    collect_uploads,
+    require_public_set,
+    server_expectations,
+)
+from .._deployment._upload import UploadError
+from .._engine._base import (
+    _SKEWED_PARTIES_REMEDY,
+    BaseFederatedClassifier,
+    stack_rows,
+    warn_if_classes_lost,
+)
+from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
+from .._engine._seeds import derived_random_state, party_random_state, root_seed
 from ..privacy._mechanisms import BitFlips
 from ..privacy._release import Release, final_model_release, models_release
-from ._party import _FedCTParty, _FedCTPartyStep
-from ._server import _FedCTServer, _FedCTServerStep
+from ._party import FedCTParty, party_round, share_labels
+from ._plan import FedCTPlan, base_estimators
+from ._server import FedCTServer, check_party_upload, check_server_message, finished
 
 
-class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier):
+class FedCTClassifier(BaseFederatedClassifier):
     """Federated co-training: parties agree on labels for public data, round after round.
 
     In round 0 every party fits its own model on its own rows. In every round after,
@@ -201,49 +210,7 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         self.verbose = verbose
 
     def _base_estimators(self):
-        if self.estimator is None:
-            return [DecisionTreeClassifier()]
-        if isinstance(self.estimator, dict):
-            return list(self.estimator.values())
-        if isinstance(self.estimator, list):
-            return self.estimator
-        return [self.estimator]
-
-    def _check_estimator_entries(self):
-        """Every entry of a list or dict `estimator` must be an estimator."""
-        if not isinstance(self.estimator, (list, dict)):
-            return
-        entries = (self.estimator.items() if isinstance(self.estimator, dict)
-                   else enumerate(self.estimator))
-        for key, entry in entries:
-            if not (hasattr(entry, "fit") and hasattr(entry, "predict")):
-                raise InvalidParameterError(
-                    f"The 'estimator' parameter of {type(self).__name__} must hold "
-                    f"estimators with fit and predict; entry {key!r} is {entry!r} of type "
-                    f"{type(entry).__name__}."
-                )
-
-    def _party_estimators(self):
-        """One (unfitted) estimator per party, aligned with ``parties_``."""
-        if isinstance(self.estimator, dict):
-            parties = self.parties_.tolist()
-            missing = [p for p in parties if p not in self.estimator]
-            unknown = [p for p in self.estimator if p not in parties]
-            if missing or unknown:
-                raise ValueError(
-                    "estimator must have one entry per party of groups: "
-                    f"missing {missing}, unknown {unknown}; parties are {parties}."
-                )
-            return [self.estimator[p] for p in parties]
-        if isinstance(self.estimator, list):
-            if len(self.estimator) != len(self.parties_):
-                raise ValueError(
-                    f"estimator is a list of {len(self.estimator)} estimators but groups "
-                    f"has {len(self.parties_)} parties; give one per party, in the order "
-                    f"of the sorted party labels {self.parties_.tolist()}."
-                )
-            return self.estimator
-        return self._base_estimators() * len(self.parties_)
+        return base_estimators(self.estimator)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, groups=None, X_unlabeled=None):
@@ -272,46 +239,225 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
         self : object
             The fitted classifier.
         """
-        self._check_estimator_entries()
+        plan = FedCTPlan.of(self)
         self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
-        n_rows = len(data.y)
+        n_rows, n_classes = len(data.y), len(self.classes_)
         n_public = _num_samples(data.X_public)
         root = root_seed(self.random_state)
-        steps = [
-            _FedCTParty(self, party, estimator, rows, data.y,
-                        derived_random_state(root, "party", party))
+        parties = [
+            FedCTParty(plan, party, estimator, rows, data.y,
+                       derived_random_state(root, "party", party))
             for party, estimator, rows in zip(
-                self.parties_.tolist(), self._party_estimators(), data.party_rows
+                self.parties_.tolist(), plan.party_estimators(self.parties_.tolist()),
+                data.party_rows,
             )
         ]
         # the parties' rows, then the public rows: tasks index one matrix
         X_all = stack_rows(data.X, data.X_public)
         public_rows = n_rows + np.arange(n_public)
-        server = _FedCTServer(self, n_public, len(self.classes_), root)
+        server = FedCTServer(plan, n_public, n_classes, root)
         message, fitted_round = None, None
         while True:
             consensus, round_ = server.instructions(message)
             if round_ != fitted_round:  # the final round may be the one just fit
-                uploads = self._party_round(steps, X_all, public_rows, consensus, round_,
-                                            data.X_public, len(self.classes_), final=False)
+                uploads = party_round(plan, parties, X_all, public_rows, consensus, round_,
+                                      data.X_public, n_classes, final=False)
                 fitted_round = round_
             if message is not None and message.manifest["done"]:
                 break
             message = server.round(uploads, message)
-        self._finish(uploads, message, [step.model for step in steps])
-        self.upload_bytes_ = np.full(len(self.parties_), self.n_rounds_ * server.bytes_sent)
-        self._warn_if_classes_lost(
-            ensemble_proba(self._models, data.X_public, len(self.classes_),
-                           self.voting).argmax(axis=1),
+        fitted = finished(plan, uploads, message, [party.model for party in parties],
+                          self.classes_)
+        fitted["upload_bytes_"] = np.full(len(parties),
+                                          fitted["n_rounds_"] * server.bytes_sent)
+        warn_if_classes_lost(
+            self.classes_,
+            ensemble_proba(fitted["_models"], data.X_public, n_classes,
+                           plan.voting).argmax(axis=1),
             "The parties' vote predicts on the public set", data.y, "the training rows",
             _SKEWED_PARTIES_REMEDY,
         )
+        vars(self).update(fitted)
         return self
 
-    def _sensitivity(self, n_public):
-        sensitivity = None if self.privacy is None else self.privacy.sensitivity
-        return 2.0 * n_public if sensitivity is None else float(sensitivity)
+    def fit_party(self, X, y, *, party, classes, X_unlabeled, message=None,
+                  share_model=None, party_seed=None):
+        """A party's step of one round, on its own machine.
+
+        Without `message` (round 0) the party fits its model on its own rows; with the
+        server's consensus `message` it refits on its rows plus the public rows with the
+        consensus labels. Either way it uploads its labels of the public set (through
+        bit flips with `privacy`) and its training accuracy; when the message says
+        training is done, the party refits its final model and uploads it if
+        `share_model`. This estimator is not modified.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The party's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all among `classes`.
+        party : str or int
+            The party's name, as the server knows it. With a dict `estimator`, the
+            party's own entry is used; a list `estimator` is refused here.
+        classes : array-like of shape (n_classes,)
+            The class labels every party and the server agreed on.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        message : str, path-like, bytes or PartyUpload, default=None
+            The server's message of the previous round (`server_round`), checked like
+            an upload; None for round 0.
+        share_model : bool, default=None
+            Whether the final round uploads the party's model, so that the server can
+            assemble `fit`'s voting ensemble. None means True in the final round. The
+            party keeps its model either way, in ``upload.local_model``.
+        party_seed : int, default=None
+            Seed of the party's draws (model seeds, bit flips); None derives them from
+            `random_state` and `party`, as `fit` does. With `privacy`, a server that
+            knows `random_state` could recompute the flips: pass a secret seed.
+
+        Returns
+        -------
+        upload : skfedkt.PartyUpload
+            Save it with ``upload.save(path)`` and send the file to the server.
+        """
+        self._validate_params()
+        plan = FedCTPlan.of(self)
+        require_public_set(X_unlabeled, "FedCT's party step")
+        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        estimator = plan.own_estimator(data.party)
+        if plan.privacy is not None and party_seed is None:
+            warnings.warn(
+                "With BitFlips the party's bit flips come from party_seed; without one "
+                "they derive from random_state and the party's name, which a server "
+                "knowing random_state can recompute. Pass a secret party_seed.",
+                UserWarning,
+            )
+        n_rows, n_public = len(data.y), _num_samples(data.X_public)
+        if message is not None:
+            message = checked_message(
+                message, data.expectations(self), check=lambda checker:
+                check_server_message(checker, n_public, plan.n_rounds))
+        consensus, round_ = FedCTServer(plan, n_public, len(data.classes), None).instructions(
+            message)
+        party = FedCTParty(plan, data.party, estimator, np.arange(n_rows), data.y,
+                           party_random_state(self.random_state, data.party, party_seed))
+        final = message is not None and message.manifest["done"]
+        (upload,) = party_round(
+            plan, [party], stack_rows(data.X, data.X_public), n_rows + np.arange(n_public),
+            consensus, round_, data.X_public, len(data.classes),
+            final=final and share_model is not False, manifest=data.manifest(self),
+        )
+        upload.local_model = GlobalLabelClassifier(party.model, data.classes)
+        return upload
+
+    def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
+                     trusted=(), min_parties=None, limits=None):
+        """The server's step of one round: the consensus of the parties' labels.
+
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' uploads of this round, checked like `FedKTClassifier.fit_server`'s.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        message : PartyUpload, str or path-like, default=None
+            The server's own message of the previous round (its state); None after
+            round 0.
+        classes : array-like, default=None
+            The agreed classes; ``None`` takes those of most uploads, and refuses the
+            others.
+        trusted : sequence of str, default=()
+            Type names to load beyond scikit-learn's and XGBoost's.
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
+        min_parties : int, default=None
+            If given, uploads that fail a check are left out as long as this many
+            parties remain; if None, any failure raises.
+
+        Returns
+        -------
+        message : skfedkt.PartyUpload
+            What to send every party (``message.save(path)``): the consensus, the round
+            to fit next, and ``manifest["done"]`` once training stopped, when the
+            parties fit and send their final models for `fit_server`.
+        """
+        self._validate_params()
+        plan = FedCTPlan.of(self)
+        require_public_set(X_unlabeled, "FedCT's server round")
+        expected, _ = server_expectations(clone(self), X_unlabeled, classes)
+        n_public = _num_samples(X_unlabeled)
+        if message is not None:
+            message = checked_message(message, expected, limits, check=lambda checker:
+                                      check_server_message(checker, n_public, plan.n_rounds))
+            expected["classes"] = message.manifest["classes"]
+        uploads, _ = collect_uploads(
+            uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
+            trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: check_party_upload(checker, n_public, final=False),
+        )
+        classes = uploads[0].manifest["classes"]
+        server = FedCTServer(plan, n_public, len(classes), root_seed(self.random_state))
+        return server.round(uploads, message, manifest=dict(expected, classes=classes))
+
+    def fit_server(self, uploads, X_unlabeled, *, message, classes=None, trusted=(),
+                   min_parties=None, limits=None):
+        """Assemble the parties' final models into `fit`'s voting classifier.
+
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' final uploads, holding their models (`fit_party` after the
+            server's message said done).
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        message : PartyUpload, str or path-like
+            The server's last message, the one that said done.
+        classes, trusted, min_parties, limits
+            As in `server_round`.
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        self._validate_params()
+        self._clear_fitted_state()
+        plan = FedCTPlan.of(self)
+        require_public_set(X_unlabeled, "FedCT's server step")
+        expected, _ = server_expectations(self, X_unlabeled, classes)
+        n_public = _num_samples(X_unlabeled)
+        message = checked_message(
+            message, expected, limits, check=lambda checker: check_server_message(
+                checker, n_public, plan.n_rounds))
+        if not message.manifest["done"]:
+            raise ValueError(
+                f"The server's message of round {message.manifest['round']} does not say "
+                "done: run the rounds until server_round says done, then pass its message."
+            )
+        uploads, left_out = collect_uploads(
+            uploads, dict(expected, classes=message.manifest["classes"],
+                          round=message.manifest["round"]),
+            trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: check_party_upload(checker, n_public, final=True),
+        )
+        missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
+        if missing:
+            raise UploadError(
+                f"Parties {missing} sent no model (share_model=False): the server cannot "
+                "assemble the voting classifier without every party's model.",
+                party=missing[0], field="model",
+            )
+        classes = np.array(message.manifest["classes"])
+        vars(self).update(
+            finished(plan, uploads, message, [upload.model() for upload in uploads], classes),
+            classes_=classes, left_out_parties_=left_out,
+            parties_=np.array([upload.party for upload in uploads]),
+            upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
+        )
+        return self
 
     def _membership_releases(self):
         """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
@@ -341,8 +487,8 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
             n_public = len(upload.payload["labels"])
             epsilon = np.inf if self.privacy is None else self.privacy.epsilon
             releases.append(self._labels_release(
-                upload.party, local_model.model, n_classes, self._sensitivity(n_public),
-                epsilon, 0.0,
+                upload.party, local_model.model, n_classes,
+                FedCTPlan.of(self).sensitivity(n_public), epsilon, 0.0,
             ))
         if upload.payload["model"] is not None:
             releases.append(models_release(
@@ -354,8 +500,8 @@ class FedCTClassifier(_FedCTPartyStep, _FedCTServerStep, BaseFederatedClassifier
     def _labels_release(self, party, model, n_classes, sensitivity, epsilon, delta):
         def shared_votes(X):
             # the same flips every time: the attacker sees one release
-            labels = self._share_labels(model.predict(X), n_classes, sensitivity,
-                                        np.random.RandomState(0))
+            labels = share_labels(self.privacy, model.predict(X), n_classes, sensitivity,
+                                  np.random.RandomState(0))
             return (labels[:, None] == np.arange(n_classes)).astype(float)
 
         return Release("labels", party, "labels", shared_votes, epsilon, delta)

@@ -1,12 +1,15 @@
 """FedKT: one-shot federated learning by two-tier knowledge transfer (Li, He and Song).
 
+- `_plan`: `FedKTPlan`, the parameters of one fit resolved, checked and frozen, and what
+  both tiers do with them (the rows they label, their noise, their learners' targets);
+  both steps read it and nothing else of the estimator.
 - `_party`: what runs at a party (Algorithm 1, lines 2-13): teachers on the party's
   rows, their votes on the public data, the students it uploads.
 - `_server`: what runs at the server (lines 14-22): the students' pooled vote on the
   public data, the final model, the privacy accounting.
 - `_votes`: `SoftVotes` and `HardVotes`, its ``voting`` parameter.
-- `_classifier`: `FedKTClassifier`, its parameters and options, and `fit`, which runs
-  both steps in one process.
+- `_classifier`: `FedKTClassifier`, its parameters; `fit` runs both steps in one
+  process, `fit_party` and `fit_server` one each with the deployment's checks.
 """
 
 from ._classifier import FedKTClassifier

@@ -3,28 +3,34 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import _fit_context, clone
-from sklearn.tree import DecisionTreeClassifier
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._engine._augment import jittered_rows
-from .._engine._base import BaseFederatedClassifier, pickled_bytes, stack_rows
-from .._engine._fitting import (
-    ClassCodeModel,
-    Task,
-    sample_weight_param,
-    soft_label_rows,
+from .._deployment._protocol import (
+    PartyData,
+    collect_uploads,
+    require_public_set,
+    server_expectations,
 )
-from .._engine._seeds import derived_random_state, root_seed
-from .._engine._voting import class_shares, plurality_vote
+from .._engine._base import BaseFederatedClassifier, pickled_bytes
+from .._engine._fitting import ClassCodeModel, predict_votes
+from .._engine._seeds import derived_random_state, party_random_state, root_seed
+from .._engine._voting import class_shares
+from ..privacy._accounting import DEFAULT_ORDERS
 from ..privacy._mechanisms import PartyNoise, ServerNoise
 from ..privacy._release import final_model_release, models_release
-from ._party import _FedKTParty, _FedKTPartyStep
-from ._server import _FedKTServerStep
+from ._party import FedKTParty, check_party_sizes, party_guarantee, party_step, party_tier
+from ._plan import FedKTPlan, learners
+from ._server import (
+    _student_models,
+    check_upload,
+    pooled_student_proba,
+    server_step,
+    warn_after_fit,
+)
 from ._votes import HardVotes, SoftVotes
-
 
 
 def _students_release(party, students, codes, n_classes, epsilon, delta):
@@ -35,17 +41,17 @@ def _students_release(party, students, codes, n_classes, epsilon, delta):
 
 def _final_estimator_has(attr):
     def check(self):
-        return self.distill and hasattr(self._final_template(), attr)
+        return self.distill and hasattr(learners(self)[2], attr)
 
     return check
 
 
 def _has_predict_proba(self):
     # without a final model, the students' pooled vote gives the probabilities
-    return not self.distill or hasattr(self._final_template(), "predict_proba")
+    return not self.distill or hasattr(learners(self)[2], "predict_proba")
 
 
-class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier):
+class FedKTClassifier(BaseFederatedClassifier):
     """FedKT: one-shot federated classification by two-tier knowledge transfer.
 
     Each party splits its rows ``n_partitions`` times into ``n_subsets`` disjoint
@@ -342,21 +348,8 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         self.random_state = random_state
         self.verbose = verbose
 
-    def _teacher_template(self):
-        return DecisionTreeClassifier() if self.estimator is None else self.estimator
-
-    def _student_template(self):
-        if self.student_estimator is None:
-            return self._teacher_template()
-        return self.student_estimator
-
-    def _final_template(self):
-        if self.final_estimator is None:
-            return self._student_template()
-        return self.final_estimator
-
     def _base_estimators(self):
-        return [self._teacher_template(), self._student_template(), self._final_template()]
+        return list(learners(self))
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, groups=None, X_unlabeled=None):
@@ -387,199 +380,168 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
         """
         self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
-        self._check_party_sizes(data.party_rows)  # before any fit
-        self._check_options()
+        plan = FedKTPlan.of(self)
+        check_party_sizes(plan, self.parties_.tolist(), data.party_rows)  # before any fit
         n_classes = len(self.classes_)
         root = root_seed(self.random_state)
-        X_labelled, party_rows, server_rows = self._tier_rows(data.X_public, root)
-        steps = [
-            _FedKTParty(self, party, rows, data.y, derived_random_state(root, "party", party))
+        X_labelled, party_rows, server_rows = plan.tier_rows(data.X_public, root)
+        parties = [
+            FedKTParty(plan, party, rows, data.y, derived_random_state(root, "party", party))
             for party, rows in zip(self.parties_.tolist(), data.party_rows)
         ]
-        self._say(
-            f"party tier: {sum(len(s.teacher_rows) for s in steps)} teachers "
-            f"({len(steps)} parties x {self.n_partitions} partitions x {self.n_subsets} "
-            f"subsets) vote on {len(party_rows)} public rows, {self._votes().kind} votes"
+        plan.say(
+            f"party tier: {sum(len(p.teacher_rows) for p in parties)} teachers "
+            f"({len(parties)} parties x {plan.n_partitions} partitions x {plan.n_subsets} "
+            f"subsets) vote on {len(party_rows)} public rows, {plan.votes.kind} votes"
         )
-        student_models, student_votes = self._party_tier(
-            steps, data.X, X_labelled, party_rows, n_classes
+        student_models, student_votes = party_tier(
+            plan, parties, data.X, X_labelled, party_rows, n_classes
         )
         uploads = [
-            step.upload(models, dict(party=step.party, n_rows=len(step.rows)))
-            for step, models in zip(steps, student_models)
+            party.upload(models, dict(party=party.party, n_rows=len(party.rows)))
+            for party, models in zip(parties, student_models)
         ]
+        fitted = server_step(plan, uploads, student_votes, X_labelled, server_rows, root,
+                             _num_samples(data.X_public), self.classes_, claimed=False)
         # the students are all that a party sends
-        self.upload_bytes_ = np.array(
+        fitted["upload_bytes_"] = np.array(
             [pickled_bytes(upload.payload["students"]) for upload in uploads]
         )
-        self._server_step(uploads, student_votes, X_labelled, server_rows, root,
-                          _num_samples(data.X_public), claimed=False)
-        if self._level() == "L2":
+        if plan.level == "L2":
             # parties do not send their class counts at L2; the simulation knows them
             counts = np.array([np.bincount(data.y[rows], minlength=n_classes)
                                for rows in data.party_rows])
-            self.class_shares_.update(
+            fitted["class_shares_"].update(
                 training=class_shares(counts.sum(axis=0)[None]),
                 parties=counts / counts.sum(axis=1, keepdims=True),
             )
-        self._warn_after_fit(data.X_public)
+        warn_after_fit(plan, fitted, self.classes_, self.parties_, data.X_public)
+        vars(self).update(fitted)
         return self
 
-    def _tier_rows(self, X_public, root):
-        """The rows the tiers label, and which of them each tier labels.
+    def fit_party(self, X, y, *, party, classes, X_unlabeled, party_seed=None):
+        """FedKT's party step, on one party's machine: teachers, votes, students.
 
-        Returns ``(X_labelled, party_rows, server_rows)``: the public rows followed by
-        their jittered copies (up to the votes' `min_public_rows`), and the indices into
-        them that the party tier and the server tier label. The noisy tier labels only its
-        queries, drawn from the public rows: the server with ``ServerNoise``, the parties
-        with ``PartyNoise``; the other tier labels every row, copies included, and so do
-        both tiers without noise.
+        Runs lines 2-13 of Algorithm 1 on the party's own rows and returns what the
+        party sends: its students and a manifest. This estimator is not modified.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The party's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all among `classes`.
+        party : str or int
+            The party's name, as the server will know it.
+        classes : array-like of shape (n_classes,)
+            The class labels every party and the server agreed on.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        party_seed : int, default=None
+            Seed of this party's own draws (partitions, clone seeds, L2 noise, ties).
+            ``None`` derives them from `random_state` and `party`, as `fit` does. At
+            ``privacy=PartyNoise(...)`` a server that knows `random_state` could then
+            recompute the party's noise: pass a secret seed there.
+
+        Returns
+        -------
+        upload : skfedkt.PartyUpload
+            Save it with ``upload.save(path)`` and send the file to the server.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.base import clone
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from skfedkt import FedKTClassifier
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> X_public, X, y = X[:100], X[100:], y[100:]
+        >>> party = np.arange(len(y)) % 3
+        >>> clf = FedKTClassifier(random_state=0)
+        >>> uploads = [clf.fit_party(X[party == p], y[party == p], party=p, classes=[0, 1],
+        ...                          X_unlabeled=X_public) for p in range(3)]
+        >>> [len(upload.payload["students"]) for upload in uploads]
+        [2, 2, 2]
+        >>> server = clone(clf).fit_server(uploads, X_public)
+        >>> pooled = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+        >>> bool((server.predict_proba(X) == pooled.predict_proba(X)).all())
+        True
         """
-        synthetic = jittered_rows(X_public, self._min_public_rows(),
-                                  derived_random_state(root, "synthetic"))
-        X_labelled = X_public if synthetic is None else stack_rows(X_public, synthetic)
-        every_row = np.arange(_num_samples(X_labelled))
-        if self.privacy is None:
-            return X_labelled, every_row, every_row
-        queries = self._draw_queries(_num_samples(X_public),
-                                     derived_random_state(root, "public"))
-        if self._level() == "L2":
-            return X_labelled, queries, every_row
-        return X_labelled, every_row, queries
 
-    def _level(self):
-        """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
-        return "L0" if self.privacy is None else self.privacy.level
+        self._validate_params()
+        plan = FedKTPlan.of(self)
+        require_public_set(X_unlabeled, "FedKT's party step")
+        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        return party_step(
+            plan, data, data.manifest(self),
+            party_random_state(self.random_state, data.party, party_seed),
+            root_seed(self.random_state), seeded=party_seed is not None,
+        )
 
-    def _votes(self):
-        """The votes that run: `voting` as an object ("soft" and "hard" are
-        ``SoftVotes()`` and ``HardVotes()``), its "auto" parts resolved: a count-based
-        correction without a privacy mechanism, a plain sum with one."""
-        if isinstance(self.voting, str):
-            votes = SoftVotes() if self.voting == "soft" else HardVotes()
-        else:
-            votes = clone(self.voting)
-        if votes.kind == "soft":
-            private = self._level() != "L0"
-            if votes.pooling == "auto":
-                votes.set_params(pooling="sum" if private else "prior-corrected")
-            if votes.match_shares == "auto":
-                votes.set_params(match_shares=not private)
-        return votes
+    def fit_server(self, uploads, X_unlabeled, *, classes=None, trusted=(),
+                   min_parties=None, limits=None):
+        """FedKT's server step: the parties' students vote, the final model learns.
 
-    def _soft_votes(self):
-        return self._votes().kind == "soft"
+        Checks every upload (algorithm parameters, classes, features, public-set
+        fingerprint, the types it holds) before loading it, then runs lines 14-22 of
+        Algorithm 1. With the uploads of `fit_party` and the same `random_state`, the
+        fitted estimator equals the one `fit` gives on the parties' pooled rows.
 
-    def _min_public_rows(self):
-        return self._votes().min_public_rows
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' upload files.
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        classes : array-like, default=None
+            The agreed classes; ``None`` takes those of most uploads, and refuses the
+            others naming them.
+        trusted : sequence of str, default=()
+            Type names to load beyond scikit-learn's and XGBoost's (see
+            `skfedkt.read_upload`).
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
+        min_parties : int, default=None
+            If given, uploads that fail a check are left out (with a warning, and in
+            ``left_out_parties_``) as long as this many parties remain; if None, any
+            failure raises.
 
-    def _pooling(self):
-        votes = self._votes()
-        return votes.pooling if votes.kind == "soft" else "sum"
-
-    def _match_shares(self):
-        votes = self._votes()
-        return votes.kind == "soft" and votes.match_shares
-
-    def _check_options(self):
-        """Refuse option combinations that break privacy or cannot be carried out."""
-        private, votes = f"privacy={self.privacy!r}", self._votes()
-        undistilled = ("distill=False predicts with the students' pooled soft votes on new "
-                       "rows")
-        if not self.distill and votes.kind == "hard":
-            raise ValueError(f"{undistilled}: it needs voting='soft' (voting={self.voting!r})."
-                             " Use distill=True, or soft votes.")
-        if not self.distill and self._level() == "L1":
-            raise ValueError(
-                f"{undistilled}, but with ServerNoise only the server's noisy labels of the "
-                f"public set are private, not those votes ({private}). Use distill=True, "
-                "or privacy None or PartyNoise."
-            )
-        if votes.kind == "soft" and self._level() != "L0":
-            # "auto" resolves to the safe part with noise: an unsafe one was asked for
-            for part, value, unsafe in (("pooling", votes.pooling, "prior-corrected"),
-                                        ("match_shares", votes.match_shares, True)):
-                if value == unsafe:
-                    raise ValueError(
-                        f"SoftVotes({part}={unsafe!r}) uses every party's class counts, "
-                        f"which no privacy accountant covers, so it is refused with "
-                        f"{private}. Leave {part}='auto'."
-                    )
-        if self._level() == "L2" and self.student_data == "party+public":
-            raise ValueError(
-                "student_data='party+public' trains every student on its party's rows, but "
-                "PartyNoise needs students that learn from noisy teacher votes only. Use "
-                "student_data='public' with PartyNoise."
-            )
-        if self.soft_labels in (True, "students"):
-            tiers = [("student_estimator", self._student_template(), "the students")]
-            if self.soft_labels is True and self.distill:
-                tiers.append(("final_estimator", self._final_template(), "the final model"))
-            for name, estimator, learner in tiers:
-                if sample_weight_param(estimator) is None:
-                    raise ValueError(
-                        f"soft_labels={self.soft_labels!r} teaches {learner} vote "
-                        f"distributions through sample weights, but the {name} "
-                        f"{type(estimator).__name__} takes no sample_weight in fit. Use "
-                        "soft_labels=False."
-                    )
-
-    def _soft_labels(self, tier):
-        """Whether the learners of `tier` ("students" or "final") learn vote
-        distributions rather than winning classes."""
-        return self.soft_labels is True or (tier == "students"
-                                            and self.soft_labels == "students")
-
-    def _vote_targets(self, histograms, level, soft_labels, noise_rng, tie_rng):
-        """What a tier's learner is taught from each of its vote histograms.
-
-        Laplace noise is added at the tier of `level`; then either the (noisy) vote
-        distribution, clipped at zero and normalised, or the plurality label.
+        Returns
+        -------
+        self : object
+            The fitted classifier.
         """
-        for votes in histograms:
-            votes = self._add_noise(votes, noise_rng, level)
-            if soft_labels:
-                votes = np.clip(votes, 0, None)
-                totals = votes.sum(axis=1, keepdims=True)
-                yield np.divide(votes, totals, out=np.zeros_like(votes, dtype=float),
-                                where=totals > 0)
-            else:
-                yield plurality_vote(votes, tie_rng)
 
-    @staticmethod
-    def _target_task(estimator, targets, rows, n_rows):
-        """The Task that teaches `estimator` the targets of rows `rows` of a matrix of
-        `n_rows` rows.
-
-        `targets` are labels (``-1`` for none) or per-row distributions (soft labels,
-        passed as sample weights).
-        """
-        if targets.ndim == 2:
-            pairs, labels, weights = soft_label_rows(targets)
-            return Task(estimator, labels, rows[pairs], weights)
-        labelled = targets >= 0
-        if labelled.all() and np.array_equal(rows, np.arange(n_rows)):
-            rows = None  # every row: the engine then copies nothing
-        else:
-            rows = rows[labelled]
-        return Task(estimator, targets[labelled].astype(np.int64), rows)
-
-    def _draw_queries(self, n_public, rng):
-        """Sorted indices of the public examples the noisy tier labels.
-
-        A prefix of one permutation: a larger `query_fraction` adds queries and never
-        swaps them, so the privacy cost grows with it.
-        """
-        n_queries = max(1, round(self.privacy.query_fraction * n_public))
-        return np.sort(rng.permutation(n_public)[:n_queries])
-
-    def _add_noise(self, votes, rng, level):
-        """Laplace noise of scale 1/gamma, or Gaussian noise of standard deviation
-        1/gamma, on every count, at the tier of `level` only."""
-        if self._level() != level:
-            return votes
-        draw = rng.laplace if self.privacy.noise == "laplace" else rng.normal
-        return votes + draw(scale=1 / self.privacy.gamma, size=votes.shape)
+        self._validate_params()
+        self._clear_fitted_state()
+        plan = FedKTPlan.of(self)
+        require_public_set(X_unlabeled, "FedKT's server step")
+        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
+        root = root_seed(self.random_state)
+        X_labelled, party_rows, server_rows = plan.tier_rows(X_unlabeled, root)
+        # the data-independent bound of a party at L2, computed once for every upload
+        bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), len(party_rows))
+                 ["data_independent_epsilon"] if plan.level == "L2" else None)
+        uploads, left_out = collect_uploads(
+            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
+            check=lambda checker: check_upload(plan, checker, len(party_rows), bound),
+        )
+        classes = np.array(uploads[0].manifest["classes"])
+        parties = np.array([upload.party for upload in uploads])
+        models = _student_models([upload.payload["students"] for upload in uploads],
+                                 [upload.payload["codes"] for upload in uploads])
+        plan.say(f"server: {len(uploads)} parties sent {len(models)} students")
+        student_votes = predict_votes(models, X_labelled, n_classes=len(classes),
+                                      soft_votes=plan.soft_votes, n_jobs=plan.n_jobs)
+        fitted = server_step(plan, uploads, student_votes, X_labelled, server_rows, root,
+                             _num_samples(X_unlabeled), classes)
+        warn_after_fit(plan, fitted, classes, parties, X_unlabeled)
+        vars(self).update(
+            fitted, classes_=classes, parties_=parties, left_out_parties_=left_out,
+            upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
+        )
+        return self
 
     def _membership_releases(self):
         """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's
@@ -606,6 +568,14 @@ class FedKTClassifier(_FedKTPartyStep, _FedKTServerStep, BaseFederatedClassifier
             privacy.get("epsilon", np.inf), upload.manifest["params"]["delta"]
             if privacy else 0.0,
         )]
+
+    def _student_vote_proba(self, X):
+        """The server's pooled, share-shifted vote of the students on `X`, normalised:
+        what the final model learned on the public rows, and ``distill=False``
+        predicts."""
+        return pooled_student_proba(self.voting_, self.students_, self._student_codes,
+                                    self._party_counts, self.share_offsets_, X,
+                                    len(self.classes_), self.n_jobs)
 
     def _predict_codes(self, X):
         # the final model, or with distill=False the students' pooled vote

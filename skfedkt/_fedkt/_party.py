@@ -1,4 +1,8 @@
-"""FedKT's party step: what runs on a party's machine (Algorithm 1, lines 2-13)."""
+"""FedKT's party step: what runs on a party's machine (Algorithm 1, lines 2-13).
+
+Functions of a frozen `FedKTPlan` and the party's data: `party_step` on one party's
+machine, `party_tier` for the teachers and students of many parties in one batch.
+"""
 
 import warnings
 from itertools import islice
@@ -7,7 +11,6 @@ import numpy as np
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
-from .._deployment._protocol import PartyData, require_public_set
 from .._deployment._upload import PartyUpload
 from .._engine._base import stack_rows
 from .._engine._fitting import (
@@ -17,7 +20,7 @@ from .._engine._fitting import (
     group_votes,
     iter_clone_fits,
 )
-from .._engine._seeds import draw_seeds, party_random_state, root_seed
+from .._engine._seeds import draw_seeds
 from .._engine._voting import class_shares
 from ..privacy._accounting import (
     DEFAULT_ORDERS,
@@ -27,6 +30,7 @@ from ..privacy._accounting import (
     gaussian_epsilon,
     pate_log_moments,
 )
+from ._plan import target_task
 
 # what an upload's manifest and the privacy report say when students learn party rows
 PARTY_ROWS_NOTE = (
@@ -55,17 +59,18 @@ def _with_party_rows(task, n_public, party_rows, y):
                 np.concatenate([public_rows, n_public + party_rows]), weights)
 
 
-class _FedKTParty:
-    """FedKT's party step (Algorithm 1, lines 2-13): teachers, their votes, students.
+class FedKTParty:
+    """One party's draws and what it learns on the way (Algorithm 1, lines 2-13):
+    teachers, their votes, students.
 
-    Holds one party's draws and what it learns on the way. `FedKTClassifier.fit_party`
-    runs it alone on the party's machine; `FedKTClassifier.fit` runs every party's, their
-    teachers in one flat parallel batch and then their students.
+    `party_step` runs it alone on the party's machine; `FedKTClassifier.fit` runs every
+    party's, their teachers in one flat parallel batch and then their students
+    (`party_tier`).
 
     Parameters
     ----------
-    config : FedKTClassifier
-        The parameters.
+    plan : FedKTPlan
+        What the fit runs.
     party : str or int
         The party's name.
     rows : ndarray of int
@@ -77,23 +82,22 @@ class _FedKTParty:
         The party's own stream: partitions, clone seeds, L2 noise and tie breaks.
     """
 
-    def __init__(self, config, party, rows, y, random_state):
-        self.config, self.party, self.rows, self.y = config, party, rows, y
+    def __init__(self, plan, party, rows, y, random_state):
+        self.plan, self.party, self.rows, self.y = plan, party, rows, y
         self.noise_rng, self.tie_rng = (
             np.random.RandomState(seed) for seed in draw_seeds(random_state, 2)
         )
         self.teacher_rows = [
             subset
-            for _ in range(config.n_partitions)
-            for subset in np.array_split(random_state.permutation(rows), config.n_subsets)
+            for _ in range(plan.n_partitions)
+            for subset in np.array_split(random_state.permutation(rows), plan.n_subsets)
         ]
         self.teacher_seeds = draw_seeds(random_state, len(self.teacher_rows))
-        self.student_seeds = draw_seeds(random_state, config.n_partitions)
+        self.student_seeds = draw_seeds(random_state, plan.n_partitions)
 
     def teacher_tasks(self):
         """Lines 2-8: one teacher per subset of every partition."""
-        return [Task(self.config._teacher_template(), self.y[rows], rows)
-                for rows in self.teacher_rows]
+        return [Task(self.plan.teacher, self.y[rows], rows) for rows in self.teacher_rows]
 
     def student_tasks(self, partition_votes, queries, n_public, n_classes):
         """Lines 9-12: every partition's (noisy, at L2) vote labels the queries for its
@@ -103,25 +107,21 @@ class _FedKTParty:
         Also keeps what the upload reports: the students' class shares and, at L2, the
         log moments of the party's noisy histograms.
         """
-        config = self.config
-        soft_labels = config._soft_labels("students")
+        plan = self.plan
+        soft_labels = plan.learns_soft_labels("students")
         self.n_queries = len(queries)
         self.log_moments = np.zeros(len(DEFAULT_ORDERS))
-
-        def account(histograms):
+        histograms = list(partition_votes)
+        if plan.level == "L2" and not soft_labels and plan.privacy.noise == "laplace":
+            # each partition is a PATE over the party's rows (sensitivity 2)
             for votes in histograms:
-                if (config._level() == "L2" and not soft_labels
-                        and config.privacy.noise == "laplace"):
-                    # each partition is a PATE over the party's rows (sensitivity 2)
-                    self.log_moments += pate_log_moments(
-                        votes, gamma=config.privacy.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
-                    )
-                yield votes
-
+                self.log_moments += pate_log_moments(
+                    votes, gamma=plan.privacy.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
+                )
         targets = [
             target.astype(np.float32 if soft_labels else code_dtype(n_classes))
-            for target in config._vote_targets(
-                account(partition_votes), "L2", soft_labels, self.noise_rng, self.tie_rng
+            for target in plan.vote_targets(
+                histograms, "L2", soft_labels, self.noise_rng, self.tie_rng
             )
         ]
         self.student_shares = [
@@ -129,9 +129,8 @@ class _FedKTParty:
             for t in targets
         ]
         self.class_counts = np.bincount(self.y[self.rows], minlength=n_classes)
-        tasks = [config._target_task(config._student_template(), t, queries, n_public)
-                 for t in targets]
-        if config.student_data == "party+public":
+        tasks = [target_task(plan.student, t, queries, n_public) for t in targets]
+        if plan.student_data == "party+public":
             tasks = [_with_party_rows(task, n_public, self.rows, self.y) for task in tasks]
         return tasks
 
@@ -140,17 +139,17 @@ class _FedKTParty:
         its class counts (not at L2, where they are not protected), its students' class
         shares and, at L2, its privacy guarantee; and what the upload reveals when its
         students learned the party's rows."""
-        private = self.config._level() == "L2"
+        private = self.plan.level == "L2"
         return PartyUpload(
             manifest=dict(
                 manifest,
                 class_counts=None if private else self.class_counts.tolist(),
                 student_class_shares=np.asarray(self.student_shares).tolist(),
                 n_queries=self.n_queries,
-                privacy=self.config._party_privacy(self.log_moments, self.n_queries)
+                privacy=party_guarantee(self.plan, self.log_moments, self.n_queries)
                 if private else None,
                 privacy_note=PARTY_ROWS_NOTE
-                if self.config.student_data == "party+public" else None,
+                if self.plan.student_data == "party+public" else None,
             ),
             payload={
                 "students": [model.estimator for model in student_models],
@@ -159,158 +158,112 @@ class _FedKTParty:
         )
 
 
-class _FedKTPartyStep:
-    """FedKTClassifier's party side: the party step of Algorithm 1 (lines 2-13),
-    run by `fit_party` on one party's machine and by `fit` for every party."""
+def party_step(plan, data, manifest, random_state, root, seeded=True):
+    """FedKT's party step on one party's machine: its teachers, their votes on the
+    agreed public set, its students; returns its upload.
 
-    def fit_party(self, X, y, *, party, classes, X_unlabeled, party_seed=None):
-        """FedKT's party step, on one party's machine: teachers, votes, students.
-
-        Runs lines 2-13 of Algorithm 1 on the party's own rows and returns what the
-        party sends: its students and a manifest. This estimator is not modified.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The party's rows.
-        y : array-like of shape (n_samples,)
-            Their labels, all among `classes`.
-        party : str or int
-            The party's name, as the server will know it.
-        classes : array-like of shape (n_classes,)
-            The class labels every party and the server agreed on.
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
-            The agreed public unlabelled data.
-        party_seed : int, default=None
-            Seed of this party's own draws (partitions, clone seeds, L2 noise, ties).
-            ``None`` derives them from `random_state` and `party`, as `fit` does. At
-            ``privacy=PartyNoise(...)`` a server that knows `random_state` could then
-            recompute the party's noise: pass a secret seed there.
-
-        Returns
-        -------
-        upload : skfedkt.PartyUpload
-            Save it with ``upload.save(path)`` and send the file to the server.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.base import clone
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from skfedkt import FedKTClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X_public, X, y = X[:100], X[100:], y[100:]
-        >>> party = np.arange(len(y)) % 3
-        >>> clf = FedKTClassifier(random_state=0)
-        >>> uploads = [clf.fit_party(X[party == p], y[party == p], party=p, classes=[0, 1],
-        ...                          X_unlabeled=X_public) for p in range(3)]
-        >>> [len(upload.payload["students"]) for upload in uploads]
-        [2, 2, 2]
-        >>> server = clone(clf).fit_server(uploads, X_public)
-        >>> pooled = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
-        >>> bool((server.predict_proba(X) == pooled.predict_proba(X)).all())
-        True
-        """
-        self._validate_params()
-        self._check_options()
-        require_public_set(X_unlabeled, "FedKT's party step")
-        data = PartyData(self, X, y, classes, X_unlabeled, party)
-        rows = np.arange(len(data.y))
-        self._check_party_sizes([rows], [data.party])
-        if self._level() == "L2" and party_seed is None:
-            warnings.warn(
-                "With PartyNoise the party's noise comes from party_seed; without "
-                "one it derives from random_state and the party's name, which a server "
-                "knowing random_state can recompute. Pass a secret party_seed.",
-                UserWarning,
-            )
-        X_labelled, party_rows, _ = self._tier_rows(data.X_public,
-                                                    root_seed(self.random_state))
-        step = _FedKTParty(self, data.party, rows, data.y,
-                           party_random_state(self.random_state, data.party, party_seed))
-        (models,), _ = self._party_tier(
-            [step], data.X, X_labelled, party_rows, len(data.classes)
+    `data` is the party's `PartyData`, `manifest` what its upload says beyond the
+    algorithm's own facts, `random_state` its own stream, `root` the agreed root seed
+    (it draws the public rows both tiers label); `seeded` says whether the party chose
+    a seed of its own.
+    """
+    rows = np.arange(len(data.y))
+    check_party_sizes(plan, [data.party], [rows])
+    if plan.level == "L2" and not seeded:
+        warnings.warn(
+            "With PartyNoise the party's noise comes from party_seed; without "
+            "one it derives from random_state and the party's name, which a server "
+            "knowing random_state can recompute. Pass a secret party_seed.",
+            UserWarning,
         )
-        return step.upload(models, data.manifest(self))
+    X_labelled, party_rows, _ = plan.tier_rows(data.X_public, root)
+    party = FedKTParty(plan, data.party, rows, data.y, random_state)
+    (models,), _ = party_tier(plan, [party], data.X, X_labelled, party_rows,
+                              len(data.classes))
+    return party.upload(models, manifest)
 
-    def _party_tier(self, steps, X, X_public, party_queries, n_classes):
-        """Lines 2-12 for the parties of `steps`: all their teachers in one flat parallel
-        batch, then all their students. `X_public` holds the rows the tiers label (the
-        public rows and their jittered copies), `party_queries` the ones this tier
-        labels. Returns each party's fitted students (ClassCodeModel) and their votes on
-        `X_public`, stacked (n_parties * n_partitions, n_labelled, ...).
-        """
-        fit_options = dict(n_classes=n_classes, n_jobs=self.n_jobs,
-                           verbose=max(self.verbose - 1, 0))
-        n_public = _num_samples(X_public)
-        teacher_fits = iter_clone_fits(
-            [task for step in steps for task in step.teacher_tasks()],
-            X,
-            seeds=np.concatenate([step.teacher_seeds for step in steps]),
-            X_predict=(X_public if len(party_queries) == n_public
-                       else _safe_indexing(X_public, party_queries)),
-            soft_votes=self._soft_votes(),
-            keep_models=False,
-            **fit_options,
+
+def party_tier(plan, parties, X, X_public, party_queries, n_classes):
+    """Lines 2-12 for `parties` (`FedKTParty`): all their teachers in one flat parallel
+    batch, then all their students. `X_public` holds the rows the tiers label (the
+    public rows and their jittered copies), `party_queries` the ones this tier labels.
+    Returns each party's fitted students (ClassCodeModel) and their votes on
+    `X_public`, stacked (n_parties * n_partitions, n_labelled, ...).
+    """
+    fit_options = dict(n_classes=n_classes, n_jobs=plan.n_jobs,
+                       verbose=max(plan.verbose - 1, 0))
+    n_public = _num_samples(X_public)
+    teacher_fits = iter_clone_fits(
+        [task for party in parties for task in party.teacher_tasks()],
+        X,
+        seeds=np.concatenate([party.teacher_seeds for party in parties]),
+        X_predict=(X_public if len(party_queries) == n_public
+                   else _safe_indexing(X_public, party_queries)),
+        soft_votes=plan.soft_votes,
+        keep_models=False,
+        **fit_options,
+    )
+    histograms = group_votes(teacher_fits, plan.n_subsets, n_classes)
+    student_tasks = [
+        task
+        for party in parties
+        for task in party.student_tasks(
+            islice(histograms, plan.n_partitions), party_queries, n_public, n_classes
         )
-        histograms = group_votes(teacher_fits, self.n_subsets, n_classes)
-        student_tasks = [
-            task
-            for step in steps
-            for task in step.student_tasks(
-                islice(histograms, self.n_partitions), party_queries, n_public, n_classes
+    ]
+    with_party_rows = plan.student_data == "party+public"
+    plan.say(f"party tier: {len(student_tasks)} students learn "
+             f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
+    models, votes, _ = fit_clones(
+        student_tasks,
+        stack_rows(X_public, X) if with_party_rows else X_public,
+        seeds=np.concatenate([party.student_seeds for party in parties]),
+        X_predict=X_public,
+        soft_votes=plan.soft_votes,
+        **fit_options,
+    )
+    s = plan.n_partitions
+    return [models[start : start + s] for start in range(0, len(models), s)], votes
+
+
+def check_party_sizes(plan, parties, party_rows):
+    """Refuse, before any fit, a party with fewer rows than teachers per partition."""
+    for party, rows in zip(parties, party_rows):
+        if len(rows) < plan.n_subsets:
+            raise ValueError(
+                f"Party {party!r} has {len(rows)} sample(s), fewer than "
+                f"n_subsets={plan.n_subsets}: each of its teachers needs at least "
+                "one sample."
             )
-        ]
-        with_party_rows = self.student_data == "party+public"
-        self._say(f"party tier: {len(student_tasks)} students learn "
-                  f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
-        models, votes, _ = fit_clones(
-            student_tasks,
-            stack_rows(X_public, X) if with_party_rows else X_public,
-            seeds=np.concatenate([step.student_seeds for step in steps]),
-            X_predict=X_public,
-            soft_votes=self._soft_votes(),
-            **fit_options,
+
+
+def party_guarantee(plan, log_moments, n_queries):
+    """A party's L2 guarantee, from the log moments of its noisy histograms.
+
+    An example sits in one teacher of every partition: the party's partitions compose
+    (their moments are summed), and sensitivity is 2 (L1 norm; sqrt(2) in L2 norm for
+    Gaussian noise). With soft labels the whole histogram is released: only the
+    data-independent bound holds.
+    """
+    privacy, n_releases = plan.privacy, plan.n_partitions * n_queries
+    if privacy.noise == "gaussian":
+        epsilon = gaussian_epsilon(n_releases, sigma=1 / privacy.gamma, delta=privacy.delta,
+                                   sensitivity=np.sqrt(2))
+        return dict(data_dependent_epsilon=np.nan, data_independent_epsilon=epsilon,
+                    epsilon=epsilon, largest_order=False)
+    soft_labels = plan.learns_soft_labels("students")
+    with _largest_order_noted() as largest_order:
+        data_independent = data_independent_epsilon(
+            n_releases, sensitivity=2.0, gamma=privacy.gamma, delta=privacy.delta,
+            orders=DEFAULT_ORDERS,
         )
-        s = self.n_partitions
-        return [models[start : start + s] for start in range(0, len(models), s)], votes
-
-    def _check_party_sizes(self, party_rows, parties=None):
-        parties = self.parties_.tolist() if parties is None else parties
-        for party, rows in zip(parties, party_rows):
-            if len(rows) < self.n_subsets:
-                raise ValueError(
-                    f"Party {party!r} has {len(rows)} sample(s), fewer than "
-                    f"n_subsets={self.n_subsets}: each of its teachers needs at least "
-                    "one sample."
-                )
-
-    def _party_privacy(self, log_moments, n_queries):
-        """A party's L2 guarantee, from the log moments of its noisy histograms.
-
-        An example sits in one teacher of every partition: the party's partitions
-        compose (their moments are summed), and sensitivity is 2 (L1 norm; sqrt(2) in
-        L2 norm for Gaussian noise). With soft labels the whole histogram is released:
-        only the data-independent bound holds.
-        """
-        if self.privacy.noise == "gaussian":
-            epsilon = gaussian_epsilon(self.n_partitions * n_queries, sigma=1 / self.privacy.gamma,
-                                       delta=self.privacy.delta, sensitivity=np.sqrt(2))
-            return dict(data_dependent_epsilon=np.nan, data_independent_epsilon=epsilon,
-                        epsilon=epsilon, largest_order=False)
-        soft_labels = self._soft_labels("students")
-        with _largest_order_noted() as largest_order:
-            data_independent = data_independent_epsilon(
-                self.n_partitions * n_queries, sensitivity=2.0, gamma=self.privacy.gamma,
-                delta=self.privacy.delta, orders=DEFAULT_ORDERS,
-            )
-            data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
-                log_moments, delta=self.privacy.delta, orders=DEFAULT_ORDERS
-            )
-        return dict(
-            data_dependent_epsilon=float(data_dependent),
-            data_independent_epsilon=float(data_independent),
-            epsilon=float(data_independent if soft_labels
-                          else min(data_dependent, data_independent)),
-            largest_order=bool(largest_order),
+        data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
+            log_moments, delta=privacy.delta, orders=DEFAULT_ORDERS
         )
+    return dict(
+        data_dependent_epsilon=float(data_dependent),
+        data_independent_epsilon=float(data_independent),
+        epsilon=float(data_independent if soft_labels
+                      else min(data_dependent, data_independent)),
+        largest_order=bool(largest_order),
+    )

@@ -1,11 +1,13 @@
 """One-shot federated ensembles with selection and distillation (Guha, Talwalkar, Smith).
 
+- `_plan`: `OneShotPlan`, the parameters of one fit resolved and frozen; both steps
+  read it and nothing else of the estimator.
 - `_party`: what runs at a party: its local model and, for ``selection="cv"``, that
   model's score on a held-out share of its rows.
 - `_server`: what runs at the server: the selection of the ensemble among the parties'
   models, and its distillation into a student on public data.
-- `_classifier`: `OneShotEnsembleClassifier`, its parameters, `fit`, which runs both
-  steps in one process, and prediction.
+- `_classifier`: `OneShotEnsembleClassifier`, its parameters; `fit` runs both steps in
+  one process, `fit_party` and `fit_server` one each with the deployment's checks.
 """
 
 from ._classifier import OneShotEnsembleClassifier

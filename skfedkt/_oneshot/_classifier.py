@@ -4,17 +4,18 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, is_regressor
-from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from .._deployment._protocol import PartyData, collect_uploads, server_expectations
 from .._engine._base import BaseFederatedClassifier, pickled_bytes
 from .._engine._fitting import ClassCodeModel, ensemble_proba
-from .._engine._seeds import derived_random_state, root_seed
+from .._engine._seeds import derived_random_state, party_random_state, root_seed
 from ..privacy._release import final_model_release, models_release
-from ._party import _OneShotParty, _OneShotPartyStep
-from ._server import _OneShotServerStep
+from ._party import OneShotParty, check_some_party_trains, party_step, party_tier
+from ._plan import OneShotPlan, local_template
+from ._server import check_upload, server_step, warn_if_collapsed
 
 
 def _student_is(kind):
@@ -29,7 +30,7 @@ def _student_is(kind):
     return check
 
 
-class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFederatedClassifier):
+class OneShotEnsembleClassifier(BaseFederatedClassifier):
     """One-shot federated learning: an ensemble of selected local models, optionally distilled.
 
     Every party with at least `min_samples` rows trains one model on its own rows and
@@ -194,12 +195,9 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
         self.random_state = random_state
         self.verbose = verbose
 
-    def _local_template(self):
-        return DecisionTreeClassifier() if self.estimator is None else self.estimator
-
     def _base_estimators(self):
         students = [] if self.student_estimator is None else [self.student_estimator]
-        return [self._local_template(), *students]
+        return [local_template(self), *students]
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, groups=None, X_unlabeled=None):
@@ -222,44 +220,124 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
         self : object
             The fitted classifier.
         """
-        scorer = self._scorer() if self.selection == "cv" else None  # before any fit
+        plan = OneShotPlan.of(self)  # before any fit
         self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
-        self._check_public_data(X_unlabeled)
+        _check_public_data(plan, X_unlabeled)
         root = root_seed(self.random_state)
-        steps = [
-            _OneShotParty(self, party, rows, data.y,
-                          derived_random_state(root, "party", party))
+        parties = [
+            OneShotParty(plan, party, rows, data.y, derived_random_state(root, "party", party))
             for party, rows in zip(self.parties_.tolist(), data.party_rows)
         ]
-        self._check_some_party_trains([len(rows) for rows in data.party_rows])
-        models = self._party_tier(steps, data.X, len(self.classes_))
+        check_some_party_trains(plan, [len(rows) for rows in data.party_rows])
+        models = party_tier(plan, parties, data.X, len(self.classes_))
         uploads = [
-            step.upload(step_models, data.X, scorer, self.classes_,
-                        dict(party=step.party, n_rows=len(step.rows)))
-            for step, step_models in zip(steps, models)
+            party.upload(party_models, data.X, self.classes_,
+                         dict(party=party.party, n_rows=len(party.rows)))
+            for party, party_models in zip(parties, models)
         ]
+        X_public = None if X_unlabeled is None else data.X_public
+        fitted = server_step(plan, uploads, X_public, root, self.classes_)
         # a trained party sends its local model
-        self.upload_bytes_ = np.array([
+        fitted["upload_bytes_"] = np.array([
             0 if upload.payload["model"] is None else pickled_bytes([upload.payload["model"]])
             for upload in uploads
         ])
-        self._server_step(uploads, None if X_unlabeled is None else data.X_public, root)
+        vars(self).update(fitted)
+        if X_public is not None:
+            warn_if_collapsed(plan, self._predict_codes(X_public), uploads, self.classes_)
         return self
 
-    def _check_public_data(self, X_unlabeled):
-        if self.student_estimator is not None and X_unlabeled is None:
-            raise ValueError(
-                "student_estimator distils the ensemble on public data: pass the proxy "
-                "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
-            )
+    def fit_party(self, X, y, *, party, classes, X_unlabeled=None, party_seed=None):
+        """The party step, on one party's machine: its local model and, for
+        ``selection="cv"``, the model's held-out score.
 
-    def _check_some_party_trains(self, party_sizes):
-        if max(party_sizes) < self._min_rows():
-            raise ValueError(
-                f"No party has the {self._min_rows()} samples needed to train a local "
-                f"model; the largest has {max(party_sizes)} sample(s). Lower min_samples."
-            )
+        This estimator is not modified.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The party's rows.
+        y : array-like of shape (n_samples,)
+            Their labels, all among `classes`.
+        party : str or int
+            The party's name, as the server will know it.
+        classes : array-like of shape (n_classes,)
+            The class labels every party and the server agreed on.
+        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
+            The agreed public data, when the server distils; its fingerprint goes into
+            the manifest so that the server can check it.
+        party_seed : int, default=None
+            Seed of this party's draws (its validation split, its model's seed); None
+            derives them from `random_state` and `party`, as `fit` does.
+
+        Returns
+        -------
+        upload : skfedkt.PartyUpload
+            Save it with ``upload.save(path)`` and send the file to the server.
+        """
+        self._validate_params()
+        plan = OneShotPlan.of(self)
+        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        return party_step(plan, data, data.manifest(self),
+                          party_random_state(self.random_state, data.party, party_seed))
+
+    def fit_server(self, uploads, X_unlabeled=None, *, classes=None, trusted=(),
+                   min_parties=None, limits=None):
+        """The server step: select the ensemble among the parties' models, distil it.
+
+        Checks every upload before loading it (see `FedKTClassifier.fit_server`). With
+        the uploads of `fit_party` and the same `random_state`, the fitted estimator
+        equals the one `fit` gives.
+
+        Parameters
+        ----------
+        uploads : list of str, path-like, bytes or PartyUpload
+            The parties' upload files.
+        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
+            The agreed public data; required with a `student_estimator`.
+        classes : array-like, default=None
+            The agreed classes; ``None`` takes those of most uploads, and refuses the
+            others.
+        trusted : sequence of str, default=()
+            Type names to load beyond scikit-learn's and XGBoost's.
+        limits : skfedkt.UploadLimits, default=None
+            Bounds on every file read (size, inflated size, manifest, payload objects);
+            None means ``UploadLimits()``.
+        min_parties : int, default=None
+            If given, uploads that fail a check are left out (in ``left_out_parties_``)
+            as long as this many parties remain; if None, any failure raises.
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        self._validate_params()
+        self._clear_fitted_state()
+        plan = OneShotPlan.of(self)
+        _check_public_data(plan, X_unlabeled)
+        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
+        uploads, left_out = collect_uploads(
+            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
+            check=check_upload,
+        )
+        manifest = uploads[0].manifest
+        classes = np.array(manifest["classes"])
+        if X_unlabeled is None:  # the features the parties agreed on
+            self.n_features_in_ = manifest["n_features"]
+            if manifest["feature_names"] is not None:
+                self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
+        fitted = server_step(plan, uploads, X_unlabeled, root_seed(self.random_state),
+                             classes)
+        vars(self).update(
+            fitted, classes_=classes, left_out_parties_=left_out,
+            parties_=np.array([upload.party for upload in uploads]),
+            upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
+        )
+        if X_unlabeled is not None:
+            warn_if_collapsed(plan, self._predict_codes(X_unlabeled), uploads, classes)
+        return self
 
     def _membership_releases(self):
         """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):
@@ -332,3 +410,11 @@ class OneShotEnsembleClassifier(_OneShotPartyStep, _OneShotServerStep, BaseFeder
         check_is_fitted(self)
         outputs = self._student_outputs(self._validate_predict_data(X))
         return outputs[:, 1] - outputs[:, 0] if len(self.classes_) == 2 else outputs
+
+
+def _check_public_data(plan, X_unlabeled):
+    if plan.student is not None and X_unlabeled is None:
+        raise ValueError(
+            "student_estimator distils the ensemble on public data: pass the proxy "
+            "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
+        )

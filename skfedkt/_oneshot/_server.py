@@ -1,141 +1,98 @@
-"""The one-shot ensemble's server step: selection and distillation, on the server."""
+"""The one-shot ensemble's server step: selection and distillation, on the server.
 
+Functions of a frozen `OneShotPlan` and the parties' uploads."""
 
 import numpy as np
 from sklearn.base import is_regressor
 
-from .._deployment._protocol import collect_uploads, server_expectations
+from .._engine._base import warn_if_classes_lost
 from .._engine._fitting import Task, ensemble_proba, fit_clones, seeded_clone
-from .._engine._seeds import derived_random_state, draw_seeds, root_seed
+from .._engine._seeds import derived_random_state, draw_seeds
+from ._party import check_some_party_trains
 
 
-class _OneShotServerStep:
-    """OneShotEnsembleClassifier's server side, run by `fit_server` on the
-    parties' uploads and by `fit` in one process."""
+def check_upload(checker):
+    """A one-shot upload: rows and class counts, a local model or none, and a
+    validation score that is a scorer's (finite, at most 1) or none."""
+    checker.rows_and_counts()
+    checker.optional_model()
+    checker.number("score", -np.inf, 1.0, optional=True)
 
-    def fit_server(self, uploads, X_unlabeled=None, *, classes=None, trusted=(),
-                   min_parties=None, limits=None):
-        """The server step: select the ensemble among the parties' models, distil it.
 
-        Checks every upload before loading it (see `FedKTClassifier.fit_server`). With
-        the uploads of `fit_party` and the same `random_state`, the fitted estimator
-        equals the one `fit` gives.
+def server_step(plan, uploads, X_public, root, classes):
+    """Selection among the trained parties' models, then distillation on `X_public`
+    (with a student). Returns the fitted attributes of `OneShotEnsembleClassifier`."""
+    check_some_party_trains(plan, [upload.manifest["n_rows"] for upload in uploads])
+    trained = [upload for upload in uploads if upload.payload["model"] is not None]
+    local_models = [upload.model() for upload in trained]
+    fitted = dict(
+        trained_parties_=np.array([upload.party for upload in trained]),
+        estimators_=[model.estimator for model in local_models],
+        _local_codes=[model.codes for model in local_models],
+    )
+    scores = None
+    if plan.selection == "cv":
+        scores = np.array([np.nan if upload.manifest["score"] is None
+                           else upload.manifest["score"] for upload in trained], dtype=float)
+        fitted["local_scores_"] = scores
+    rng = derived_random_state(root, "server")
+    chosen = _select(plan, np.array([upload.manifest["n_rows"] for upload in trained]),
+                     scores, rng)
+    plan.say(f"{len(trained)} parties trained a local model; the ensemble keeps "
+             f"{len(chosen)} ({plan.selection!r} selection)")
+    fitted.update(selected_parties_=fitted["trained_parties_"][chosen],
+                  _ensemble=[local_models[i] for i in chosen])
+    if plan.student is not None:
+        fitted.update(_distil(plan, fitted["_ensemble"], X_public, len(classes), rng))
+    return fitted
 
-        Parameters
-        ----------
-        uploads : list of str, path-like, bytes or PartyUpload
-            The parties' upload files.
-        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
-            The agreed public data; required with a `student_estimator`.
-        classes : array-like, default=None
-            The agreed classes; ``None`` takes those of most uploads, and refuses the
-            others.
-        trusted : sequence of str, default=()
-            Type names to load beyond scikit-learn's and XGBoost's.
-        limits : skfedkt.UploadLimits, default=None
-            Bounds on every file read (size, inflated size, manifest, payload objects);
-            None means ``UploadLimits()``.
-        min_parties : int, default=None
-            If given, uploads that fail a check are left out (in ``left_out_parties_``)
-            as long as this many parties remain; if None, any failure raises.
 
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-        self._validate_params()
-        self._clear_fitted_state()
-        self._check_public_data(X_unlabeled)
-        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
-        uploads, self.left_out_parties_ = collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
-            check=self._check_upload,
-        )
-        manifest = uploads[0].manifest
-        self.classes_ = np.array(manifest["classes"])
-        if X_unlabeled is None:  # the features the parties agreed on
-            self.n_features_in_ = manifest["n_features"]
-            if manifest["feature_names"] is not None:
-                self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
-        self.parties_ = np.array([upload.party for upload in uploads])
-        self.upload_bytes_ = np.array([upload.n_bytes for upload in uploads])
-        self._server_step(uploads, X_unlabeled, root_seed(self.random_state))
-        return self
+def warn_if_collapsed(plan, predicted, uploads, classes):
+    """Warn when the model's predictions on the public set (class codes `predicted`)
+    lose classes that the parties' rows hold."""
+    counts = [upload.manifest.get("class_counts") for upload in uploads]
+    warn_if_classes_lost(
+        classes, predicted, "The model predicts on the public set",
+        np.repeat(np.arange(len(classes)), np.sum(counts, axis=0)),
+        "the training rows", _collapse_remedy(plan),
+    )
 
-    @staticmethod
-    def _check_upload(checker):
-        """A one-shot upload: rows and class counts, a local model or none, and a
-        validation score that is a scorer's (finite, at most 1) or none."""
-        checker.rows_and_counts()
-        checker.optional_model()
-        checker.number("score", -np.inf, 1.0, optional=True)
 
-    def _server_step(self, uploads, X_public, root):
-        """Selection among the trained parties' models, then distillation."""
-        self._check_some_party_trains([upload.manifest["n_rows"] for upload in uploads])
-        trained = [i for i, upload in enumerate(uploads) if upload.payload["model"] is not None]
-        self.trained_parties_ = self.parties_[trained]
-        local_models = [uploads[i].model() for i in trained]
-        self.estimators_ = [model.estimator for model in local_models]
-        self._local_codes = [model.codes for model in local_models]
-        if self.selection == "cv":
-            self.local_scores_ = np.array(
-                [np.nan if uploads[i].manifest["score"] is None else uploads[i].manifest["score"]
-                 for i in trained], dtype=float,
-            )
-        rng = derived_random_state(root, "server")
-        chosen = self._select(
-            np.array([uploads[i].manifest["n_rows"] for i in trained]), rng
-        )
-        self._say(f"{len(trained)} parties trained a local model; the ensemble keeps "
-                  f"{len(chosen)} ({self.selection!r} selection)")
-        self.selected_parties_ = self.trained_parties_[chosen]
-        self._ensemble = [local_models[i] for i in chosen]
-        if self.student_estimator is not None:
-            self._distil(X_public, rng)
-        if X_public is not None:
-            counts = [upload.manifest.get("class_counts") for upload in uploads]
-            self._warn_if_classes_lost(
-                self._predict_codes(X_public), "The model predicts on the public set",
-                np.repeat(np.arange(len(self.classes_)), np.sum(counts, axis=0)),
-                "the training rows", self._collapse_remedy(),
-            )
+def _collapse_remedy(plan):
+    remedy = (
+        "under label skew each party's model favours its own majority classes, and "
+        "an average of them the classes that most parties hold. FedKTClassifier "
+        "corrects its votes for the parties' class mixes."
+    )
+    if plan.selection == "all":
+        return remedy
+    # a party holding mostly one class can top a held-out score measured on a few rows
+    return (f"{remedy} The {plan.n_selected} parties that selection={plan.selection!r} "
+            "keeps may share a majority class; selection='all' averages every party.")
 
-    def _collapse_remedy(self):
-        remedy = (
-            "under label skew each party's model favours its own majority classes, and "
-            "an average of them the classes that most parties hold. FedKTClassifier "
-            "corrects its votes for the parties' class mixes."
-        )
-        if self.selection == "all":
-            return remedy
-        # a party holding mostly one class can top a held-out score measured on a few rows
-        return (f"{remedy} The {self.n_selected} parties that selection={self.selection!r} "
-                "keeps may share a majority class; selection='all' averages every party.")
 
-    def _select(self, sizes, rng):
-        """Sorted indices (into ``trained_parties_``) of the ensemble's models."""
-        n_trained = len(sizes)
-        k = min(self.n_selected, n_trained)
-        if self.selection == "all":
-            return np.arange(n_trained)
-        if self.selection == "random":
-            return np.sort(rng.choice(n_trained, size=k, replace=False))
-        merit = sizes if self.selection == "data" else np.nan_to_num(
-            self.local_scores_, nan=-np.inf
-        )
-        return np.sort(np.argsort(-merit, kind="stable")[:k])
+def _select(plan, sizes, scores, rng):
+    """Sorted indices (into the trained parties) of the ensemble's models."""
+    n_trained = len(sizes)
+    k = min(plan.n_selected, n_trained)
+    if plan.selection == "all":
+        return np.arange(n_trained)
+    if plan.selection == "random":
+        return np.sort(rng.choice(n_trained, size=k, replace=False))
+    merit = sizes if plan.selection == "data" else np.nan_to_num(scores, nan=-np.inf)
+    return np.sort(np.argsort(-merit, kind="stable")[:k])
 
-    def _distil(self, X_public, rng):
-        (seed,) = draw_seeds(rng, 1)
-        targets = ensemble_proba(self._ensemble, X_public, len(self.classes_), self.voting)
-        if is_regressor(self.student_estimator):
-            self.student_ = seeded_clone(self.student_estimator, seed).fit(X_public, targets)
-            self._student = None
-        else:
-            (self._student,), _, _ = fit_clones(
-                [Task(self.student_estimator, targets.argmax(axis=1))], X_public,
-                n_classes=len(self.classes_), seeds=[seed],
-            )
-            self.student_ = self._student.estimator
+
+def _distil(plan, ensemble, X_public, n_classes, rng):
+    """The student and its fitted attributes: a regressor learns the ensemble's class
+    probabilities on the public rows, a classifier its labels."""
+    (seed,) = draw_seeds(rng, 1)
+    targets = ensemble_proba(ensemble, X_public, n_classes, plan.voting)
+    if is_regressor(plan.student):
+        return dict(student_=seeded_clone(plan.student, seed).fit(X_public, targets),
+                    _student=None)
+    (student,), _, _ = fit_clones(
+        [Task(plan.student, targets.argmax(axis=1))], X_public, n_classes=n_classes,
+        seeds=[seed],
+    )
+    return dict(student_=student.estimator, _student=student)

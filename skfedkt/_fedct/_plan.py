@@ -1,0 +1,99 @@
+"""FedCT's plan: the parameters of one fit, checked once and frozen. The party step and
+the server step read the plan and nothing else of the estimator."""
+
+from dataclasses import dataclass
+
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils._param_validation import InvalidParameterError
+
+
+@dataclass(frozen=True)
+class FedCTPlan:
+    """What one fit of `FedCTClassifier` runs (see `FedCTPlan.of`)."""
+
+    estimator: object
+    n_rounds: int
+    tol: float
+    n_iter_no_change: int
+    voting: str
+    privacy: object
+    n_jobs: "int | None"
+    verbose: int
+
+    @classmethod
+    def of(cls, estimator):
+        """The plan of a `FedCTClassifier`'s parameters; every entry of a list or dict
+        `estimator` must be an estimator."""
+        entries = estimator.estimator
+        if isinstance(entries, (list, dict)):
+            for key, entry in (entries.items() if isinstance(entries, dict)
+                               else enumerate(entries)):
+                if not (hasattr(entry, "fit") and hasattr(entry, "predict")):
+                    raise InvalidParameterError(
+                        f"The 'estimator' parameter of {type(estimator).__name__} must "
+                        f"hold estimators with fit and predict; entry {key!r} is {entry!r} "
+                        f"of type {type(entry).__name__}."
+                    )
+        return cls(estimator=entries, n_rounds=estimator.n_rounds, tol=estimator.tol,
+                   n_iter_no_change=estimator.n_iter_no_change, voting=estimator.voting,
+                   privacy=estimator.privacy, n_jobs=estimator.n_jobs,
+                   verbose=estimator.verbose)
+
+    def party_estimators(self, parties):
+        """One (unfitted) estimator per party of `parties` (the sorted party labels)."""
+        if isinstance(self.estimator, dict):
+            missing = [p for p in parties if p not in self.estimator]
+            unknown = [p for p in self.estimator if p not in parties]
+            if missing or unknown:
+                raise ValueError(
+                    "estimator must have one entry per party of groups: "
+                    f"missing {missing}, unknown {unknown}; parties are {parties}."
+                )
+            return [self.estimator[p] for p in parties]
+        if isinstance(self.estimator, list):
+            if len(self.estimator) != len(parties):
+                raise ValueError(
+                    f"estimator is a list of {len(self.estimator)} estimators but groups "
+                    f"has {len(parties)} parties; give one per party, in the order "
+                    f"of the sorted party labels {parties}."
+                )
+            return self.estimator
+        return base_estimators(self.estimator) * len(parties)
+
+    def own_estimator(self, party):
+        """The estimator of `party` on its own machine, which knows only its name."""
+        if isinstance(self.estimator, list):
+            raise ValueError(
+                "A list estimator is aligned with the sorted party labels, which a party "
+                "does not know: give a dict keyed by party name to fit_party."
+            )
+        if isinstance(self.estimator, dict):
+            if party not in self.estimator:
+                raise ValueError(
+                    f"estimator has no entry for party {party!r}; its keys are "
+                    f"{list(self.estimator)}."
+                )
+            return self.estimator[party]
+        return base_estimators(self.estimator)[0]
+
+    def sensitivity(self, n_public):
+        """The bits one training example can change in a party's shared labels of
+        `n_public` rows: the given one, else the worst case ``2 * n_public``."""
+        given = None if self.privacy is None else self.privacy.sensitivity
+        return 2.0 * n_public if given is None else float(given)
+
+    def say(self, message):
+        """Print a stage of the fit when ``verbose`` is set."""
+        if self.verbose:
+            print(f"[FedCTClassifier] {message}", flush=True)
+
+
+def base_estimators(estimator):
+    """The estimators of FedCT's `estimator` parameter: a decision tree by default."""
+    if estimator is None:
+        return [DecisionTreeClassifier()]
+    if isinstance(estimator, dict):
+        return list(estimator.values())
+    if isinstance(estimator, list):
+        return estimator
+    return [estimator]

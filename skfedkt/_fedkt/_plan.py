@@ -1,0 +1,220 @@
+"""FedKT's plan: the parameters of one fit, resolved and checked once, frozen, and what
+both tiers do with them (which rows they label, their noise, what their learners learn).
+
+The party step and the server step read the plan and nothing else of the estimator.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils.validation import _num_samples
+
+from .._engine._augment import jittered_rows
+from .._engine._base import stack_rows
+from .._engine._fitting import Task, sample_weight_param, soft_label_rows
+from .._engine._seeds import derived_random_state
+from .._engine._voting import plurality_vote
+from ._votes import HardVotes, SoftVotes
+
+
+@dataclass(frozen=True)
+class FedKTPlan:
+    """What one FedKT fit runs: every parameter of `FedKTClassifier`, the defaults and
+    the votes' "auto" parts resolved (see `FedKTPlan.of`)."""
+
+    teacher: BaseEstimator
+    student: BaseEstimator
+    final: BaseEstimator
+    n_partitions: int
+    n_subsets: int
+    votes: "SoftVotes | HardVotes"
+    student_data: str
+    soft_labels: "bool | str"
+    distill: bool
+    privacy: object
+    n_jobs: "int | None"
+    verbose: int
+
+    @classmethod
+    def of(cls, estimator):
+        """The plan of a `FedKTClassifier`'s parameters; refuses combinations that
+        break privacy or cannot be carried out, before any work."""
+        teacher, student, final = learners(estimator)
+        privacy = estimator.privacy
+        plan = cls(
+            teacher=teacher, student=student, final=final,
+            n_partitions=estimator.n_partitions, n_subsets=estimator.n_subsets,
+            votes=resolved_votes(estimator.voting, privacy),
+            student_data=estimator.student_data, soft_labels=estimator.soft_labels,
+            distill=estimator.distill, privacy=privacy, n_jobs=estimator.n_jobs,
+            verbose=estimator.verbose,
+        )
+        plan._check(estimator.voting)
+        return plan
+
+    @property
+    def level(self):
+        """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
+        return "L0" if self.privacy is None else self.privacy.level
+
+    @property
+    def soft_votes(self):
+        return self.votes.kind == "soft"
+
+    @property
+    def pooling(self):
+        return self.votes.pooling if self.soft_votes else "sum"
+
+    @property
+    def match_shares(self):
+        return self.soft_votes and self.votes.match_shares
+
+    def learns_soft_labels(self, tier):
+        """Whether the learners of `tier` ("students" or "final") learn vote
+        distributions rather than winning classes."""
+        return self.soft_labels is True or (tier == "students"
+                                            and self.soft_labels == "students")
+
+    def say(self, message):
+        """Print a stage of the fit when ``verbose`` is set."""
+        if self.verbose:
+            print(f"[FedKTClassifier] {message}", flush=True)
+
+    def _check(self, voting):
+        private, votes = f"privacy={self.privacy!r}", self.votes
+        undistilled = ("distill=False predicts with the students' pooled soft votes on new "
+                       "rows")
+        if not self.distill and votes.kind == "hard":
+            raise ValueError(f"{undistilled}: it needs voting='soft' (voting={voting!r})."
+                             " Use distill=True, or soft votes.")
+        if not self.distill and self.level == "L1":
+            raise ValueError(
+                f"{undistilled}, but with ServerNoise only the server's noisy labels of the "
+                f"public set are private, not those votes ({private}). Use distill=True, "
+                "or privacy None or PartyNoise."
+            )
+        if votes.kind == "soft" and self.level != "L0":
+            # "auto" resolves to the safe part with noise: an unsafe one was asked for
+            for part, value, unsafe in (("pooling", votes.pooling, "prior-corrected"),
+                                        ("match_shares", votes.match_shares, True)):
+                if value == unsafe:
+                    raise ValueError(
+                        f"SoftVotes({part}={unsafe!r}) uses every party's class counts, "
+                        f"which no privacy accountant covers, so it is refused with "
+                        f"{private}. Leave {part}='auto'."
+                    )
+        if self.level == "L2" and self.student_data == "party+public":
+            raise ValueError(
+                "student_data='party+public' trains every student on its party's rows, but "
+                "PartyNoise needs students that learn from noisy teacher votes only. Use "
+                "student_data='public' with PartyNoise."
+            )
+        if self.soft_labels in (True, "students"):
+            tiers = [("student_estimator", self.student, "the students")]
+            if self.soft_labels is True and self.distill:
+                tiers.append(("final_estimator", self.final, "the final model"))
+            for name, estimator, learner in tiers:
+                if sample_weight_param(estimator) is None:
+                    raise ValueError(
+                        f"soft_labels={self.soft_labels!r} teaches {learner} vote "
+                        f"distributions through sample weights, but the {name} "
+                        f"{type(estimator).__name__} takes no sample_weight in fit. Use "
+                        "soft_labels=False."
+                    )
+
+    def tier_rows(self, X_public, root):
+        """The rows the tiers label, and which of them each tier labels.
+
+        Returns ``(X_labelled, party_rows, server_rows)``: the public rows followed by
+        their jittered copies (up to the votes' `min_public_rows`), and the indices into
+        them that the party tier and the server tier label. The noisy tier labels only its
+        queries, drawn from the public rows: the server with ``ServerNoise``, the parties
+        with ``PartyNoise``; the other tier labels every row, copies included, and so do
+        both tiers without noise.
+        """
+        synthetic = jittered_rows(X_public, self.votes.min_public_rows,
+                                  derived_random_state(root, "synthetic"))
+        X_labelled = X_public if synthetic is None else stack_rows(X_public, synthetic)
+        every_row = np.arange(_num_samples(X_labelled))
+        if self.privacy is None:
+            return X_labelled, every_row, every_row
+        queries = self._draw_queries(_num_samples(X_public),
+                                     derived_random_state(root, "public"))
+        if self.level == "L2":
+            return X_labelled, queries, every_row
+        return X_labelled, every_row, queries
+
+    def _draw_queries(self, n_public, rng):
+        """Sorted indices of the public examples the noisy tier labels.
+
+        A prefix of one permutation: a larger `query_fraction` adds queries and never
+        swaps them, so the privacy cost grows with it.
+        """
+        n_queries = max(1, round(self.privacy.query_fraction * n_public))
+        return np.sort(rng.permutation(n_public)[:n_queries])
+
+    def vote_targets(self, histograms, level, soft_labels, noise_rng, tie_rng):
+        """What a tier's learner is taught from each of its vote histograms.
+
+        Laplace noise of scale 1/gamma, or Gaussian noise of standard deviation 1/gamma,
+        is added to every count at the tier of `level` only; then either the (noisy)
+        vote distribution, clipped at zero and normalised, or the plurality label.
+        """
+        noisy = self.level == level
+        for votes in histograms:
+            if noisy:
+                draw = noise_rng.laplace if self.privacy.noise == "laplace" else noise_rng.normal
+                votes = votes + draw(scale=1 / self.privacy.gamma, size=votes.shape)
+            if soft_labels:
+                votes = np.clip(votes, 0, None)
+                totals = votes.sum(axis=1, keepdims=True)
+                yield np.divide(votes, totals, out=np.zeros_like(votes, dtype=float),
+                                where=totals > 0)
+            else:
+                yield plurality_vote(votes, tie_rng)
+
+
+def learners(estimator):
+    """The teacher, student and final estimators of a `FedKTClassifier`: a decision tree
+    by default, the students like the teachers, the final model like the students."""
+    teacher = DecisionTreeClassifier() if estimator.estimator is None else estimator.estimator
+    student = teacher if estimator.student_estimator is None else estimator.student_estimator
+    final = student if estimator.final_estimator is None else estimator.final_estimator
+    return teacher, student, final
+
+
+def resolved_votes(voting, privacy):
+    """The votes that run: `voting` as an object ("soft" and "hard" are ``SoftVotes()``
+    and ``HardVotes()``), its "auto" parts resolved: a count-based correction without a
+    privacy mechanism, a plain sum with one."""
+    if isinstance(voting, str):
+        votes = SoftVotes() if voting == "soft" else HardVotes()
+    else:
+        votes = clone(voting)
+    if votes.kind == "soft":
+        private = privacy is not None
+        if votes.pooling == "auto":
+            votes.set_params(pooling="sum" if private else "prior-corrected")
+        if votes.match_shares == "auto":
+            votes.set_params(match_shares=not private)
+    return votes
+
+
+def target_task(estimator, targets, rows, n_rows):
+    """The Task that teaches `estimator` the targets of rows `rows` of a matrix of
+    `n_rows` rows.
+
+    `targets` are labels (``-1`` for none) or per-row distributions (soft labels,
+    passed as sample weights).
+    """
+    if targets.ndim == 2:
+        pairs, labels, weights = soft_label_rows(targets)
+        return Task(estimator, labels, rows[pairs], weights)
+    labelled = targets >= 0
+    if labelled.all() and np.array_equal(rows, np.arange(n_rows)):
+        rows = None  # every row: the engine then copies nothing
+    else:
+        rows = rows[labelled]
+    return Task(estimator, targets[labelled].astype(np.int64), rows)

@@ -1,0 +1,63 @@
+"""The one-shot ensemble's plan: the parameters of one fit, resolved and checked once,
+frozen. The party step and the server step read the plan and nothing else of the
+estimator."""
+
+from dataclasses import dataclass
+
+from sklearn.base import BaseEstimator
+from sklearn.metrics import get_scorer
+from sklearn.tree import DecisionTreeClassifier
+
+
+@dataclass(frozen=True)
+class OneShotPlan:
+    """What one fit of `OneShotEnsembleClassifier` runs (see `OneShotPlan.of`)."""
+
+    local: BaseEstimator
+    selection: str
+    n_selected: int
+    min_rows: int
+    validation_fraction: float
+    scorer: object
+    voting: str
+    student: "BaseEstimator | None"
+    n_jobs: "int | None"
+    verbose: int
+
+    @classmethod
+    def of(cls, estimator):
+        """The plan of a `OneShotEnsembleClassifier`'s parameters: the local model (a
+        decision tree by default), the rows a party needs to train (two with "cv": one
+        to fit, one to validate), the scorer (an unknown name fails here, before any
+        fit)."""
+        cv = estimator.selection == "cv"
+        return cls(
+            local=local_template(estimator), selection=estimator.selection,
+            n_selected=estimator.n_selected,
+            min_rows=max(estimator.min_samples, 2) if cv else estimator.min_samples,
+            validation_fraction=estimator.validation_fraction,
+            scorer=_scorer(estimator.scoring) if cv else None,
+            voting=estimator.voting, student=estimator.student_estimator,
+            n_jobs=estimator.n_jobs, verbose=estimator.verbose,
+        )
+
+    def say(self, message):
+        """Print a stage of the fit when ``verbose`` is set."""
+        if self.verbose:
+            print(f"[OneShotEnsembleClassifier] {message}", flush=True)
+
+
+def local_template(estimator):
+    """The local model of a `OneShotEnsembleClassifier`, a decision tree by default."""
+    return DecisionTreeClassifier() if estimator.estimator is None else estimator.estimator
+
+
+def _scorer(scoring):
+    """The scorer of `scoring`; None is decided once the classes are known (ROC AUC for
+    binary problems, as in the paper, accuracy otherwise)."""
+    if callable(scoring) or scoring is None:
+        return scoring
+    try:
+        return get_scorer(scoring)
+    except ValueError as exc:
+        raise ValueError(f"Invalid scoring={scoring!r}: {exc}") from exc
