@@ -6,8 +6,14 @@ data, exchanging models or labels on public unlabelled data instead.
 
 from . import baselines, datasets, privacy
 from ._deployment._archive import UploadLimits
-from ._deployment._upload import PartyUpload, UploadError, load_model, read_upload, save_model
-from ._engine._base import LabelCollapseWarning, PublicSet
+from ._deployment._upload import (
+    PartyUpload,
+    UploadError,
+    load_model,
+    read_upload,
+    save_model,
+)
+from ._engine._validation import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
 from ._oneshot import OneShotEnsembleClassifier

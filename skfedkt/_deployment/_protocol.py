@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import validate_data
 
-from .._engine._base import _keep_frame
+from .._engine._validation import _keep_frame
 from ._received import UploadChecker, _file_of
 from ._upload import (
     FORMAT_VERSION,

@@ -418,8 +418,7 @@ def _model_file_types():
     from .._fedkt._classifier import FedKTClassifier
     from .._fedkt._votes import HardVotes, SoftVotes
     from .._oneshot._classifier import OneShotEnsembleClassifier
-    from ..privacy._accounting import PrivacyReport
-    from ..privacy._accounting import BitFlipPrivacyReport
+    from ..privacy._accounting import BitFlipPrivacyReport, PrivacyReport
     from ..privacy._mechanisms import BitFlips, PartyNoise, ServerNoise
 
     return {f"{cls.__module__}.{cls.__qualname__}" for cls in (

@@ -8,22 +8,21 @@ from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from .._base import BaseFederatedClassifier, shared_docs
 from .._deployment._protocol import (
-    PartyData,
     checked_message,
     collect_uploads,
     require_public_set,
     server_expectations,
 )
 from .._deployment._upload import UploadError
-from .._engine._base import (
+from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
+from .._engine._seeds import derived_random_state, party_random_state, root_seed
+from .._engine._validation import (
     _SKEWED_PARTIES_REMEDY,
-    BaseFederatedClassifier,
     stack_rows,
     warn_if_classes_lost,
 )
-from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
-from .._engine._seeds import derived_random_state, party_random_state, root_seed
 from ..privacy._mechanisms import BitFlips
 from ..privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
@@ -170,6 +169,8 @@ class FedCTClassifier(BaseFederatedClassifier):
     0.9...
     """
 
+    _plan_type = FedCTPlan
+
     _private_fitted = ("_models",)
 
     _parameter_objects = ("privacy",)
@@ -213,6 +214,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         return base_estimators(self.estimator)
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @shared_docs
     def fit(self, X, y, groups=None, X_unlabeled=None):
         """Run federated co-training.
 
@@ -223,25 +225,15 @@ class FedCTClassifier(BaseFederatedClassifier):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The training rows of all parties.
-        y : array-like of shape (n_samples,)
-            Their labels (any type: strings, integers, booleans).
-        groups : array-like of shape (n_samples,), default=None
-            The party of each row. ``None`` means a single party (self-training).
-        X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
-            The public unlabelled data, of shape (n_public, n_features). ``None`` uses
-            the rows of `X` without labels (no privacy). Wrap it in `PublicSet` inside
-            cross-validation when it may have exactly as many rows as `X`.
+        $fit_data
+        $public_set
 
         Returns
         -------
         self : object
             The fitted classifier.
         """
-        plan = FedCTPlan.of(self)
-        self._clear_fitted_state()
-        data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        plan, data = self._fit_inputs(X, y, groups, X_unlabeled)
         n_rows, n_classes = len(data.y), len(self.classes_)
         n_public = _num_samples(data.X_public)
         root = root_seed(self.random_state)
@@ -281,6 +273,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         vars(self).update(fitted)
         return self
 
+    @shared_docs
     def fit_party(self, X, y, *, party, classes, X_unlabeled, message=None,
                   share_model=None, party_seed=None):
         """A party's step of one round, on its own machine.
@@ -294,15 +287,7 @@ class FedCTClassifier(BaseFederatedClassifier):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The party's rows.
-        y : array-like of shape (n_samples,)
-            Their labels, all among `classes`.
-        party : str or int
-            The party's name, as the server knows it. With a dict `estimator`, the
-            party's own entry is used; a list `estimator` is refused here.
-        classes : array-like of shape (n_classes,)
-            The class labels every party and the server agreed on.
+        $party_data
         X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
             The agreed public unlabelled data.
         message : str, path-like, bytes or PartyUpload, default=None
@@ -322,10 +307,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         upload : skfedkt.PartyUpload
             Save it with ``upload.save(path)`` and send the file to the server.
         """
-        self._validate_params()
-        plan = FedCTPlan.of(self)
-        require_public_set(X_unlabeled, "FedCT's party step")
-        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        plan, data = self._party_inputs(X, y, party, classes, X_unlabeled,
+                                        public_step="FedCT's party step")
         estimator = plan.own_estimator(data.party)
         if plan.privacy is not None and party_seed is None:
             warnings.warn(
@@ -352,6 +335,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         upload.local_model = GlobalLabelClassifier(party.model, data.classes)
         return upload
 
+    @shared_docs
     def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
                      trusted=(), min_parties=None, limits=None):
         """The server's step of one round: the consensus of the parties' labels.
@@ -365,17 +349,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         message : PartyUpload, str or path-like, default=None
             The server's own message of the previous round (its state); None after
             round 0.
-        classes : array-like, default=None
-            The agreed classes; ``None`` takes those of most uploads, and refuses the
-            others.
-        trusted : sequence of str, default=()
-            Type names to load beyond scikit-learn's and XGBoost's.
-        limits : skfedkt.UploadLimits, default=None
-            Bounds on every file read (size, inflated size, manifest, payload objects);
-            None means ``UploadLimits()``.
-        min_parties : int, default=None
-            If given, uploads that fail a check are left out as long as this many
-            parties remain; if None, any failure raises.
+        $upload_checks
 
         Returns
         -------
@@ -402,32 +376,27 @@ class FedCTClassifier(BaseFederatedClassifier):
         server = FedCTServer(plan, n_public, len(classes), root_seed(self.random_state))
         return server.round(uploads, message, manifest=dict(expected, classes=classes))
 
+    @shared_docs
     def fit_server(self, uploads, X_unlabeled, *, message, classes=None, trusted=(),
                    min_parties=None, limits=None):
         """Assemble the parties' final models into `fit`'s voting classifier.
 
         Parameters
         ----------
-        uploads : list of str, path-like, bytes or PartyUpload
-            The parties' final uploads, holding their models (`fit_party` after the
-            server's message said done).
+        $uploads
         X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
             The agreed public unlabelled data.
         message : PartyUpload, str or path-like
             The server's last message, the one that said done.
-        classes, trusted, min_parties, limits
-            As in `server_round`.
+        $upload_checks
 
         Returns
         -------
         self : object
             The fitted classifier.
         """
-        self._validate_params()
-        self._clear_fitted_state()
-        plan = FedCTPlan.of(self)
-        require_public_set(X_unlabeled, "FedCT's server step")
-        expected, _ = server_expectations(self, X_unlabeled, classes)
+        plan, expected, _ = self._server_inputs(X_unlabeled, classes,
+                                                public_step="FedCT's server step")
         n_public = _num_samples(X_unlabeled)
         message = checked_message(
             message, expected, limits, check=lambda checker: check_server_message(
@@ -451,11 +420,9 @@ class FedCTClassifier(BaseFederatedClassifier):
                 party=missing[0], field="model",
             )
         classes = np.array(message.manifest["classes"])
-        vars(self).update(
+        self._set_server_fit(
             finished(plan, uploads, message, [upload.model() for upload in uploads], classes),
-            classes_=classes, left_out_parties_=left_out,
-            parties_=np.array([upload.party for upload in uploads]),
-            upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
+            uploads, classes, left_out,
         )
         return self
 

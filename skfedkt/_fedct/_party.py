@@ -63,10 +63,9 @@ def party_round(plan, parties, X_all, public_rows, consensus, round_, X_public, 
         X_all,
         n_classes=n_classes,
         seeds=[party.round_seed(round_) for party in parties],
-        n_jobs=plan.n_jobs,
-        verbose=max(plan.verbose - 1, 0),
         X_predict=X_public,
         score_training=True,
+        **plan.clone_fitting,
     )
     return [
         party.upload(model, labels, accuracy, round_, n_classes, final,

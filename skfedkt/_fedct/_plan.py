@@ -6,10 +6,14 @@ from dataclasses import dataclass
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import InvalidParameterError
 
+from .._engine._plan import Plan
+
 
 @dataclass(frozen=True)
-class FedCTPlan:
+class FedCTPlan(Plan):
     """What one fit of `FedCTClassifier` runs (see `FedCTPlan.of`)."""
+
+    estimator_name = "FedCTClassifier"
 
     estimator: object
     n_rounds: int
@@ -17,8 +21,6 @@ class FedCTPlan:
     n_iter_no_change: int
     voting: str
     privacy: object
-    n_jobs: "int | None"
-    verbose: int
 
     @classmethod
     def of(cls, estimator):
@@ -82,10 +84,6 @@ class FedCTPlan:
         given = None if self.privacy is None else self.privacy.sensitivity
         return 2.0 * n_public if given is None else float(given)
 
-    def say(self, message):
-        """Print a stage of the fit when ``verbose`` is set."""
-        if self.verbose:
-            print(f"[FedCTClassifier] {message}", flush=True)
 
 
 def base_estimators(estimator):

@@ -8,20 +8,24 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from .._base import BaseFederatedClassifier, shared_docs
 from .._deployment._protocol import (
-    PartyData,
     collect_uploads,
-    require_public_set,
-    server_expectations,
 )
-from .._engine._base import BaseFederatedClassifier, pickled_bytes
 from .._engine._fitting import ClassCodeModel, predict_votes
 from .._engine._seeds import derived_random_state, party_random_state, root_seed
+from .._engine._validation import pickled_bytes
 from .._engine._voting import class_shares
 from ..privacy._accounting import DEFAULT_ORDERS
 from ..privacy._mechanisms import PartyNoise, ServerNoise
 from ..privacy._release import final_model_release, models_release
-from ._party import FedKTParty, check_party_sizes, party_guarantee, party_step, party_tier
+from ._party import (
+    FedKTParty,
+    check_party_sizes,
+    party_guarantee,
+    party_step,
+    party_tier,
+)
 from ._plan import FedKTPlan, learners
 from ._server import (
     _student_models,
@@ -297,6 +301,8 @@ class FedKTClassifier(BaseFederatedClassifier):
     0.9...
     """
 
+    _plan_type = FedKTPlan
+
     _private_fitted = ("_final_model", "_party_counts", "_student_codes")
 
     _parameter_objects = ("privacy", "voting")
@@ -352,6 +358,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         return list(learners(self))
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @shared_docs
     def fit(self, X, y, groups=None, X_unlabeled=None):
         """Run FedKT: teachers and students in every party, then the server's model.
 
@@ -362,25 +369,15 @@ class FedKTClassifier(BaseFederatedClassifier):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The training rows of all parties.
-        y : array-like of shape (n_samples,)
-            Their labels (any type: strings, integers, booleans).
-        groups : array-like of shape (n_samples,), default=None
-            The party of each row. ``None`` means a single party (centralized PATE).
-        X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
-            The public unlabelled data, of shape (n_public, n_features). ``None`` uses
-            the rows of `X` without labels (no privacy). Wrap it in `PublicSet` inside
-            cross-validation when it may have exactly as many rows as `X`.
+        $fit_data
+        $public_set
 
         Returns
         -------
         self : object
             The fitted classifier.
         """
-        self._clear_fitted_state()
-        data = self._validate_federated_data(X, y, groups, X_unlabeled)
-        plan = FedKTPlan.of(self)
+        plan, data = self._fit_inputs(X, y, groups, X_unlabeled)
         check_party_sizes(plan, self.parties_.tolist(), data.party_rows)  # before any fit
         n_classes = len(self.classes_)
         root = root_seed(self.random_state)
@@ -419,6 +416,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         vars(self).update(fitted)
         return self
 
+    @shared_docs
     def fit_party(self, X, y, *, party, classes, X_unlabeled, party_seed=None):
         """FedKT's party step, on one party's machine: teachers, votes, students.
 
@@ -427,14 +425,7 @@ class FedKTClassifier(BaseFederatedClassifier):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The party's rows.
-        y : array-like of shape (n_samples,)
-            Their labels, all among `classes`.
-        party : str or int
-            The party's name, as the server will know it.
-        classes : array-like of shape (n_classes,)
-            The class labels every party and the server agreed on.
+        $party_data
         X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
             The agreed public unlabelled data.
         party_seed : int, default=None
@@ -468,16 +459,15 @@ class FedKTClassifier(BaseFederatedClassifier):
         True
         """
 
-        self._validate_params()
-        plan = FedKTPlan.of(self)
-        require_public_set(X_unlabeled, "FedKT's party step")
-        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        plan, data = self._party_inputs(X, y, party, classes, X_unlabeled,
+                                        public_step="FedKT's party step")
         return party_step(
             plan, data, data.manifest(self),
             party_random_state(self.random_state, data.party, party_seed),
             root_seed(self.random_state), seeded=party_seed is not None,
         )
 
+    @shared_docs
     def fit_server(self, uploads, X_unlabeled, *, classes=None, trusted=(),
                    min_parties=None, limits=None):
         """FedKT's server step: the parties' students vote, the final model learns.
@@ -489,23 +479,10 @@ class FedKTClassifier(BaseFederatedClassifier):
 
         Parameters
         ----------
-        uploads : list of str, path-like, bytes or PartyUpload
-            The parties' upload files.
+        $uploads
         X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
             The agreed public unlabelled data.
-        classes : array-like, default=None
-            The agreed classes; ``None`` takes those of most uploads, and refuses the
-            others naming them.
-        trusted : sequence of str, default=()
-            Type names to load beyond scikit-learn's and XGBoost's (see
-            `skfedkt.read_upload`).
-        limits : skfedkt.UploadLimits, default=None
-            Bounds on every file read (size, inflated size, manifest, payload objects);
-            None means ``UploadLimits()``.
-        min_parties : int, default=None
-            If given, uploads that fail a check are left out (with a warning, and in
-            ``left_out_parties_``) as long as this many parties remain; if None, any
-            failure raises.
+        $upload_checks
 
         Returns
         -------
@@ -513,11 +490,8 @@ class FedKTClassifier(BaseFederatedClassifier):
             The fitted classifier.
         """
 
-        self._validate_params()
-        self._clear_fitted_state()
-        plan = FedKTPlan.of(self)
-        require_public_set(X_unlabeled, "FedKT's server step")
-        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
+        plan, expected, X_unlabeled = self._server_inputs(
+            X_unlabeled, classes, public_step="FedKT's server step")
         root = root_seed(self.random_state)
         X_labelled, party_rows, server_rows = plan.tier_rows(X_unlabeled, root)
         # the data-independent bound of a party at L2, computed once for every upload
@@ -537,10 +511,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         fitted = server_step(plan, uploads, student_votes, X_labelled, server_rows, root,
                              _num_samples(X_unlabeled), classes)
         warn_after_fit(plan, fitted, classes, parties, X_unlabeled)
-        vars(self).update(
-            fitted, classes_=classes, parties_=parties, left_out_parties_=left_out,
-            upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
-        )
+        self._set_server_fit(fitted, uploads, classes, left_out)
         return self
 
     def _membership_releases(self):

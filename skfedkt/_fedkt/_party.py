@@ -12,7 +12,6 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
-from .._engine._base import stack_rows
 from .._engine._fitting import (
     Task,
     code_dtype,
@@ -21,6 +20,7 @@ from .._engine._fitting import (
     iter_clone_fits,
 )
 from .._engine._seeds import draw_seeds
+from .._engine._validation import stack_rows
 from .._engine._voting import class_shares
 from ..privacy._accounting import (
     DEFAULT_ORDERS,
@@ -190,8 +190,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
     Returns each party's fitted students (ClassCodeModel) and their votes on
     `X_public`, stacked (n_parties * n_partitions, n_labelled, ...).
     """
-    fit_options = dict(n_classes=n_classes, n_jobs=plan.n_jobs,
-                       verbose=max(plan.verbose - 1, 0))
+    fit_options = dict(n_classes=n_classes, **plan.clone_fitting)
     n_public = _num_samples(X_public)
     teacher_fits = iter_clone_fits(
         [task for party in parties for task in party.teacher_tasks()],

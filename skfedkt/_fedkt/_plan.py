@@ -12,17 +12,20 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import _num_samples
 
 from .._engine._augment import jittered_rows
-from .._engine._base import stack_rows
 from .._engine._fitting import Task, sample_weight_param, soft_label_rows
+from .._engine._plan import Plan
 from .._engine._seeds import derived_random_state
+from .._engine._validation import stack_rows
 from .._engine._voting import plurality_vote
 from ._votes import HardVotes, SoftVotes
 
 
 @dataclass(frozen=True)
-class FedKTPlan:
+class FedKTPlan(Plan):
     """What one FedKT fit runs: every parameter of `FedKTClassifier`, the defaults and
     the votes' "auto" parts resolved (see `FedKTPlan.of`)."""
+
+    estimator_name = "FedKTClassifier"
 
     teacher: BaseEstimator
     student: BaseEstimator
@@ -34,8 +37,6 @@ class FedKTPlan:
     soft_labels: "bool | str"
     distill: bool
     privacy: object
-    n_jobs: "int | None"
-    verbose: int
 
     @classmethod
     def of(cls, estimator):
@@ -77,10 +78,6 @@ class FedKTPlan:
         return self.soft_labels is True or (tier == "students"
                                             and self.soft_labels == "students")
 
-    def say(self, message):
-        """Print a stage of the fit when ``verbose`` is set."""
-        if self.verbose:
-            print(f"[FedKTClassifier] {message}", flush=True)
 
     def _check(self, voting):
         private, votes = f"privacy={self.privacy!r}", self.votes

@@ -10,14 +10,14 @@ import numpy as np
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
-from .._engine._base import (
+from .._engine._fitting import ClassCodeModel, fit_clones, predict_votes
+from .._engine._seeds import derived_random_state, draw_seeds
+from .._engine._validation import (
     _MIN_CLASS_SHARE,
     LabelCollapseWarning,
     _lost_classes,
     warn_if_classes_lost,
 )
-from .._engine._fitting import ClassCodeModel, fit_clones, predict_votes
-from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._voting import (
     MAX_PARTY_WEIGHT,
     bounded_party_counts,

@@ -8,10 +8,11 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._deployment._protocol import PartyData, collect_uploads, server_expectations
-from .._engine._base import BaseFederatedClassifier, pickled_bytes
+from .._base import BaseFederatedClassifier, shared_docs
+from .._deployment._protocol import collect_uploads
 from .._engine._fitting import ClassCodeModel, ensemble_proba
 from .._engine._seeds import derived_random_state, party_random_state, root_seed
+from .._engine._validation import pickled_bytes
 from ..privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_step, party_tier
 from ._plan import OneShotPlan, local_template
@@ -152,6 +153,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     0.9...
     """
 
+    _plan_type = OneShotPlan
+
     _private_fitted = ("_ensemble", "_local_codes", "_student")
 
     _parameter_constraints = {
@@ -200,17 +203,13 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         return [local_template(self), *students]
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @shared_docs
     def fit(self, X, y, groups=None, X_unlabeled=None):
         """Train local models, select the ensemble and optionally distil it.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The training rows of all parties.
-        y : array-like of shape (n_samples,)
-            Their labels (any type: strings, integers, booleans).
-        groups : array-like of shape (n_samples,), default=None
-            The party of each row. ``None`` means a single party.
+        $fit_data
         X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
             Public (proxy) data of shape (n_public, n_features) for distillation; used
             only with a `student_estimator`, which requires it.
@@ -220,9 +219,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self : object
             The fitted classifier.
         """
-        plan = OneShotPlan.of(self)  # before any fit
-        self._clear_fitted_state()
-        data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        plan, data = self._fit_inputs(X, y, groups, X_unlabeled)
         _check_public_data(plan, X_unlabeled)
         root = root_seed(self.random_state)
         parties = [
@@ -248,6 +245,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             warn_if_collapsed(plan, self._predict_codes(X_public), uploads, self.classes_)
         return self
 
+    @shared_docs
     def fit_party(self, X, y, *, party, classes, X_unlabeled=None, party_seed=None):
         """The party step, on one party's machine: its local model and, for
         ``selection="cv"``, the model's held-out score.
@@ -256,14 +254,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The party's rows.
-        y : array-like of shape (n_samples,)
-            Their labels, all among `classes`.
-        party : str or int
-            The party's name, as the server will know it.
-        classes : array-like of shape (n_classes,)
-            The class labels every party and the server agreed on.
+        $party_data
         X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
             The agreed public data, when the server distils; its fingerprint goes into
             the manifest so that the server can check it.
@@ -276,12 +267,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         upload : skfedkt.PartyUpload
             Save it with ``upload.save(path)`` and send the file to the server.
         """
-        self._validate_params()
-        plan = OneShotPlan.of(self)
-        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        plan, data = self._party_inputs(X, y, party, classes, X_unlabeled)
         return party_step(plan, data, data.manifest(self),
                           party_random_state(self.random_state, data.party, party_seed))
 
+    @shared_docs
     def fit_server(self, uploads, X_unlabeled=None, *, classes=None, trusted=(),
                    min_parties=None, limits=None):
         """The server step: select the ensemble among the parties' models, distil it.
@@ -292,32 +282,18 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
 
         Parameters
         ----------
-        uploads : list of str, path-like, bytes or PartyUpload
-            The parties' upload files.
+        $uploads
         X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
             The agreed public data; required with a `student_estimator`.
-        classes : array-like, default=None
-            The agreed classes; ``None`` takes those of most uploads, and refuses the
-            others.
-        trusted : sequence of str, default=()
-            Type names to load beyond scikit-learn's and XGBoost's.
-        limits : skfedkt.UploadLimits, default=None
-            Bounds on every file read (size, inflated size, manifest, payload objects);
-            None means ``UploadLimits()``.
-        min_parties : int, default=None
-            If given, uploads that fail a check are left out (in ``left_out_parties_``)
-            as long as this many parties remain; if None, any failure raises.
+        $upload_checks
 
         Returns
         -------
         self : object
             The fitted classifier.
         """
-        self._validate_params()
-        self._clear_fitted_state()
-        plan = OneShotPlan.of(self)
+        plan, expected, X_unlabeled = self._server_inputs(X_unlabeled, classes)
         _check_public_data(plan, X_unlabeled)
-        expected, X_unlabeled = server_expectations(self, X_unlabeled, classes)
         uploads, left_out = collect_uploads(
             uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
             check=check_upload,
@@ -330,11 +306,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                 self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
         fitted = server_step(plan, uploads, X_unlabeled, root_seed(self.random_state),
                              classes)
-        vars(self).update(
-            fitted, classes_=classes, left_out_parties_=left_out,
-            parties_=np.array([upload.party for upload in uploads]),
-            upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
-        )
+        self._set_server_fit(fitted, uploads, classes, left_out)
         if X_unlabeled is not None:
             warn_if_collapsed(plan, self._predict_codes(X_unlabeled), uploads, classes)
         return self

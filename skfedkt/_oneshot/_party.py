@@ -75,7 +75,7 @@ def party_tier(plan, parties, X, n_classes):
     fits = fit_clones(
         [task for party in parties for task in party.tasks()], X, n_classes=n_classes,
         seeds=np.concatenate([party.seeds for party in parties]),
-        n_jobs=plan.n_jobs, verbose=max(plan.verbose - 1, 0),
+        **plan.clone_fitting,
     ).models
     sizes = np.cumsum([0] + [len(party.seeds) for party in parties])
     return [fits[start:stop] for start, stop in zip(sizes[:-1], sizes[1:])]

@@ -8,10 +8,14 @@ from sklearn.base import BaseEstimator
 from sklearn.metrics import get_scorer
 from sklearn.tree import DecisionTreeClassifier
 
+from .._engine._plan import Plan
+
 
 @dataclass(frozen=True)
-class OneShotPlan:
+class OneShotPlan(Plan):
     """What one fit of `OneShotEnsembleClassifier` runs (see `OneShotPlan.of`)."""
+
+    estimator_name = "OneShotEnsembleClassifier"
 
     local: BaseEstimator
     selection: str
@@ -21,8 +25,6 @@ class OneShotPlan:
     scorer: object
     voting: str
     student: "BaseEstimator | None"
-    n_jobs: "int | None"
-    verbose: int
 
     @classmethod
     def of(cls, estimator):
@@ -41,10 +43,6 @@ class OneShotPlan:
             n_jobs=estimator.n_jobs, verbose=estimator.verbose,
         )
 
-    def say(self, message):
-        """Print a stage of the fit when ``verbose`` is set."""
-        if self.verbose:
-            print(f"[OneShotEnsembleClassifier] {message}", flush=True)
 
 
 def local_template(estimator):

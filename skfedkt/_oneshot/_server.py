@@ -5,9 +5,9 @@ Functions of a frozen `OneShotPlan` and the parties' uploads."""
 import numpy as np
 from sklearn.base import is_regressor
 
-from .._engine._base import warn_if_classes_lost
 from .._engine._fitting import Task, ensemble_proba, fit_clones, seeded_clone
 from .._engine._seeds import derived_random_state, draw_seeds
+from .._engine._validation import warn_if_classes_lost
 from ._party import check_some_party_trains
 
 

@@ -18,8 +18,8 @@ from sklearn.datasets import (
 )
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch, check_random_state
-from sklearn.utils.multiclass import type_of_target
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils.multiclass import type_of_target
 
 from ._partition import dirichlet_partition, iid_partition
 

@@ -31,11 +31,16 @@ from scipy.special import expit
 from sklearn.base import clone
 from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, Options, validate_params
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    Options,
+    validate_params,
+)
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from .._deployment._protocol import PartyData
-from .._engine._base import stack_rows
+from .._engine._validation import stack_rows
 
 ATTACKS = ("loss", "lira")
 # false-positive rates at which the true-positive rate is reported

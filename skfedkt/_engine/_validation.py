@@ -1,4 +1,5 @@
-"""The base class shared by the federated meta-estimators: input validation and tags."""
+"""Validation of what a fit receives (rows, labels, parties, public data) and the
+warnings every algorithm gives about it and about the classes its models lose."""
 
 import pickle
 import sys
@@ -8,10 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from sklearn import get_config
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
-from sklearn.utils import get_tags
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 # classes below this share of the rows behind a model are not missed when it drops them
 _MIN_CLASS_SHARE = 0.05
@@ -258,129 +255,3 @@ def warn_if_classes_lost(classes, predicted, what, reference, reference_name, re
             f"{remedy}",
             LabelCollapseWarning,
         )
-
-
-class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
-    """Base class of the federated meta-estimators.
-
-    Subclasses list their base estimators in `_base_estimators`; this class validates
-    ``X``, ``y``, ``groups`` and ``X_unlabeled`` against what all of them accept, encodes
-    the labels and splits the rows by party.
-    """
-
-    # requested by default so that metadata routing sends them to fit
-    __metadata_request__fit = {"groups": True, "X_unlabeled": True}
-
-    def _base_estimators(self):
-        """The (unfitted) estimators whose input requirements this estimator inherits."""
-        raise NotImplementedError
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # fit reports estimators that are not estimators; tags need not fail on them
-        base_tags = [get_tags(estimator) for estimator in self._base_estimators()
-                     if hasattr(estimator, "fit")]
-        tags.input_tags.sparse = all(t.input_tags.sparse for t in base_tags)
-        tags.input_tags.allow_nan = all(t.input_tags.allow_nan for t in base_tags)
-        return tags
-
-    # private attributes a fit sets, beyond the public ones that end in "_"
-    _private_fitted = ()
-
-    def _clear_fitted_state(self):
-        """Forget everything an earlier fit set, before a new one sets its own: a refit
-        with other options leaves no attribute of the earlier one behind."""
-        # only names this package owns: scikit-learn keeps private state of its own
-        # (callback contexts, metadata requests, output configuration)
-        for name in list(vars(self)):
-            if (name.endswith("_") and not name.startswith("_")
-                    or name in self._private_fitted):
-                delattr(self, name)
-
-    # parameters that take the package's parameter objects, which check their own
-    _parameter_objects = ()
-
-    def _validate_params(self):
-        super()._validate_params()
-        for name in self._parameter_objects:
-            value = getattr(self, name)
-            if isinstance(value, BaseEstimator):
-                value._validate_params()
-
-    def _check_params(self):
-        input_tags = get_tags(self).input_tags
-        return dict(
-            accept_sparse=["csr", "csc"] if input_tags.sparse else False,
-            ensure_all_finite="allow-nan" if input_tags.allow_nan else True,
-            # mixed-type DataFrames go through to a base Pipeline untouched
-            dtype=None,
-        )
-
-    def _validate_federated_data(self, X, y, groups, X_unlabeled):
-        """Validate the inputs of ``fit``; set ``classes_``, ``parties_``, ``n_features_in_``."""
-        check_params = self._check_params()
-        X_valid, y = validate_data(self, X, y, **check_params)
-        check_classification_targets(y)
-        self.classes_, y_codes = np.unique(y, return_inverse=True)
-
-        if groups is None:
-            _warn_if_groups_lost_to_a_splitter(type(self).__name__)
-            groups = np.zeros(len(y_codes), dtype=np.int64)
-        else:
-            groups = _check_groups(groups, len(y_codes))
-        self.parties_, party_codes = np.unique(groups, return_inverse=True)
-        party_rows = [np.flatnonzero(party_codes == p) for p in range(len(self.parties_))]
-
-        X = _keep_frame(X, X_valid)
-        if X_unlabeled is None:
-            X_public = X
-        else:
-            if isinstance(X_unlabeled, tuple):
-                if len(X_unlabeled) != 1:
-                    raise ValueError(
-                        "X_unlabeled given as a tuple must hold exactly one element, the "
-                        f"public data (see PublicSet); got {len(X_unlabeled)} elements."
-                    )
-                X_unlabeled = X_unlabeled[0]
-            try:
-                public_valid = validate_data(self, X_unlabeled, reset=False, **check_params)
-            except (ValueError, TypeError) as exc:
-                # e.g. sparse public data for a dense-only base estimator (a TypeError)
-                raise type(exc)(f"Invalid X_unlabeled: {exc}") from exc
-            _warn_if_public_shifted(X_valid, public_valid)
-            X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
-                        if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
-        return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
-
-    def _say(self, message):
-        """Print a stage of `fit` when ``verbose`` is set."""
-        if self.verbose:
-            print(f"[{type(self).__name__}] {message}", flush=True)
-
-    def _validate_predict_data(self, X):
-        X_valid = validate_data(self, X, reset=False, **self._check_params())
-        if hasattr(self, "feature_names_in_"):
-            return _framed_like(self.feature_names_in_, X, X_valid)
-        return _keep_frame(X, X_valid)
-
-    def _predict_codes(self, X):
-        """Each row's predicted class code (an index into ``classes_``), from validated
-        rows: what each algorithm's fitted model predicts."""
-        raise NotImplementedError
-
-    def predict(self, X):
-        """Predict class labels for the rows of `X` with the fitted model (see the
-        class's description: a final model, a student, or the parties' vote).
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-            The predicted classes, among ``classes_``.
-        """
-        check_is_fitted(self)
-        return self.classes_[self._predict_codes(self._validate_predict_data(X))]
