@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from skfedkt import LabelCollapseWarning
-from skfedkt.__main__ import DEFAULT_PARTIES, build_parser, main
+from skfedkt._cli._main import DEFAULT_PARTIES, build_parser, main
 
 
 def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn):
@@ -190,7 +190,7 @@ def test_too_few_rows_and_parties_name_the_flags(capsys):
 
 def test_plot_without_matplotlib_fails_before_any_fit(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
-    monkeypatch.setattr("skfedkt.__main__.run_experiment",
+    monkeypatch.setattr("skfedkt._cli._main.run_experiment",
                         lambda **kwargs: pytest.fail("fitted before checking --plot"))
     assert main(["--plot", "out.png", "--quiet"]) == 1
     assert "--plot needs matplotlib" in capsys.readouterr().err
@@ -201,7 +201,7 @@ def test_an_error_during_fitting_is_printed_on_its_own_line(monkeypatch, capsys)
         make_progress(2).update(1)
         raise ValueError("something went wrong")
 
-    monkeypatch.setattr("skfedkt.__main__.run_experiment", fail_after_a_fit)
+    monkeypatch.setattr("skfedkt._cli._main.run_experiment", fail_after_a_fit)
     assert main(["--trials", "1"]) == 1
     err = capsys.readouterr().err
     assert "\nskfedkt run: error: something went wrong" in err
@@ -245,7 +245,7 @@ def test_verbose_fits_say_their_stages(capsys):
 
 
 def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
-    from skfedkt._runner import run_experiment
+    from skfedkt._cli._runner import run_experiment
 
     class Recorder:
         def __init__(self):
@@ -298,7 +298,7 @@ def test_help_shows_each_default_once(command, capsys):
 
 
 def test_one_trial_shows_no_spread():
-    from skfedkt._runner import _mean_std
+    from skfedkt._cli._runner import _mean_std
 
     assert _mean_std([0.5], 3) == "0.500"
     assert _mean_std([0.5, np.nan], 3) == "0.500"
@@ -307,7 +307,7 @@ def test_one_trial_shows_no_spread():
 
 
 def test_the_table_says_when_fedct_stopped_at_its_round_cap():
-    from skfedkt._runner import Result, summary_table
+    from skfedkt._cli._runner import Result, summary_table
 
     results = [Result("d", "rf", "fedct", trial, 0.8, 1.0, 10.0, np.nan,
                       still_changing=changing)

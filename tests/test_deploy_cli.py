@@ -7,7 +7,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
-from skfedkt.__main__ import main
+from skfedkt._cli._main import main
 from skfedkt._deployment._upload import load_model
 from skfedkt.datasets import load_local_file
 

@@ -32,7 +32,7 @@ from skfedkt import (
     read_upload,
     save_model,
 )
-from skfedkt.__main__ import main
+from skfedkt._cli._main import main
 from skfedkt.privacy import PartyNoise
 
 PARTIES = [0, 1, 2]

@@ -9,9 +9,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from ._fedct import FedCTClassifier
-from ._fedkt import FedKTClassifier
-from ._oneshot import OneShotEnsembleClassifier
+from .._fedct import FedCTClassifier
+from .._fedkt import FedKTClassifier
+from .._oneshot import OneShotEnsembleClassifier
 
 
 def _xgboost():
