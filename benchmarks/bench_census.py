@@ -26,12 +26,12 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
+from bench_label_skew import _mean_std, print_table
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from bench_label_skew import _mean_std, print_table
 from skfedkt import FedKTClassifier, OneShotEnsembleClassifier, SoftVotes
 from skfedkt.datasets import load_federated
 

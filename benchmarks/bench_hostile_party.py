@@ -17,10 +17,10 @@ import time
 import warnings
 
 import numpy as np
+from bench_label_skew import BETAS, PARTIES, PARTIES_AT, _mean_std, load, print_table
 from sklearn.ensemble import RandomForestClassifier
 
 import skfedkt._fedkt._server as fedkt_server
-from bench_label_skew import BETAS, PARTIES, PARTIES_AT, _mean_std, load, print_table
 from skfedkt import FedKTClassifier, PartyUpload
 
 

@@ -34,6 +34,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
+from bench_label_skew import print_table
 from joblib import Parallel, delayed
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.ensemble import RandomForestClassifier
@@ -43,8 +44,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
-from bench_label_skew import print_table
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier, SoftVotes
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+    SoftVotes,
+)
 from skfedkt.datasets import dirichlet_partition, iid_partition, load_federated
 from skfedkt.privacy import (
     BitFlips,

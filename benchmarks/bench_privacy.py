@@ -30,6 +30,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
+from bench_label_skew import print_table
 from joblib import Parallel, delayed
 from scipy.optimize import brentq
 from sklearn.datasets import make_classification
@@ -37,7 +38,6 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 
-from bench_label_skew import print_table
 from skfedkt import FedKTClassifier
 from skfedkt.datasets import dirichlet_partition, load_federated
 from skfedkt.privacy import PartyNoise, ServerNoise, gaussian_epsilon

@@ -1,81 +1,159 @@
-"""How FedKT's fit time and peak memory grow with rows and with parties.
+"""How every algorithm's cost grows with parties and with rows, against the base
+estimators' own work.
 
-Every configuration runs in a fresh process. Memory is the main process's peak resident
-size above what the interpreter and imports took before the data was made (so it
-includes the data), and the
-largest loky worker's peak (which includes its own interpreter and imports, about 150
-MiB, and reads the data through a shared memory map). Decision-tree teachers keep the run short;
-the public set is 1/8 of the training rows, as in the paper's protocol.
+Each configuration runs in a fresh process: the algorithm's ``fit`` at ``--n-jobs``
+(CPU time of the main process and of its workers, wall time, peak memory of both), then
+the same base-estimator calls made directly in one process (see
+``bench_overhead.py``), so the overhead ratio (package CPU / direct CPU) is measured side
+by side. Main-process memory is its peak resident size above what the interpreter, the
+imports and the data took, as a multiple of the training matrix X (0 means no copy of X
+beyond the caller's). Decision trees of depth 6 keep the runs short; growth exponents
+are least-squares slopes of log CPU time (and log peak memory) against log parties or
+log rows.
 
-    python benchmarks/bench_scaling.py [--n-jobs 2] [--max-rows 1000000]
+    python benchmarks/bench_scaling.py [--algorithms oneshot fedkt fedkt-hard fedct]
+        [--parties 100 1000 10000] [--rows 100000 1000000 10000000] [--n-jobs 2]
 """
 
 import argparse
+import json
 import resource
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 
+ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
+ROWS_PER_PARTY = 114  # the parties of the cross-device papers: tens to hundreds of rows
+PARTIES_FOR_ROWS = 50
+
 
 def _peak_mib(who=resource.RUSAGE_SELF):
-    """Largest resident memory so far of this process (or of its largest worker)."""
     return resource.getrusage(who).ru_maxrss / 1024
 
 
-def one(rows, parties, n_jobs):
+def _status_mib(field):
+    """This process's VmRSS (now) or VmHWM (peak since the last reset), in MiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise KeyError(field)
+
+
+def _reset_peak():
+    """Start this process's peak resident size afresh (Linux: clear_refs 5)."""
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+
+
+def _cpu(who=resource.RUSAGE_SELF):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def one(algorithm, n_parties, n_rows, n_jobs):
+    """One configuration, in this (fresh) process; prints one JSON line."""
+    from bench_overhead import direct_fedct, direct_fedkt, direct_oneshot, make_data
+    from joblib.externals.loky import get_reusable_executor
     from sklearn.tree import DecisionTreeClassifier
 
-    from skfedkt import FedKTClassifier
+    from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 
-    baseline = _peak_mib()  # the interpreter and the imports
-    # a noisy linear rule, made without large temporaries
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((rows + rows // 8, 20))
-    y = (X[:, :10].sum(axis=1) + rng.standard_normal(len(X)) > 0).astype(np.int64)
-    X_train, y_train, X_public = X[:rows], y[:rows], X[rows:]
-    party = np.arange(rows) % parties
-    data_mib = (X_train.nbytes + X_public.nbytes) / 2**20
-    start = time.perf_counter()
-    clf = FedKTClassifier(DecisionTreeClassifier(max_depth=10), voting="hard", n_jobs=n_jobs,
-                          random_state=0)
-    clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
-    seconds = time.perf_counter() - start
-    models_mib = clf.upload_bytes_.sum() / 2**20
-    # reaped workers count in RUSAGE_CHILDREN
-    from joblib.externals.loky import get_reusable_executor
+    warnings.simplefilter("ignore")
+    X, y, party, X_public = make_data(n_parties, n_rows // n_parties)
+    _reset_peak()  # the data's temporaries are not the fit's
+    baseline = _status_mib("VmRSS")  # interpreter, imports and data
+    tree = DecisionTreeClassifier(max_depth=6)
+    estimator = {
+        "oneshot": OneShotEnsembleClassifier(tree, n_jobs=n_jobs, random_state=0),
+        "fedkt": FedKTClassifier(tree, n_jobs=n_jobs, random_state=0),
+        "fedkt-hard": FedKTClassifier(tree, voting="hard", n_jobs=n_jobs, random_state=0),
+        "fedct": FedCTClassifier(tree, n_rounds=3, n_jobs=n_jobs, random_state=0),
+    }[algorithm]
+    public = {} if algorithm == "oneshot" else dict(X_unlabeled=X_public)
+    cpu, start = _cpu(), time.perf_counter()
+    estimator.fit(X, y, groups=party, **public)
+    wall, main_cpu = time.perf_counter() - start, _cpu() - cpu
+    main_peak = _status_mib("VmHWM") - baseline
+    get_reusable_executor().shutdown(wait=True)  # reaped workers count as children
+    worker_cpu, worker_peak = _cpu(resource.RUSAGE_CHILDREN), _peak_mib(resource.RUSAGE_CHILDREN)
+    direct = {
+        "oneshot": lambda: direct_oneshot(tree, X, y, party, X_public),
+        "fedkt": lambda: direct_fedkt(tree, X, y, party, X_public, soft=True),
+        "fedkt-hard": lambda: direct_fedkt(tree, X, y, party, X_public, soft=False),
+        "fedct": lambda: direct_fedct(tree, X, y, party, X_public,
+                                      getattr(estimator, "n_rounds_", 0)),
+    }[algorithm]
+    cpu = _cpu()
+    direct()
+    direct_cpu = _cpu() - cpu
+    print(json.dumps(dict(
+        algorithm=algorithm, parties=n_parties, rows=len(X), wall=wall, main_cpu=main_cpu,
+        worker_cpu=worker_cpu, direct_cpu=direct_cpu, main_peak_mib=main_peak,
+        worker_peak_mib=worker_peak, x_mib=X.nbytes / 2**20,
+    )))
 
-    get_reusable_executor().shutdown(wait=True)
-    print(f"{rows},{parties},{seconds:.2f},{_peak_mib() - baseline:.0f},"
-          f"{_peak_mib(resource.RUSAGE_CHILDREN):.0f},{data_mib:.0f},{models_mib:.1f}")
+
+def _exponent(sizes, values):
+    if len(sizes) < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(sizes), np.log(np.maximum(values, 1e-9)), 1)[0])
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=ALGORITHMS)
+    parser.add_argument("--parties", nargs="*", type=int, default=[100, 1000, 10000])
+    parser.add_argument("--rows", nargs="*", type=int, default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--max-rows", type=int, default=1_000_000)
-    parser.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        one(*args.one, args.n_jobs)
+        one(args.one[0], int(args.one[1]), int(args.one[2]), args.n_jobs)
         return
-    configs = [(rows, 50) for rows in (10_000, 100_000, 1_000_000) if rows <= args.max_rows]
-    configs += [(100_000, parties) for parties in (10, 200)]
-    print(f"{'rows':>9} {'parties':>8} {'fit (s)':>8} {'s/1e5 rows':>11} "
-          f"{'main: peak above imports':>25} {'worker peak':>12} {'data':>6} "
-          f"{'students':>9}  (MiB)")
-    for rows, parties in configs:
-        out = subprocess.run(
-            [sys.executable, __file__, "--one", str(rows), str(parties),
-             "--n-jobs", str(args.n_jobs)],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip().splitlines()[-1]
-        rows, parties, seconds, peak, worker, data, models = out.split(",")
-        print(f"{int(rows):>9} {int(parties):>8} {float(seconds):>8.1f} "
-              f"{float(seconds) / int(rows) * 1e5:>11.2f} {float(peak):>25.0f} "
-              f"{float(worker):>12.0f} {float(data):>6.0f} {float(models):>9.1f}",
-              flush=True)
+    print(f"decision trees (depth 6), n_jobs={args.n_jobs}; parties of {ROWS_PER_PARTY} "
+          f"rows, or {PARTIES_FOR_ROWS} parties for the row counts; public set 2000. CPU in "
+          "seconds (main process + workers), ratio = package CPU / direct CPU, main "
+          "memory above imports and data as a multiple of X", flush=True)
+    header = (f"{'algorithm':<11} {'parties':>8} {'rows':>9} {'wall':>7} {'main':>7} "
+              f"{'workers':>8} {'direct':>7} {'ratio':>6} {'main MiB':>9} {'x X':>6} "
+              f"{'worker MiB':>11}")
+    print(header, flush=True)
+    results = []
+    sweeps = [("parties", p, p * ROWS_PER_PARTY) for p in args.parties]
+    sweeps += [("rows", PARTIES_FOR_ROWS, r) for r in args.rows]
+    for algorithm in args.algorithms:
+        for sweep, parties, rows in sweeps:
+            run = subprocess.run(
+                [sys.executable, __file__, "--one", algorithm, str(parties), str(rows),
+                 "--n-jobs", str(args.n_jobs)], capture_output=True, text=True,
+            )
+            if run.returncode != 0:
+                print(f"{algorithm:<11} {parties:>8} {rows:>9}  failed: "
+                      f"{(run.stderr.strip().splitlines() or ['killed'])[-1]}", flush=True)
+                continue
+            r = json.loads(run.stdout.strip().splitlines()[-1])
+            r["sweep"] = sweep
+            results.append(r)
+            cpu = r["main_cpu"] + r["worker_cpu"]
+            print(f"{algorithm:<11} {parties:>8} {r['rows']:>9} {r['wall']:>7.1f} "
+                  f"{r['main_cpu']:>7.1f} {r['worker_cpu']:>8.1f} {r['direct_cpu']:>7.1f} "
+                  f"{cpu / r['direct_cpu']:>6.2f} {r['main_peak_mib']:>9.0f} "
+                  f"{r['main_peak_mib'] / r['x_mib']:>6.2f} {r['worker_peak_mib']:>11.0f}",
+                  flush=True)
+    print("\ngrowth exponents (1 = linear): CPU, main-process memory")
+    for algorithm in args.algorithms:
+        for sweep, key in (("parties", "parties"), ("rows", "rows")):
+            runs = [r for r in results if r["algorithm"] == algorithm and r["sweep"] == sweep]
+            sizes = [r[key] for r in runs]
+            cpu = _exponent(sizes, [r["main_cpu"] + r["worker_cpu"] for r in runs])
+            memory = _exponent(sizes, [max(r["main_peak_mib"], 1) for r in runs])
+            span = f"{min(sizes, default=0)}-{max(sizes, default=0)}"
+            print(f"  {algorithm:<11} in {sweep:<7} ({span:>16}): CPU {cpu:.2f}, "
+                  f"memory {memory:.2f}")
 
 
 if __name__ == "__main__":

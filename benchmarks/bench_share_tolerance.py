@@ -20,7 +20,15 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from bench_label_skew import BETAS, PARTIES, PARTIES_AT, _mean_std, forest, load, print_table
+from bench_label_skew import (
+    BETAS,
+    PARTIES,
+    PARTIES_AT,
+    _mean_std,
+    forest,
+    load,
+    print_table,
+)
 from joblib import Parallel, delayed
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline

@@ -148,7 +148,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         else:
             groups = _check_groups(groups, len(y_codes))
         self.parties_, party_codes = np.unique(groups, return_inverse=True)
-        party_rows = [np.flatnonzero(party_codes == p) for p in range(len(self.parties_))]
+        # one stable sort: each party's rows in ascending order
+        party_rows = np.split(np.argsort(party_codes, kind="stable"),
+                              np.cumsum(np.bincount(party_codes))[:-1])
 
         X = _keep_frame(X, X_valid)
         if X_unlabeled is None:

@@ -5,13 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _data import noise_at
 from sklearn.datasets import make_classification
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import FedKTClassifier, SoftVotes
 from skfedkt._engine._augment import JITTER_SCALE, jittered_rows
-
-from _data import noise_at
 
 
 class RowCountingTree(DecisionTreeClassifier):

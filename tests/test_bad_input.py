@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _data import noise_at
 from sklearn import config_context
 from sklearn.datasets import make_classification
 from sklearn.model_selection import GridSearchCV, GroupKFold
@@ -16,8 +17,6 @@ from sklearn.utils._param_validation import InvalidParameterError
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import BitFlips, bit_flip_probability, laplace_epsilon
-
-from _data import noise_at
 
 ESTIMATORS = [FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier]
 

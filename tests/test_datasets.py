@@ -155,20 +155,3 @@ def test_solo_scores_train_each_party_alone():
     mixed = np.arange(len(y)) % 3
     assert (solo_scores(DecisionTreeClassifier(), X, y, mixed, X, y) > 0.8).all()
 
-
-def test_thousands_of_small_parties_get_their_minimum_and_keep_their_skew():
-    from skfedkt.datasets import dirichlet_partition
-
-    # 3,000 parties of about 38 rows from two imbalanced classes: no Dirichlet draw gives
-    # every party 10 rows, so the last draw is filled up
-    y = np.r_[np.zeros(90_000, dtype=int), np.ones(24_000, dtype=int)]
-    parties = dirichlet_partition(y, 3000, beta=0.5, min_party_size=10, random_state=0)
-    sizes = np.bincount(parties, minlength=3000)
-    assert sizes.min() == 10 and sizes.max() > 10 * np.median(sizes) / 2
-    minority_share = np.bincount(parties, weights=y, minlength=3000) / sizes
-    # label skew: many parties far from the overall 21% minority share
-    assert np.mean(np.abs(minority_share - y.mean()) > 0.2) > 0.3
-    assert_array_equal(parties, dirichlet_partition(y, 3000, beta=0.5, min_party_size=10,
-                                                    random_state=0))
-    with pytest.raises(ValueError, match="Cannot give 3000 parties at least"):
-        dirichlet_partition(y, 3000, min_party_size=40)

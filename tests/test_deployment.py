@@ -323,11 +323,10 @@ def test_l2_party_step_asks_for_a_secret_seed(consortium):
 def test_skorch_net_needs_the_operators_trust(consortium, tmp_path):
     pytest.importorskip("skorch")
     import torch
-    from skorch import NeuralNetClassifier
+    from _torch_modules import MLP, to_float32
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import FunctionTransformer, StandardScaler
-
-    from _torch_modules import MLP, to_float32
+    from skorch import NeuralNetClassifier
 
     X, y, party, X_public, _ = consortium
     net = make_pipeline(

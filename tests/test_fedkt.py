@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from _data import federated_digits
 from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
@@ -13,7 +14,12 @@ from sklearn.compose import ColumnTransformer
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GridSearchCV, GroupKFold, cross_validate, train_test_split
+from sklearn.model_selection import (
+    GridSearchCV,
+    GroupKFold,
+    cross_validate,
+    train_test_split,
+)
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
@@ -28,8 +34,6 @@ from skfedkt import (
     SoftVotes,
 )
 from skfedkt.datasets import dirichlet_partition
-
-from _data import federated_digits
 
 # these tests pin the API on small data whose federated labels collapse; the collapse
 # warnings themselves are tested in test_fedkt_skew.py

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _data import noise_at
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -19,9 +20,12 @@ from xgboost import XGBClassifier
 from skfedkt import FedKTClassifier, LabelCollapseWarning, SoftVotes
 from skfedkt._engine._voting import prior_corrected_proba, share_matching_offsets
 from skfedkt.datasets import load_federated
-from skfedkt.privacy import PartyNoise, ServerNoise, data_independent_epsilon, pate_epsilon
-
-from _data import noise_at
+from skfedkt.privacy import (
+    PartyNoise,
+    ServerNoise,
+    data_independent_epsilon,
+    pate_epsilon,
+)
 
 
 class ProbabilityOnlyTeacher(ClassifierMixin, BaseEstimator):

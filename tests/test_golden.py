@@ -4,7 +4,6 @@ epsilon fails here."""
 
 import numpy as np
 import pytest
-
 from _golden import GOLDEN_PATH, golden_keys, key, outputs, versions
 
 
@@ -52,9 +51,8 @@ REFITS = [
 
 @pytest.mark.parametrize("first, second, first_deployed, deployed", REFITS)
 def test_a_refit_keeps_nothing_of_the_earlier_fit(first, second, first_deployed, deployed):
-    from sklearn.base import clone
-
     from _golden import CASES, fit
+    from sklearn.base import clone
 
     refitted = fit(CASES[first], "wine", first_deployed)
     refitted.set_params(**CASES[second].get_params(deep=False))

@@ -38,9 +38,6 @@ def test_self_balancing_keeps_party_sizes_comparable():
 def test_dirichlet_partition_errors():
     with pytest.raises(ValueError, match="Cannot give 200 parties at least min_party_size=10"):
         dirichlet_partition(Y, 200)
-    with pytest.raises(ValueError, match=r"No Dirichlet\(beta=0.01\) draw"):
-        dirichlet_partition(Y, 50, beta=0.01, min_party_size=19, self_balancing=False,
-                            random_state=0)
     with pytest.raises(InvalidParameterError, match="beta"):
         dirichlet_partition(Y, 5, beta=0)
 
@@ -50,3 +47,23 @@ def test_iid_partition_sizes_and_errors():
     assert_array_equal(np.bincount(parties), [4, 4, 3])
     with pytest.raises(ValueError, match="Cannot split 2 rows into 3"):
         iid_partition(2, 3)
+
+
+def test_thousands_of_small_parties_get_their_minimum_and_keep_their_skew():
+    # 3,000 parties of about 38 rows from two imbalanced classes: no Dirichlet draw gives
+    # every party 10 rows, so the last draw is filled up
+    y = np.r_[np.zeros(90_000, dtype=int), np.ones(24_000, dtype=int)]
+    parties = dirichlet_partition(y, 3000, beta=0.5, min_party_size=10, random_state=0)
+    sizes = np.bincount(parties, minlength=3000)
+    assert sizes.min() == 10 and sizes.max() > 10 * np.median(sizes) / 2
+    minority_share = np.bincount(parties, weights=y, minlength=3000) / sizes
+    # label skew: many parties far from the overall 21% minority share
+    assert np.mean(np.abs(minority_share - y.mean()) > 0.2) > 0.3
+    assert_array_equal(parties, dirichlet_partition(y, 3000, beta=0.5, min_party_size=10,
+                                                    random_state=0))
+    with pytest.raises(ValueError, match="Cannot give 3000 parties at least"):
+        dirichlet_partition(y, 3000, min_party_size=40)
+    # a draw that leaves parties short at a tiny beta is filled up too
+    parties = dirichlet_partition(Y, 50, beta=0.01, min_party_size=19, self_balancing=False,
+                                  random_state=0)
+    assert np.bincount(parties, minlength=50).min() == 19

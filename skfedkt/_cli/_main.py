@@ -15,12 +15,12 @@ from contextlib import contextmanager
 from tqdm import tqdm
 
 from .. import __version__
-from ._deploy import HANDLERS, HelpFormatter, add_deploy_commands
 from .._deployment._upload import UploadError
-from ._registry import ALGORITHMS, DESCRIPTIONS, ESTIMATORS
-from ._runner import plot_results, run_experiment, summary_table, write_csv
 from ..datasets import DATASETS
 from ..privacy import BitFlips, PartyNoise, ServerNoise
+from ._deploy import HANDLERS, HelpFormatter, add_deploy_commands
+from ._registry import ALGORITHMS, DESCRIPTIONS, ESTIMATORS
+from ._runner import plot_results, run_experiment, summary_table, write_csv
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,10 +9,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .._engine._validation import LabelCollapseWarning
-from ._registry import ESTIMATORS, make_estimator
 from ..baselines import solo_scores
 from ..datasets import load_federated
 from ..privacy import membership_audit
+from ._registry import ESTIMATORS, make_estimator
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Fitting many clones of base estimators in parallel, each on labels it can digest."""
 
+import copy
 import sys
 from contextlib import nullcontext
 from typing import NamedTuple
@@ -16,7 +17,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples, has_fit_parameter
 from threadpoolctl import threadpool_limits
 
-from ._seeds import _MAX_SEED
+from ._seeds import _MAX_SEED, scratch_random_state
 from ._voting import count_votes
 
 
@@ -92,6 +93,9 @@ class Task(NamedTuple):
     """Indices of the rows of X (repeats allowed); None for every row."""
     sample_weight: np.ndarray = None
     """Weights aligned with `y`; None for unweighted rows."""
+    score: object = None
+    """``score(model, X)``, run on the fitted clone where it was fit (say, its score on
+    rows it held out), whose value comes back in `CloneFits.scores`; None for none."""
 
 
 class ClassCodeModel:
@@ -226,39 +230,54 @@ class GlobalLabelClassifier(ClassifierMixin, BaseEstimator):
         return self.model.decision_function(X, len(self.classes))
 
 
-def _matching_params(estimator, name):
-    """Names of `name` and of every nested ``*__name`` parameter of `estimator`."""
-    return sorted(
-        key
-        for key in estimator.get_params(deep=True)
-        if key == name or key.endswith("__" + name)
-    )
+class SeededTemplate:
+    """Unfitted clones of `estimator` whose randomness is fixed by a seed each.
+
+    Every ``random_state`` parameter (nested ones too) gets its own integer drawn from
+    the seed, and torch's RNG is seeded for skorch nets, which have no random_state.
+    With `single_threaded`, parameters that ask for parallel workers (``n_jobs`` other
+    than None or 1) are set to 1. The estimator is cloned and its parameters are looked
+    up once; each seeded clone is a copy of that clone, which costs a few microseconds
+    rather than a clone's and a parameter search's milliseconds.
+    """
+
+    def __init__(self, estimator, single_threaded=False):
+        self.template = clone(estimator)
+        params = self.template.get_params(deep=True)
+        self.random_state_keys = _matching_keys(params, "random_state")
+        # the clones already run in parallel: their own workers would oversubscribe
+        self.fixed = {key: 1 for key in _matching_keys(params, "n_jobs")
+                      if single_threaded and params[key] not in (None, 1)}
+        # a plain estimator's set_params only sets its attributes: set them directly
+        self.direct = (type(self.template).set_params is BaseEstimator.set_params
+                       and all("__" not in key for key in (*self.random_state_keys,
+                                                           *self.fixed)))
+
+    def clone(self, seed):
+        """An unfitted clone seeded with `seed`."""
+        estimator = copy.deepcopy(self.template)
+        rng = scratch_random_state(seed)
+        params = {key: rng.randint(_MAX_SEED) for key in self.random_state_keys}
+        params.update(self.fixed)
+        if self.direct:
+            for key, value in params.items():
+                setattr(estimator, key, value)
+        else:
+            estimator.set_params(**params)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.manual_seed(int(seed))
+        return estimator
+
+
+def _matching_keys(params, name):
+    """The keys of `params` that are `name` or a nested ``*__name``, sorted."""
+    return sorted(key for key in params if key == name or key.endswith("__" + name))
 
 
 def seeded_clone(estimator, seed, single_threaded=False):
-    """An unfitted clone whose randomness is fixed by `seed`.
-
-    Every ``random_state`` parameter (nested ones too) gets its own integer drawn from
-    `seed`, and torch's RNG is seeded for skorch nets, which have no random_state. With
-    `single_threaded`, parameters that ask for parallel workers (``n_jobs`` other than
-    None or 1) are set to 1.
-    """
-    estimator = clone(estimator)
-    rng = np.random.RandomState(seed)
-    params = {key: rng.randint(_MAX_SEED) for key in _matching_params(estimator, "random_state")}
-    if single_threaded:
-        # the clones already run in parallel: their own workers would oversubscribe
-        all_params = estimator.get_params(deep=True)
-        params.update(
-            (key, 1)
-            for key in _matching_params(estimator, "n_jobs")
-            if all_params[key] not in (None, 1)
-        )
-    estimator.set_params(**params)
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.manual_seed(int(seed))
-    return estimator
+    """An unfitted clone of `estimator` seeded with `seed` (see `SeededTemplate`)."""
+    return SeededTemplate(estimator, single_threaded).clone(seed)
 
 
 def clone_votes(model, X, n_classes, soft_votes):
@@ -277,17 +296,36 @@ def predict_votes(models, X, *, n_classes, soft_votes, n_jobs=None):
     ))
 
 
-def _fit_clone(task, X, n_classes, seed, single_threaded, X_predict, soft_votes,
-               keep_model, score_training):
-    estimator = seeded_clone(task.estimator, seed, single_threaded)
-    if task.rows is not None:
-        X = _safe_indexing(X, task.rows)
-    model = ClassCodeModel.fit(estimator, X, task.y, n_classes, task.sample_weight)
+def _fit_clone(task, template, seed, X, n_classes, X_predict, soft_votes, keep_model,
+               score_training):
+    X_all = X
+    X = X if task.rows is None else _safe_indexing(X, task.rows)
+    model = ClassCodeModel.fit(template.clone(seed), X, task.y, n_classes,
+                               task.sample_weight)
     predictions = None if X_predict is None else clone_votes(
         model, X_predict, n_classes, soft_votes
     )
     training_accuracy = np.mean(model.predict(X) == task.y) if score_training else None
-    return (model if keep_model else None), predictions, training_accuracy
+    score = None if task.score is None else task.score(model, X_all)
+    return (model if keep_model else None), predictions, training_accuracy, score
+
+
+def _fit_batch(batch, **shared):
+    """`_fit_clone` of every ``(task, template, seed)`` of `batch`, in order: one
+    parallel job for several small fits, which pays one dispatch for all of them."""
+    return [_fit_clone(task, template, seed, **shared) for task, template, seed in batch]
+
+
+# bytes of votes one batch may hold before they are summed (see `_batch_size`)
+_BATCH_VOTE_BYTES = 64 * 2**20
+
+
+def _batch_size(n_tasks, n_workers, n_predict, n_classes, soft_votes):
+    """Tasks per parallel job: four jobs per worker, so that uneven fits still balance,
+    and no more votes per job than `_BATCH_VOTE_BYTES`."""
+    vote_bytes = n_predict * (4 * n_classes if soft_votes else 1)
+    by_memory = _BATCH_VOTE_BYTES // max(vote_bytes, 1)
+    return int(max(1, min(-(-n_tasks // (4 * n_workers)), by_memory)))
 
 
 class CloneFits(NamedTuple):
@@ -300,6 +338,8 @@ class CloneFits(NamedTuple):
     probabilities of shape (n_tasks, n_predict, n_classes) with `soft_votes`; or None."""
     training_accuracy: np.ndarray
     """Accuracy of each clone on its own training rows, or None."""
+    scores: list
+    """What each task's `Task.score` gave (None for a task without one)."""
 
 
 def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
@@ -308,29 +348,37 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
 
     Results are yielded as the batch runs (where the joblib backend can), so callers
     that reduce them, as `group_votes` does, hold only what they keep. Parameters are
-    those of `fit_clones`; each item is a ``(model, predictions, training_accuracy)``
-    tuple of one task.
+    those of `fit_clones`; each item is a ``(model, predictions, training_accuracy,
+    score)`` tuple of one task.
     """
-    single_threaded = min(effective_n_jobs(n_jobs), len(tasks)) > 1
+    n_workers = min(effective_n_jobs(n_jobs), len(tasks))
+    single_threaded = n_workers > 1
     # threads of BLAS/OpenMP in this process (threading backend); loky workers are
     # limited by loky itself
     limits = threadpool_limits(limits=1) if single_threaded else nullcontext()
-    jobs = [
-        delayed(_fit_clone)(
-            task, X, n_classes, seed, single_threaded, X_predict, soft_votes, keep_models,
-            score_training,
-        )
-        for task, seed in zip(tasks, seeds)
-    ]
+    # one template per distinct estimator: cloned and searched for parameters once
+    templates = {}
+    for task in tasks:
+        if id(task.estimator) not in templates:
+            templates[id(task.estimator)] = SeededTemplate(task.estimator, single_threaded)
+    work = [(task, templates[id(task.estimator)], seed) for task, seed in zip(tasks, seeds)]
+    size = _batch_size(len(work), max(n_workers, 1),
+                       0 if X_predict is None else _num_samples(X_predict), n_classes,
+                       soft_votes)
+    shared = dict(X=X, n_classes=n_classes, X_predict=X_predict, soft_votes=soft_votes,
+                  keep_model=keep_models, score_training=score_training)
+    jobs = [delayed(_fit_batch)(work[start : start + size], **shared)
+            for start in range(0, len(work), size)]
     with limits:
         try:
-            results = Parallel(n_jobs=n_jobs, verbose=verbose, return_as="generator")(jobs)
+            batches = Parallel(n_jobs=n_jobs, verbose=verbose, return_as="generator")(jobs)
         except ValueError as exc:
             if "does not support return_as" not in str(exc):
                 raise
             # e.g. joblib's multiprocessing backend: the whole list at once
-            results = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
-        yield from results
+            batches = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
+        for batch in batches:
+            yield from batch
 
 
 def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
@@ -366,7 +414,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     -------
     fits : CloneFits
     """
-    models, predictions, accuracies = zip(*iter_clone_fits(
+    models, predictions, accuracies, scores = zip(*iter_clone_fits(
         tasks, X, n_classes=n_classes, seeds=seeds, n_jobs=n_jobs, verbose=verbose,
         X_predict=X_predict, soft_votes=soft_votes, keep_models=keep_models,
         score_training=score_training,
@@ -375,6 +423,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         models=list(models),
         predictions=None if X_predict is None else np.stack(predictions),
         training_accuracy=np.array(accuracies) if score_training else None,
+        scores=list(scores),
     )
 
 
@@ -383,7 +432,7 @@ def group_votes(clone_fits, group_size, n_classes):
 
     Parameters
     ----------
-    clone_fits : iterable of (model, predictions, training_accuracy)
+    clone_fits : iterable of (model, predictions, training_accuracy, score)
         As yielded by `iter_clone_fits` with an ``X_predict``.
     group_size : int
         Clones per histogram (the teachers of one partition, say).
@@ -396,7 +445,7 @@ def group_votes(clone_fits, group_size, n_classes):
         Summed class probabilities (soft votes) or vote counts (class codes).
     """
     votes = None
-    for index, (_, predictions, _) in enumerate(clone_fits):
+    for index, (_, predictions, _, _) in enumerate(clone_fits):
         if predictions.ndim == 1:
             predictions = count_votes(predictions[None], n_classes)
         else:

@@ -119,6 +119,28 @@ def stack_rows(X, X_other):
     return np.vstack([np.asarray(X), np.asarray(X_other)])
 
 
+def _column_moments(X, block_rows=65536):
+    """Each column's number of non-NaN values, mean and standard deviation, in one pass
+    over blocks of rows (Chan et al.'s pairwise update): memory of one block, not of X."""
+    count = np.zeros(X.shape[1])
+    mean = np.zeros(X.shape[1])
+    sum_sq = np.zeros(X.shape[1])  # of deviations from the mean
+    for start in range(0, X.shape[0], block_rows):
+        block = np.asarray(X[start : start + block_rows], dtype=np.float64)
+        present = ~np.isnan(block)
+        block_count = present.sum(axis=0)
+        filled = np.where(present, block, 0.0)
+        block_mean = filled.sum(axis=0) / np.maximum(block_count, 1)
+        block_sum_sq = (np.where(present, block - block_mean, 0.0) ** 2).sum(axis=0)
+        total = count + block_count
+        delta = block_mean - mean
+        mean = mean + delta * block_count / np.maximum(total, 1)
+        sum_sq = sum_sq + block_sum_sq + delta**2 * count * block_count / np.maximum(total, 1)
+        count = total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return count, np.where(count > 0, mean, np.nan), np.sqrt(sum_sq / count)
+
+
 def _warn_if_public_shifted(X, X_public):
     """Warn when the public set lies far from the training rows, feature by feature.
 
@@ -129,10 +151,10 @@ def _warn_if_public_shifted(X, X_public):
         np.issubdtype(a.dtype, np.number) for a in (X, X_public)
     ):
         return
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-        std = np.nanstd(X, axis=0)
-        z = np.abs(np.nanmean(X_public, axis=0) - np.nanmean(X, axis=0))[std > 0] / std[std > 0]
+    _, mean, std = _column_moments(X)
+    _, public_mean, _ = _column_moments(X_public)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.abs(public_mean - mean)[std > 0] / std[std > 0]
     z = z[np.isfinite(z)]
     shifted = np.mean(z > _SHIFT_WARNING_STDS) if z.size else 0.0
     if shifted >= 0.25:

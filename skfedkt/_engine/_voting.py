@@ -150,6 +150,10 @@ def bounded_party_counts(class_counts, max_weight=None):
     return counts, over
 
 
+# values of one block of per-party log-likelihoods in `prior_corrected_proba` (32 MiB)
+_POOLING_BLOCK_VALUES = 2**22
+
+
 def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=50,
                           chunk_size=4096):
     """Class probabilities pooled from label-skewed parties, corrected for their priors.
@@ -180,7 +184,9 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
     n_iter : int, default=50
         Alternating least-squares sweeps.
     chunk_size : int, default=4096
-        Examples pooled at a time, which bounds memory.
+        Examples pooled at a time, fewer where many parties would make a block of
+        log-likelihoods larger than 32 MiB: memory stays bounded at any number of
+        parties.
 
     Returns
     -------
@@ -210,6 +216,8 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
         log_prior = np.log(counts.sum(axis=0) / counts.sum())
         log_shares = np.where(held, np.log(np.where(held, shares, 1.0)), 0.0)
     pooled = np.empty((n_samples, n_classes))
+    # rows per block: the block's (rows, parties, classes) log-likelihoods stay bounded
+    chunk_size = max(1, min(chunk_size, _POOLING_BLOCK_VALUES // (n_parties * n_classes)))
     for start in range(0, n_samples, chunk_size):
         block = party_proba[:, start : start + chunk_size]
         smoothed = (block + smoothing) / (1 + n_classes * smoothing)
@@ -219,12 +227,15 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
         with np.errstate(divide="ignore"):
             ell = np.where(held[:, None], np.log(smoothed) - log_shares[:, None], 0.0)
         ell = ell.transpose(1, 0, 2)
+        # the sweeps' weighted sums of ell over parties and over classes do not change:
+        # computed once, each sweep is two products of (rows, parties) by (parties,
+        # classes) matrices
+        ell_by_class = np.einsum("nik,ik->nk", ell, weights)
+        ell_by_party = np.einsum("nik,ik->ni", ell, weights)
         offsets = np.zeros(ell.shape[:2])
         for _ in range(n_iter):
-            log_lik = ((ell + offsets[..., None]) * weights).sum(axis=1) / np.maximum(
-                class_weight, 1e-300
-            )
-            offsets = ((log_lik[:, None] - ell) * weights).sum(axis=2) / np.maximum(
+            log_lik = (ell_by_class + offsets @ weights) / np.maximum(class_weight, 1e-300)
+            offsets = (log_lik @ weights.T - ell_by_party) / np.maximum(
                 weights.sum(axis=1), 1e-300
             )
         # a class no informative party holds gets no pooled probability

@@ -213,7 +213,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
     with_party_rows = plan.student_data == "party+public"
     plan.say(f"party tier: {len(student_tasks)} students learn "
              f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
-    models, votes, _ = fit_clones(
+    students = fit_clones(
         student_tasks,
         stack_rows(X_public, X) if with_party_rows else X_public,
         seeds=np.concatenate([party.student_seeds for party in parties]),
@@ -221,8 +221,9 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
         soft_votes=plan.soft_votes,
         **fit_options,
     )
-    s = plan.n_partitions
-    return [models[start : start + s] for start in range(0, len(models), s)], votes
+    s, models = plan.n_partitions, students.models
+    return ([models[start : start + s] for start in range(0, len(models), s)],
+            students.predictions)
 
 
 def check_party_sizes(plan, parties, party_rows):

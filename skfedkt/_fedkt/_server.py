@@ -154,10 +154,10 @@ def server_step(plan, uploads, student_votes, X_labelled, server_rows, root, n_p
         share_offsets_=share_offsets,
     )
     if plan.distill:
-        (final_model,), _, _ = fit_clones(
+        (final_model,) = fit_clones(
             [final_task], X_labelled, n_classes=n_classes,
             seeds=draw_seeds(derived_random_state(root, "final"), 1),
-        )
+        ).models
         fitted.update(_final_model=final_model, final_estimator_=final_model.estimator)
     final_rows = np.arange(n_labelled) if final_task.rows is None else final_task.rows
     learned = np.zeros((n_labelled, n_classes))

@@ -227,11 +227,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             for party, rows in zip(self.parties_.tolist(), data.party_rows)
         ]
         check_some_party_trains(plan, [len(rows) for rows in data.party_rows])
-        models = party_tier(plan, parties, data.X, len(self.classes_))
+        fits = party_tier(plan, parties, data.X, self.classes_)
         uploads = [
-            party.upload(party_models, data.X, self.classes_,
+            party.upload(party_fits, self.classes_,
                          dict(party=party.party, n_rows=len(party.rows)))
-            for party, party_models in zip(parties, models)
+            for party, party_fits in zip(parties, fits)
         ]
         X_public = None if X_unlabeled is None else data.X_public
         fitted = server_step(plan, uploads, X_public, root, self.classes_)

@@ -5,6 +5,7 @@ machine, `party_tier` for the local models of many parties in one batch.
 """
 
 import warnings
+from functools import partial
 
 import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
@@ -34,20 +35,23 @@ class OneShotParty:
                                        random_state) if cv else None
         self.seeds = draw_seeds(random_state, (1 + cv) * self.trained)
 
-    def tasks(self):
+    def tasks(self, classes):
+        """The local model's task and, with "cv", that of the model fit without the
+        held-out rows, which scores itself on them where it is fit."""
         template = self.plan.local
         tasks = [Task(template, self.y[self.rows], self.rows)] if self.trained else []
         if self.split is not None:
-            fit_rows, _ = self.split
-            tasks.append(Task(template, self.y[fit_rows], fit_rows))
+            fit_rows, held_out = self.split
+            score = partial(_validation_score, y=self.y, rows=held_out, classes=classes,
+                            scorer=self.plan.scorer)
+            tasks.append(Task(template, self.y[fit_rows], fit_rows, score=score))
         return tasks
 
-    def upload(self, models, X, classes, manifest):
-        """The local model, its held-out score and the party's class counts."""
-        score = None
-        if self.split is not None:
-            score = _validation_score(models[1], X, self.y, self.split[1], classes,
-                                      self.plan.scorer)
+    def upload(self, fits, classes, manifest):
+        """The local model, its held-out score and the party's class counts; `fits` are
+        the ``(model, score)`` of its tasks."""
+        (models, scores) = zip(*fits) if fits else ((), ())
+        score = scores[1] if self.split is not None else None
         return PartyUpload(
             manifest=dict(
                 manifest,
@@ -65,18 +69,19 @@ def party_step(plan, data, manifest, random_state):
     """The party step on one party's machine (`data`, its `PartyData`): its local model
     and, for ``selection="cv"``, the model's held-out score; returns its upload."""
     party = OneShotParty(plan, data.party, np.arange(len(data.y)), data.y, random_state)
-    (models,) = party_tier(plan, [party], data.X, len(data.classes))
-    return party.upload(models, data.X, data.classes, manifest)
+    (fits,) = party_tier(plan, [party], data.X, data.classes)
+    return party.upload(fits, data.classes, manifest)
 
 
-def party_tier(plan, parties, X, n_classes):
-    """Every party's local model (and cv model) in one flat parallel batch; the fitted
-    models of each party."""
+def party_tier(plan, parties, X, classes):
+    """Every party's local model (and cv model, scored on its held-out rows) in one
+    flat parallel batch; the ``(model, score)`` of each task of each party."""
     fits = fit_clones(
-        [task for party in parties for task in party.tasks()], X, n_classes=n_classes,
-        seeds=np.concatenate([party.seeds for party in parties]),
+        [task for party in parties for task in party.tasks(classes)], X,
+        n_classes=len(classes), seeds=np.concatenate([party.seeds for party in parties]),
         **plan.clone_fitting,
-    ).models
+    )
+    fits = list(zip(fits.models, fits.scores))
     sizes = np.cumsum([0] + [len(party.seeds) for party in parties])
     return [fits[start:stop] for start, stop in zip(sizes[:-1], sizes[1:])]
 
@@ -96,7 +101,7 @@ def _validation_split(rows, validation_fraction, rng):
     return shuffled[n_validation:], shuffled[:n_validation]
 
 
-def _validation_score(model, X, y, rows, classes, scorer):
+def _validation_score(model, X, *, y, rows, classes, scorer):
     """`model`'s score on the validation rows `rows` of `X` (class codes `y`)."""
     if scorer is None:
         scorer = get_scorer("roc_auc" if len(classes) == 2 else "accuracy")

@@ -91,8 +91,8 @@ def _distil(plan, ensemble, X_public, n_classes, rng):
     if is_regressor(plan.student):
         return dict(student_=seeded_clone(plan.student, seed).fit(X_public, targets),
                     _student=None)
-    (student,), _, _ = fit_clones(
+    (student,) = fit_clones(
         [Task(plan.student, targets.argmax(axis=1))], X_public, n_classes=n_classes,
         seeds=[seed],
-    )
+    ).models
     return dict(student_=student.estimator, _student=student)
