@@ -83,9 +83,10 @@ def direct_fedct(estimator, X, y, party, X_public, n_rounds):
 
 
 def cpu_seconds(function, repeats):
-    """The smallest CPU time of `repeats` calls (the least disturbed by other work)."""
+    """The smallest CPU time of `repeats` calls (the least disturbed by other work);
+    one call where it takes over 10 s."""
     times = []
-    for _ in range(repeats):
+    while len(times) < repeats and (not times or times[0] < 10):
         start = time.process_time()
         result = function()
         times.append(time.process_time() - start)
@@ -106,7 +107,7 @@ def main():
     tree = DecisionTreeClassifier(max_depth=6)
     fit = dict(X_unlabeled=X_public)
     print(f"decision trees (depth 6), {args.parties} parties x {args.rows_per_party} rows, "
-          f"public set {N_PUBLIC}, n_jobs=1, CPU seconds (best of {args.repeats})")
+          f"public set {N_PUBLIC}, n_jobs=1, CPU seconds (best of {args.repeats} under 10 s)")
     print(f"{'algorithm':<22} {'package':>8} {'direct':>8} {'ratio':>6}")
     fedct = FedCTClassifier(tree, n_rounds=3, random_state=0)
     cases = [

@@ -18,6 +18,7 @@ from sklearn.utils.validation import _num_samples, has_fit_parameter
 from threadpoolctl import threadpool_limits
 
 from ._seeds import _MAX_SEED, scratch_random_state
+from ._validation import stack_rows
 from ._voting import count_votes
 
 
@@ -96,6 +97,41 @@ class Task(NamedTuple):
     score: object = None
     """``score(model, X)``, run on the fitted clone where it was fit (say, its score on
     rows it held out), whose value comes back in `CloneFits.scores`; None for none."""
+
+
+class StackedRows:
+    """The rows of several matrices, one after the other, as one matrix to index, never
+    copied whole: a clone's task copies only the rows it learns from.
+
+    Parameters
+    ----------
+    *blocks : array-like, sparse matrix or DataFrame
+        The matrices, with the same columns.
+    """
+
+    def __init__(self, *blocks):
+        self.blocks = blocks
+        self.starts = np.cumsum([0] + [_num_samples(block) for block in blocks])
+
+    def take(self, rows):
+        """The rows `rows` (indices into the stack), in their order, as one matrix."""
+        block_of = np.searchsorted(self.starts, rows, side="right") - 1
+        order = np.argsort(block_of, kind="stable")
+        parts = [
+            _safe_indexing(block, rows[order][block_of[order] == b] - start)
+            for b, (block, start) in enumerate(zip(self.blocks, self.starts))
+        ]
+        stacked = stack_rows(*parts)
+        if np.any(np.diff(block_of) < 0):  # rows interleave blocks: restore their order
+            stacked = _safe_indexing(stacked, np.argsort(order, kind="stable"))
+        return stacked
+
+
+def take_rows(X, rows):
+    """Rows `rows` of `X` (every row if None): a matrix, DataFrame or `StackedRows`."""
+    if isinstance(X, StackedRows):
+        return X.take(np.arange(X.starts[-1]) if rows is None else np.asarray(rows))
+    return X if rows is None else _safe_indexing(X, rows)
 
 
 class ClassCodeModel:
@@ -299,7 +335,7 @@ def predict_votes(models, X, *, n_classes, soft_votes, n_jobs=None):
 def _fit_clone(task, template, seed, X, n_classes, X_predict, soft_votes, keep_model,
                score_training):
     X_all = X
-    X = X if task.rows is None else _safe_indexing(X, task.rows)
+    X = take_rows(X, task.rows)
     model = ClassCodeModel.fit(template.clone(seed), X, task.y, n_classes,
                                task.sample_weight)
     predictions = None if X_predict is None else clone_votes(
@@ -391,7 +427,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         The estimator to clone, the row indices the clone learns from (``None`` for all
         rows), their class codes and optional sample weights. Tasks carry indices,
         never copies of X.
-    X : array-like, sparse matrix or DataFrame
+    X : array-like, sparse matrix, DataFrame or StackedRows
         The rows the tasks index.
     n_classes : int
         Number of global classes.

@@ -108,15 +108,15 @@ def pickled_bytes(estimators):
     return sum(len(pickle.dumps(e, protocol=pickle.HIGHEST_PROTOCOL)) for e in estimators)
 
 
-def stack_rows(X, X_other):
-    """The rows of `X` followed by those of `X_other`, in one matrix or DataFrame."""
-    if hasattr(X, "iloc") and hasattr(X_other, "iloc"):
+def stack_rows(*blocks):
+    """The rows of every block, one block after the other, in one matrix or DataFrame."""
+    if all(hasattr(block, "iloc") for block in blocks):
         import pandas as pd
 
-        return pd.concat([X, X_other], ignore_index=True)
-    if sp.issparse(X) or sp.issparse(X_other):
-        return sp.vstack([X, X_other], format="csr")
-    return np.vstack([np.asarray(X), np.asarray(X_other)])
+        return pd.concat(blocks, ignore_index=True)
+    if any(sp.issparse(block) for block in blocks):
+        return sp.vstack(blocks, format="csr")
+    return np.vstack([np.asarray(block) for block in blocks])
 
 
 def _column_moments(X, block_rows=65536):

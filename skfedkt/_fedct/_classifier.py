@@ -16,11 +16,10 @@ from .._deployment._protocol import (
     server_expectations,
 )
 from .._deployment._upload import UploadError
-from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
+from .._engine._fitting import GlobalLabelClassifier, StackedRows, ensemble_proba
 from .._engine._seeds import derived_random_state, party_random_state, root_seed
 from .._engine._validation import (
     _SKEWED_PARTIES_REMEDY,
-    stack_rows,
     warn_if_classes_lost,
 )
 from ..privacy._mechanisms import BitFlips
@@ -246,7 +245,7 @@ class FedCTClassifier(BaseFederatedClassifier):
             )
         ]
         # the parties' rows, then the public rows: tasks index one matrix
-        X_all = stack_rows(data.X, data.X_public)
+        X_all = StackedRows(data.X, data.X_public)
         public_rows = n_rows + np.arange(n_public)
         server = FedCTServer(plan, n_public, n_classes, root)
         message, fitted_round = None, None
@@ -328,7 +327,7 @@ class FedCTClassifier(BaseFederatedClassifier):
                            party_random_state(self.random_state, data.party, party_seed))
         final = message is not None and message.manifest["done"]
         (upload,) = party_round(
-            plan, [party], stack_rows(data.X, data.X_public), n_rows + np.arange(n_public),
+            plan, [party], StackedRows(data.X, data.X_public), n_rows + np.arange(n_public),
             consensus, round_, data.X_public, len(data.classes),
             final=final and share_model is not False, manifest=data.manifest(self),
         )

@@ -13,6 +13,7 @@ from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import (
+    StackedRows,
     Task,
     code_dtype,
     fit_clones,
@@ -20,7 +21,6 @@ from .._engine._fitting import (
     iter_clone_fits,
 )
 from .._engine._seeds import draw_seeds
-from .._engine._validation import stack_rows
 from .._engine._voting import class_shares
 from ..privacy._accounting import (
     DEFAULT_ORDERS,
@@ -215,7 +215,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
              f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
     students = fit_clones(
         student_tasks,
-        stack_rows(X_public, X) if with_party_rows else X_public,
+        StackedRows(X_public, X) if with_party_rows else X_public,
         seeds=np.concatenate([party.student_seeds for party in parties]),
         X_predict=X_public,
         soft_votes=plan.soft_votes,
