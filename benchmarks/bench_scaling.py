@@ -7,7 +7,8 @@ the same base-estimator calls made directly in one process (see
 ``bench_overhead.py``), so the overhead ratio (package CPU / direct CPU) is measured side
 by side. Main-process memory is its peak resident size above what the interpreter, the
 imports and the data took, as a multiple of the training matrix X (0 means no copy of X
-beyond the caller's). Decision trees of depth 6 keep the runs short; growth exponents
+beyond the caller's). The workers' start (interpreter and imports, about 2 s of CPU) is
+measured apart and left out. Decision trees of depth 6 keep the runs short; growth exponents
 are least-squares slopes of log CPU time (and log peak memory) against log parties or
 log rows.
 
@@ -16,6 +17,7 @@ log rows.
 """
 
 import argparse
+import importlib
 import json
 import resource
 import subprocess
@@ -54,7 +56,26 @@ def _cpu(who=resource.RUSAGE_SELF):
     return usage.ru_utime + usage.ru_stime
 
 
-def one(algorithm, n_parties, n_rows, n_jobs):
+def _imported():
+    for module in ("sklearn.tree", "skfedkt._engine._fitting"):
+        importlib.import_module(module)
+
+
+def _worker_startup_cpu(n_jobs):
+    """CPU seconds the workers take to start (interpreter, imports) before any fit,
+    measured on a batch that only imports: subtracted from the fit's worker CPU, since
+    a long-lived process pays it once."""
+    from joblib import Parallel, delayed
+    from joblib.externals.loky import get_reusable_executor
+
+    if n_jobs == 1:
+        return 0.0
+    Parallel(n_jobs=n_jobs)(delayed(_imported)() for _ in range(n_jobs))
+    get_reusable_executor().shutdown(wait=True)
+    return _cpu(resource.RUSAGE_CHILDREN)
+
+
+def one(algorithm, n_parties, n_rows, n_jobs, direct=True):
     """One configuration, in this (fresh) process; prints one JSON line."""
     from bench_overhead import direct_fedct, direct_fedkt, direct_oneshot, make_data
     from joblib.externals.loky import get_reusable_executor
@@ -63,6 +84,7 @@ def one(algorithm, n_parties, n_rows, n_jobs):
     from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 
     warnings.simplefilter("ignore")
+    startup_cpu = _worker_startup_cpu(n_jobs)
     X, y, party, X_public = make_data(n_parties, n_rows // n_parties)
     _reset_peak()  # the data's temporaries are not the fit's
     baseline = _status_mib("VmRSS")  # interpreter, imports and data
@@ -79,8 +101,9 @@ def one(algorithm, n_parties, n_rows, n_jobs):
     wall, main_cpu = time.perf_counter() - start, _cpu() - cpu
     main_peak = _status_mib("VmHWM") - baseline
     get_reusable_executor().shutdown(wait=True)  # reaped workers count as children
-    worker_cpu, worker_peak = _cpu(resource.RUSAGE_CHILDREN), _peak_mib(resource.RUSAGE_CHILDREN)
-    direct = {
+    worker_cpu = _cpu(resource.RUSAGE_CHILDREN) - 2 * startup_cpu
+    worker_peak = _peak_mib(resource.RUSAGE_CHILDREN)
+    direct_calls = {
         "oneshot": lambda: direct_oneshot(tree, X, y, party, X_public),
         "fedkt": lambda: direct_fedkt(tree, X, y, party, X_public, soft=True),
         "fedkt-hard": lambda: direct_fedkt(tree, X, y, party, X_public, soft=False),
@@ -88,8 +111,9 @@ def one(algorithm, n_parties, n_rows, n_jobs):
                                       getattr(estimator, "n_rounds_", 0)),
     }[algorithm]
     cpu = _cpu()
-    direct()
-    direct_cpu = _cpu() - cpu
+    if direct:
+        direct_calls()
+    direct_cpu = _cpu() - cpu if direct else float("nan")
     print(json.dumps(dict(
         algorithm=algorithm, parties=n_parties, rows=len(X), wall=wall, main_cpu=main_cpu,
         worker_cpu=worker_cpu, direct_cpu=direct_cpu, main_peak_mib=main_peak,
@@ -109,10 +133,13 @@ def main():
     parser.add_argument("--parties", nargs="*", type=int, default=[100, 1000, 10000])
     parser.add_argument("--rows", nargs="*", type=int, default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--no-direct", action="store_true",
+                        help="skip the direct base-estimator calls (no overhead ratio)")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        one(args.one[0], int(args.one[1]), int(args.one[2]), args.n_jobs)
+        one(args.one[0], int(args.one[1]), int(args.one[2]), args.n_jobs,
+            direct=not args.no_direct)
         return
     print(f"decision trees (depth 6), n_jobs={args.n_jobs}; parties of {ROWS_PER_PARTY} "
           f"rows, or {PARTIES_FOR_ROWS} parties for the row counts; public set 2000. CPU in "
@@ -129,7 +156,8 @@ def main():
         for sweep, parties, rows in sweeps:
             run = subprocess.run(
                 [sys.executable, __file__, "--one", algorithm, str(parties), str(rows),
-                 "--n-jobs", str(args.n_jobs)], capture_output=True, text=True,
+                 "--n-jobs", str(args.n_jobs), *(["--no-direct"] if args.no_direct else [])],
+                capture_output=True, text=True,
             )
             if run.returncode != 0:
                 print(f"{algorithm:<11} {parties:>8} {rows:>9}  failed: "

@@ -38,7 +38,6 @@ from flwr.serverapp import Grid, ServerApp
 from sklearn.base import clone
 
 from ._deployment._upload import read_upload
-from ._fedct import FedCTClassifier
 
 _RECORD = "skfedkt"
 
@@ -81,7 +80,7 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
         options = dict(party=party, classes=classes, X_unlabeled=_read(X_public, context),
                        party_seed=party_seed)
         server_message = _bytes_of(message)
-        if isinstance(estimator, FedCTClassifier):
+        if hasattr(estimator, "server_round"):  # rounds: the server's last message
             options["message"] = server_message or None
         upload = estimator.fit_party(X, y, **options)
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
@@ -157,7 +156,7 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     def server_step(grid: Grid, context) -> None:
         nodes = _wait_for_nodes(grid, n_parties, timeout)
         server, public = clone(estimator), _read(X_public, context)
-        if not isinstance(server, FedCTClassifier):
+        if not hasattr(server, "server_round"):  # one round
             uploads = _ask_every_party(grid, nodes, b"", timeout)
             on_fit(server.fit_server(uploads, public, **checks), context)
             return

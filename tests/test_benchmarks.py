@@ -61,3 +61,23 @@ def test_membership_benchmark_audits_uploads_by_their_party_step(monkeypatch, ca
     assert "| breast_cancer | FedKT, students learn party rows | upload |" in out
     assert "FedCT" not in out and "| final model |" not in out
     assert out.count("| inf | - |") == 1
+
+
+def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_overhead
+    import bench_scaling
+
+    for algorithm in bench_scaling.ALGORITHMS:
+        bench_scaling.one(algorithm, 4, 200, n_jobs=1)
+        measured = capsys.readouterr().out
+        assert f'"algorithm": "{algorithm}", "parties": 4' in measured
+        assert '"direct_cpu": NaN' not in measured
+    monkeypatch.setattr(sys, "argv", [
+        "bench_overhead.py", "--parties", "4", "--rows-per-party", "30", "--paper-parties",
+        "2", "--paper-rows-per-party", "30", "--repeats", "1"])
+    bench_overhead.main()
+    out = capsys.readouterr().out
+    for name in ("OneShot 'all'", "FedKT hard (paper)", "FedKT soft (default)", "FedCT"):
+        assert name in out
+    assert out.count("ratio") == 3
