@@ -353,7 +353,7 @@ def _fit_batch(batch, **shared):
 
 
 # bytes of votes one batch may hold before they are summed (see `_batch_size`)
-_BATCH_VOTE_BYTES = 64 * 2**20
+_BATCH_VOTE_BYTES = 16 * 2**20
 
 
 def _batch_size(n_tasks, n_workers, n_predict, n_classes, soft_votes):

@@ -150,8 +150,8 @@ def bounded_party_counts(class_counts, max_weight=None):
     return counts, over
 
 
-# values of one block of per-party log-likelihoods in `prior_corrected_proba` (32 MiB)
-_POOLING_BLOCK_VALUES = 2**22
+# values of one block of per-party log-likelihoods in `prior_corrected_proba` (8 MiB)
+_POOLING_BLOCK_VALUES = 2**20
 
 
 def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=50,
@@ -185,7 +185,7 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
         Alternating least-squares sweeps.
     chunk_size : int, default=4096
         Examples pooled at a time, fewer where many parties would make a block of
-        log-likelihoods larger than 32 MiB: memory stays bounded at any number of
+        log-likelihoods larger than 8 MiB: memory stays bounded at any number of
         parties.
 
     Returns
