@@ -14,6 +14,7 @@ log rows.
 
     python benchmarks/bench_scaling.py [--algorithms oneshot fedkt fedkt-hard fedct]
         [--parties 100 1000 10000] [--rows 100000 1000000 10000000] [--n-jobs 2]
+        [--direct-max-rows 1000000]
 """
 
 import argparse
@@ -133,13 +134,14 @@ def main():
     parser.add_argument("--parties", nargs="*", type=int, default=[100, 1000, 10000])
     parser.add_argument("--rows", nargs="*", type=int, default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--no-direct", action="store_true",
-                        help="skip the direct base-estimator calls (no overhead ratio)")
+    parser.add_argument("--direct-max-rows", type=int, default=None, metavar="N",
+                        help="make the direct base-estimator calls (the overhead ratio) "
+                             "only where X has at most N rows; default: everywhere")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         one(args.one[0], int(args.one[1]), int(args.one[2]), args.n_jobs,
-            direct=not args.no_direct)
+            direct=args.direct_max_rows is None or int(args.one[2]) <= args.direct_max_rows)
         return
     print(f"decision trees (depth 6), n_jobs={args.n_jobs}; parties of {ROWS_PER_PARTY} "
           f"rows, or {PARTIES_FOR_ROWS} parties for the row counts; public set 2000. CPU in "
@@ -156,7 +158,9 @@ def main():
         for sweep, parties, rows in sweeps:
             run = subprocess.run(
                 [sys.executable, __file__, "--one", algorithm, str(parties), str(rows),
-                 "--n-jobs", str(args.n_jobs), *(["--no-direct"] if args.no_direct else [])],
+                 "--n-jobs", str(args.n_jobs),
+                 *([] if args.direct_max_rows is None
+                   else ["--direct-max-rows", str(args.direct_max_rows)])],
                 capture_output=True, text=True,
             )
             if run.returncode != 0:

@@ -238,7 +238,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         root = root_seed(self.random_state)
         parties = [
             FedCTParty(plan, party, estimator, rows, data.y,
-                       derived_random_state(root, "party", party))
+                       derived_random_state(root, "party", party, scratch=True))
             for party, estimator, rows in zip(
                 self.parties_.tolist(), plan.party_estimators(self.parties_.tolist()),
                 data.party_rows,

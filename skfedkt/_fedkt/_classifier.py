@@ -383,7 +383,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         root = root_seed(self.random_state)
         X_labelled, party_rows, server_rows = plan.tier_rows(data.X_public, root)
         parties = [
-            FedKTParty(plan, party, rows, data.y, derived_random_state(root, "party", party))
+            FedKTParty(plan, party, rows, data.y,
+                       derived_random_state(root, "party", party, scratch=True))
             for party, rows in zip(self.parties_.tolist(), data.party_rows)
         ]
         plan.say(

@@ -223,7 +223,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         _check_public_data(plan, X_unlabeled)
         root = root_seed(self.random_state)
         parties = [
-            OneShotParty(plan, party, rows, data.y, derived_random_state(root, "party", party))
+            OneShotParty(plan, party, rows, data.y,
+                         derived_random_state(root, "party", party, scratch=True))
             for party, rows in zip(self.parties_.tolist(), data.party_rows)
         ]
         check_some_party_trains(plan, [len(rows) for rows in data.party_rows])
