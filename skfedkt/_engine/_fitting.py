@@ -450,16 +450,24 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     -------
     fits : CloneFits
     """
-    models, predictions, accuracies, scores = zip(*iter_clone_fits(
+    models, accuracies, scores, predictions = [], [], [], None
+    for index, (model, votes, accuracy, score) in enumerate(iter_clone_fits(
         tasks, X, n_classes=n_classes, seeds=seeds, n_jobs=n_jobs, verbose=verbose,
         X_predict=X_predict, soft_votes=soft_votes, keep_models=keep_models,
         score_training=score_training,
-    ))
+    )):
+        if votes is not None:  # filled as they come: never a list and its stacked copy
+            if predictions is None:
+                predictions = np.empty((len(tasks), *votes.shape), dtype=votes.dtype)
+            predictions[index] = votes
+        models.append(model)
+        accuracies.append(accuracy)
+        scores.append(score)
     return CloneFits(
-        models=list(models),
-        predictions=None if X_predict is None else np.stack(predictions),
+        models=models,
+        predictions=predictions,
         training_accuracy=np.array(accuracies) if score_training else None,
-        scores=list(scores),
+        scores=scores,
     )
 
 
