@@ -81,3 +81,5 @@ def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, ca
     for name in ("OneShot 'all'", "FedKT hard (paper)", "FedKT soft (default)", "FedCT"):
         assert name in out
     assert out.count("ratio") == 4  # the table's header, then the paper's configuration x 2
+    # the ensembles' prediction, set against their models' own
+    assert out.count("OneShot 'all'") == 2 and out.count("FedCT (3 rounds)") == 2
