@@ -16,6 +16,7 @@ queries are offered:
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
@@ -268,14 +269,20 @@ def laplace_epsilon(n_releases, *, gamma, delta, sensitivity=2.0):
     """
     if n_releases == 0:
         return 0.0
-    import dp_accounting
-    from dp_accounting.pld import PLDAccountant
-
     eps0 = gamma * sensitivity
     if eps0 > _PURE_COMPOSITION_ABOVE:
         # so little noise that the PLD bound is the pure composition (and dp-accounting
         # overflows for eps0 above ~700)
         return float(n_releases * eps0)
+    return _laplace_pld_epsilon(int(n_releases), float(eps0), float(delta))
+
+
+# every party of an L2 fit asks for the same composition, which takes ~20 ms to compose
+@lru_cache(maxsize=256)
+def _laplace_pld_epsilon(n_releases, eps0, delta):
+    import dp_accounting
+    from dp_accounting.pld import PLDAccountant
+
     event = dp_accounting.SelfComposedDpEvent(
         dp_accounting.LaplaceDpEvent(noise_multiplier=1 / eps0), n_releases
     )
