@@ -1,6 +1,9 @@
 """OneShotEnsembleClassifier: thresholds, selection strategies, voting, distillation."""
 
 import pickle
+import sys
+import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -8,6 +11,7 @@ from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
@@ -157,6 +161,31 @@ def test_results_identical_for_any_n_jobs_and_backend(uneven_parties):
     for clf in fitted[1:]:
         assert_array_equal(clf.local_scores_, fitted[0].local_scores_)
         assert_array_equal(clf.predict_proba(X_test), fitted[0].predict_proba(X_test))
+
+
+def test_scoring_in_threads_leaves_the_warning_filters_alone(uneven_parties, monkeypatch):
+    # catch_warnings swaps the process's filters: threads that left it out of order
+    # would leave a filter behind, so the party step enters it in the main thread only
+    X, y, party, *_ = uneven_parties
+    catch_warnings, threads = warnings.catch_warnings, []
+
+    def recording(*args, **kwargs):
+        if sys._getframe(1).f_globals["__name__"] == "skfedkt._oneshot._party":
+            threads.append(threading.current_thread())
+        return catch_warnings(*args, **kwargs)
+
+    filters = list(warnings.filters)
+    monkeypatch.setattr(warnings, "catch_warnings", recording)
+    with catch_warnings():
+        # an undefined default ROC AUC is NaN without calling the scorer
+        warnings.simplefilter("error", UndefinedMetricWarning)
+        for n_jobs, backend in [(1, "loky"), (2, "threading")]:
+            with parallel_config(backend=backend):
+                clf = OneShotEnsembleClassifier(selection="cv", n_selected=4, n_jobs=n_jobs,
+                                                random_state=0).fit(X, y, groups=party)
+            assert np.isnan(clf.local_scores_).any()  # single-class validation rows
+    assert threads and set(threads) == {threading.main_thread()}
+    assert warnings.filters == filters
 
 
 def test_pickle_round_trip(uneven_parties):

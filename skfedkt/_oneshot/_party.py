@@ -4,7 +4,9 @@ Functions of a frozen `OneShotPlan` and the party's data: `party_step` on one pa
 machine, `party_tier` for the local models of many parties in one batch.
 """
 
+import threading
 import warnings
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -102,14 +104,38 @@ def _validation_split(rows, validation_fraction, rng):
 
 
 def _validation_score(model, X, *, y, rows, classes, scorer):
-    """`model`'s score on the validation rows `rows` of `X` (class codes `y`)."""
+    """`model`'s score on the validation rows `rows` of `X` (class codes `y`).
+
+    A score the metric leaves undefined is NaN, which the server ranks last: the
+    default ROC AUC of validation rows holding a single class, a scorer's
+    ``ValueError``, or a scorer's UndefinedMetricWarning (ignored in the main thread).
+    """
     if scorer is None:
-        scorer = get_scorer("roc_auc" if len(classes) == 2 else "accuracy")
+        if len(classes) > 2:
+            scorer = get_scorer("accuracy")
+        elif np.unique(y[rows]).size < 2:
+            return np.nan
+        else:
+            scorer = get_scorer("roc_auc")
     view = GlobalLabelClassifier(model, classes)
-    # e.g. ROC AUC of validation rows holding a single class: NaN, ranked last
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UndefinedMetricWarning)
+    with _undefined_metrics_ignored():
         try:
             return float(scorer(view, _safe_indexing(X, rows), classes[y[rows]]))
         except ValueError:
             return np.nan
+
+
+@contextmanager
+def _undefined_metrics_ignored():
+    """Ignore UndefinedMetricWarning in the main thread; elsewhere change nothing.
+
+    `warnings.catch_warnings` swaps the process's filters: worker threads (joblib's
+    threading backend) that leave it out of order would leave the filter in place for
+    the user's whole session.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        yield
