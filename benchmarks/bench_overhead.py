@@ -13,7 +13,8 @@ Targets (issue 23): at most 1.2 for decision trees at 1,000 parties, at most 1.0
 the paper's configuration.
 
     python benchmarks/bench_overhead.py [--parties 1000] [--rows-per-party 114]
-        [--paper-parties 50] [--paper-rows-per-party 1000] [--repeats 3]
+        [--paper-parties 50] [--paper-rows-per-party 1000] [--paper-trees 100]
+        [--repeats 3]
 """
 
 import argparse
@@ -101,6 +102,7 @@ def main():
     parser.add_argument("--rows-per-party", type=int, default=114)
     parser.add_argument("--paper-parties", type=int, default=50)
     parser.add_argument("--paper-rows-per-party", type=int, default=1000)
+    parser.add_argument("--paper-trees", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -146,10 +148,10 @@ def main():
         print(f"{name:<22} {package:>8.2f} {base:>8.2f} {package / base:>6.2f}", flush=True)
 
     X, y, party, X_public = make_data(args.paper_parties, args.paper_rows_per_party)
-    forest = RandomForestClassifier(n_estimators=100, max_depth=6)
-    print(f"\nthe paper's configuration: random forests (100 trees, depth 6), hard votes, "
-          f"{args.paper_parties} parties x {args.paper_rows_per_party} rows, public set "
-          f"{N_PUBLIC}")
+    forest = RandomForestClassifier(n_estimators=args.paper_trees, max_depth=6)
+    print(f"\nthe paper's configuration: random forests ({args.paper_trees} trees, depth 6), "
+          f"hard votes, {args.paper_parties} parties x {args.paper_rows_per_party} rows, "
+          f"public set {N_PUBLIC}")
     base, _ = cpu_seconds(lambda: direct_fedkt(forest, X, y, party, X_public, soft=False), 1)
     clf = FedKTClassifier(forest, voting="hard", random_state=0)
     package, _ = cpu_seconds(lambda: clf.fit(X, y, groups=party, X_unlabeled=X_public), 1)

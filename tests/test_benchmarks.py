@@ -18,7 +18,8 @@ def test_census_benchmark_reads_a_local_file_and_prints_every_method(tmp_path, m
     import bench_census
 
     monkeypatch.setattr(sys, "argv", ["bench_census.py", "--path", str(path), "--parties",
-                                      "4", "--betas", "1", "--seeds", "1", "--n-jobs", "1"])
+                                      "4", "--betas", "1", "--seeds", "1", "--n-jobs", "1",
+                                      "--trees", "5"])
     bench_census.main()
     out = capsys.readouterr().out
     for method in bench_census.METHODS:
@@ -75,7 +76,7 @@ def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, ca
         assert '"direct_cpu": NaN' not in measured
     monkeypatch.setattr(sys, "argv", [
         "bench_overhead.py", "--parties", "4", "--rows-per-party", "30", "--paper-parties",
-        "2", "--paper-rows-per-party", "30", "--repeats", "1"])
+        "2", "--paper-rows-per-party", "30", "--paper-trees", "5", "--repeats", "1"])
     bench_overhead.main()
     out = capsys.readouterr().out
     for name in ("OneShot 'all'", "FedKT hard (paper)", "FedKT soft (default)", "FedCT"):
