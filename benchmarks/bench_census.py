@@ -111,9 +111,8 @@ def main():
     for beta, method, *values in (row for rows in runs for row in rows):
         results[beta, method].append(values)
     print(f"Census, {args.parties} Dirichlet parties, random forests ({args.trees} trees, "
-          "depth 6); "
-          f"test accuracy, mean ± std over {args.seeds} seeds; predicted positive rate "
-          "(mean) and the truth; mean fit seconds (one core)\n")
+          f"depth 6); test accuracy, mean ± std over {args.seeds} seeds; predicted positive "
+          "rate (mean) and the truth; mean fit seconds (one core)\n")
     print_table(["beta", "method", "accuracy", "positive rate", "truth", "fit s"], [
         [f"{beta:g}", method, _mean_std([r[0] for r in rows]),
          f"{np.mean([r[1] for r in rows]):.3f}", f"{np.mean([r[2] for r in rows]):.3f}",
