@@ -6,19 +6,13 @@ data, exchanging models or labels on public unlabelled data instead.
 
 from . import baselines, datasets, privacy
 from ._deployment._archive import UploadLimits
-from ._deployment._upload import (
-    PartyUpload,
-    UploadError,
-    load_model,
-    read_upload,
-    save_model,
-)
+from ._deployment._upload import PartyUpload, UploadError, read_upload
 from ._engine._validation import LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
+from ._model_files import load_model, save_model
 from ._oneshot import OneShotEnsembleClassifier
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "FedCTClassifier",

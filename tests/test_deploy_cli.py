@@ -8,7 +8,7 @@ from numpy.testing import assert_array_equal
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt._cli._main import main
-from skfedkt._deployment._upload import load_model
+from skfedkt import load_model
 from skfedkt.datasets import load_local_file
 
 PARTIES = [0, 1, 2]

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
-from .._deployment._upload import load_model, read_upload, save_model
+from .._deployment._upload import read_upload
+from .._model_files import load_model, save_model
 from ..datasets import DATASETS, load_federated, load_local_file
 from ..datasets._loaders import feature_names_of
 from ..privacy import party_membership_audit

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
-from .. import __version__
+from .._version import __version__
 from .._deployment._upload import UploadError
 from ..datasets import DATASETS
 from ..privacy import BitFlips, PartyNoise, ServerNoise

@@ -15,6 +15,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import validate_data
 
 from .._engine._validation import _keep_frame
+from .._version import __version__
 from ._received import UploadChecker, _file_of
 from ._upload import (
     FORMAT_VERSION,
@@ -112,8 +113,6 @@ class PartyData:
 
 def _configuration(config):
     """The format, package version, algorithm and parameters of a step."""
-    from .. import __version__
-
     return dict(format=FORMAT_VERSION, package_version=__version__,
                 algorithm=type(config).__name__, params=algorithm_params(config))
 

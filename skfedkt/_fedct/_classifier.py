@@ -22,8 +22,8 @@ from .._engine._validation import (
     _SKEWED_PARTIES_REMEDY,
     warn_if_classes_lost,
 )
-from ..privacy._mechanisms import BitFlips
-from ..privacy._release import Release, final_model_release, models_release
+from .._privacy._mechanisms import BitFlips
+from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
 from ._plan import FedCTPlan, base_estimators
 from ._server import FedCTServer, check_party_upload, check_server_message, finished

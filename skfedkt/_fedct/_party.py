@@ -9,7 +9,7 @@ import numpy as np
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import Task, code_dtype, fit_clones
 from .._engine._seeds import derived_random_state, draw_seeds
-from ..privacy._accounting import bit_flip_probability
+from .._privacy._accounting import bit_flip_probability
 
 
 class FedCTParty:

@@ -10,7 +10,7 @@ import numpy as np
 from .._deployment._upload import PartyUpload
 from .._engine._seeds import derived_random_state
 from .._engine._voting import count_votes, plurality_vote
-from ..privacy._accounting import (
+from .._privacy._accounting import (
     BitFlipPrivacyReport,
     bit_flip_epsilon,
     bit_flip_probability,

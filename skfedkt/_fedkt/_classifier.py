@@ -16,9 +16,9 @@ from .._engine._fitting import ClassCodeModel, predict_votes
 from .._engine._seeds import derived_random_state, party_random_state, root_seed
 from .._engine._validation import pickled_bytes
 from .._engine._voting import class_shares
-from ..privacy._accounting import DEFAULT_ORDERS
-from ..privacy._mechanisms import PartyNoise, ServerNoise
-from ..privacy._release import final_model_release, models_release
+from .._privacy._accounting import DEFAULT_ORDERS
+from .._privacy._mechanisms import PartyNoise, ServerNoise
+from .._privacy._release import final_model_release, models_release
 from ._party import (
     FedKTParty,
     check_party_sizes,

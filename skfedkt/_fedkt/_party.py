@@ -22,7 +22,7 @@ from .._engine._fitting import (
 )
 from .._engine._seeds import draw_seeds
 from .._engine._voting import class_shares
-from ..privacy._accounting import (
+from .._privacy._accounting import (
     DEFAULT_ORDERS,
     _largest_order_noted,
     data_independent_epsilon,

@@ -26,7 +26,7 @@ from .._engine._voting import (
     prior_corrected_proba,
     share_matching_offsets,
 )
-from ..privacy._accounting import (
+from .._privacy._accounting import (
     DEFAULT_ORDERS,
     PrivacyReport,
     _largest_order_noted,

@@ -13,7 +13,7 @@ from .._deployment._protocol import collect_uploads
 from .._engine._fitting import ClassCodeModel, ensemble_proba
 from .._engine._seeds import derived_random_state, party_random_state, root_seed
 from .._engine._validation import pickled_bytes
-from ..privacy._release import final_model_release, models_release
+from .._privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_step, party_tier
 from ._plan import OneShotPlan, local_template
 from ._server import check_upload, server_step, warn_if_collapsed

@@ -8,7 +8,7 @@
   a fitted estimator (the parties' uploads, the final model), next to that epsilon.
 """
 
-from ._accounting import (
+from .._privacy._accounting import (
     DEFAULT_ORDERS,
     BitFlipPrivacyReport,
     PrivacyReport,
@@ -23,15 +23,15 @@ from ._accounting import (
     pate_epsilon_data_independent,
     pate_log_moments,
 )
-from ._audit import (
+from .._audit import (
     AttackResult,
     MembershipAudit,
     dp_auc_bound,
     membership_audit,
     party_membership_audit,
 )
-from ._mechanisms import BitFlips, PartyNoise, ServerNoise
-from ._release import Release
+from .._privacy._mechanisms import BitFlips, PartyNoise, ServerNoise
+from .._privacy._release import Release
 
 __all__ = [
     "DEFAULT_ORDERS",

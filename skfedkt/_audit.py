@@ -39,8 +39,8 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._deployment._protocol import PartyData
-from .._engine._validation import stack_rows
+from ._deployment._protocol import PartyData
+from ._engine._validation import stack_rows
 
 ATTACKS = ("loss", "lira")
 # false-positive rates at which the true-positive rate is reported
