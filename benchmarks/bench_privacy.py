@@ -149,9 +149,9 @@ def main():
         task, level, gamma, n_queries, epsilon, accuracy, _ = row
         for method in ("paper", "skfedkt"):
             values = np.array(results[row, method], dtype=float)
-            params, queries = configure(row, method, args.queries_factor)
-            noise = (f"Laplace 1/{gamma:g}" if params["noise"] == "laplace"
-                     else f"Gaussian sd {1 / params['gamma']:.1f}")
+            _, privacy, queries = configure(row, method, args.queries_factor)
+            noise = (f"Laplace 1/{gamma:g}" if privacy.noise == "laplace"
+                     else f"Gaussian sd {1 / privacy.gamma:.1f}")
             table.append([
                 task, level, f"{gamma:g}, {n_queries}", f"{epsilon:g}", f"{accuracy:.3f}",
                 method, f"{noise}, {queries}", f"{values[:, 0].mean():.2f}",

@@ -1,13 +1,30 @@
-"""The base class of the federated meta-estimators: validation, tags, prediction, and the
-preambles of every algorithm's deployed steps (`fit_party`, `fit_server`)."""
+"""The base class of the federated meta-estimators and the one interface every algorithm
+implements: `fit`, `fit_party`, `server_round`, `fit_server` and the predict side live
+here; an algorithm supplies its plan and its steps (see `BaseFederatedClassifier`)."""
+
+import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    MetaEstimatorMixin,
+    _fit_context,
+    clone,
+)
 from sklearn.utils import get_tags
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
-from ._deployment._protocol import PartyData, require_public_set, server_expectations
+from ._deployment._protocol import (
+    PartyData,
+    checked_message,
+    collect_uploads,
+    require_public_set,
+    server_expectations,
+)
+from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
     FederatedData,
     _check_groups,
@@ -28,9 +45,11 @@ groups : array-like of shape (n_samples,), default=None
     The party of each row. ``None`` means a single party.""",
     "public_set": """\
 X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
-    The public unlabelled data, of shape (n_public, n_features). ``None`` uses the
-    rows of `X` without labels (no privacy). Wrap it in `PublicSet` inside
-    cross-validation when it may have exactly as many rows as `X`.""",
+    The public unlabelled data, of shape (n_public, n_features). FedKT and FedCT
+    label it; ``None`` uses the rows of `X` without labels (no privacy). A one-shot
+    ensemble uses it only to distil, with a `student_estimator`, which requires it.
+    Wrap it in `PublicSet` inside cross-validation when it may have exactly as many
+    rows as `X`.""",
     "party_data": """\
 X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
     The party's rows.
@@ -75,17 +94,56 @@ def shared_docs(method):
     return method
 
 
-class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
-    """Base class of the federated meta-estimators.
 
-    Subclasses list their base estimators in `_base_estimators` and name the plan of
-    their fit in `_plan_type`; this class validates ``X``, ``y``, ``groups`` and
-    ``X_unlabeled`` against what all of them accept, encodes the labels, splits the rows
-    by party, and runs the checks that open every deployed step.
+def _if_offered(method):
+    """available_if's check: whether the model offers `method`."""
+    return lambda self: self._offers(method)
+
+
+class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """Base class of the federated meta-estimators: one interface for every algorithm.
+
+    `fit`, `fit_party`, `server_round` (algorithms with rounds), `fit_server` and the
+    predict side are written here once, as imbalanced-learn's ``fit_resample`` over
+    ``_fit_resample``; `fit` composes exactly the steps a deployment runs. An algorithm
+    declares
+
+    - ``_plan_type``: its `Plan`, every parameter resolved and checked before any work;
+    - ``runs_rounds``: whether its server runs rounds (`server_round`) before
+      `fit_server`, as a class attribute says a Flower strategy's kind;
+    - ``_needs_public_set``: whether its steps need the agreed public set (where it
+      is optional, ``_check_public_set`` says when it is needed);
+
+    and supplies its steps, functions of the frozen plan that read nothing else of the
+    estimator:
+
+    - ``_parties(plan, data, random_state_of)``: the state of each party of `data`
+      (`FederatedData` in `fit`, one party's `PartyData` on its machine), refusing
+      sizes it cannot fit before any work;
+    - ``_party_step(plan, parties, data, root, message, manifests, share_model)``: what
+      every party
+      of `parties` uploads, their models in one flat parallel batch; returns the
+      uploads and what the server step may reuse in the same process (or None);
+    - ``_upload_check(plan, X_public, root, final)``: the check of one upload's fields;
+    - ``_server_round(plan, uploads, message, X_public, root, classes, manifest)`` and
+      ``_message_check(plan, X_public)``: with rounds, the server's message of a round;
+    - ``_server_step(plan, uploads, X_public, root, classes, message, reused)``: the
+      fitted attributes, by name;
+    - ``_after_fit(plan, uploads, X_public, data)``: warnings from the fitted model
+      (`data`: the pooled rows in `fit`, None in `fit_server`);
+    - ``_sent_bytes(uploads)``: what each party sent, counted in `fit`;
+    - ``_predict_codes``, ``_offers``, ``_proba``, ``_decision_scores``: the predict side.
+
+    Subclasses also list their base estimators in ``_base_estimators``: this class
+    validates ``X``, ``y``, ``groups`` and ``X_unlabeled`` against what all of them
+    accept.
     """
 
-    # the algorithm's `Plan`: its parameters, resolved and checked before any work
     _plan_type = None
+
+    runs_rounds = False
+
+    _needs_public_set = True
 
     # requested by default so that metadata routing sends them to fit
     __metadata_request__fit = {"groups": True, "X_unlabeled": True}
@@ -171,43 +229,256 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             _warn_if_public_shifted(X_valid, public_valid)
             X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
                         if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
-        return FederatedData(X=X, y=y_codes, party_rows=party_rows, X_public=X_public)
+        return FederatedData(X=X, y=y_codes, classes=self.classes_,
+                             parties=self.parties_.tolist(),
+                             party_rows=party_rows, X_public=X_public)
 
-    def _fit_inputs(self, X, y, groups, X_unlabeled):
-        """The plan (its options refused before any work) and the validated data, at
-        the start of `fit`, which forgets any earlier fit."""
-        plan = self._plan_type.of(self)
+    def _set_fitted(self, fitted):
+        """Set every fitted attribute that a step returned, by name."""
+        for name, value in fitted.items():
+            setattr(self, name, value)
+
+    # --- the algorithm's steps composed in one process ---------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    @shared_docs
+    def fit(self, X, y, groups=None, X_unlabeled=None):
+        """Run the algorithm: every party's step, in one flat parallel batch per tier,
+        then the server's (round after round where the algorithm has rounds).
+
+        The model is the one the deployed steps (`fit_party` on each party's machine,
+        `fit_server` on their uploads) give for the same `random_state`.
+
+        Parameters
+        ----------
+        $fit_data
+        $public_set
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
+        plan = self._plan_type.of(self)  # options refused before any work
         self._clear_fitted_state()
-        return plan, self._validate_federated_data(X, y, groups, X_unlabeled)
+        data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        X_public = data.X_public  # the rows of X where no public set was given
+        if not self._needs_public_set:
+            X_public = None if X_unlabeled is None else data.X_public
+            self._check_public_set(plan, X_public, "fit")
+        root = root_seed(self.random_state)
+        parties = self._parties(
+            plan, data, lambda party: derived_random_state(root, "party", party, scratch=True))
+        manifests = [dict(party=party, n_rows=len(rows))
+                     for party, rows in zip(data.parties, data.party_rows)]
+        message = None
+        while True:
+            uploads, reused = self._party_step(plan, parties, data, root, message, manifests)
+            if not self.runs_rounds or message is not None and message.manifest["done"]:
+                break
+            message = self._server_round(plan, uploads, message, X_public, root,
+                                             self.classes_, None)
+        fitted = self._server_step(plan, uploads, X_public, root, self.classes_, message,
+                                   reused)
+        self._set_fitted(dict(fitted, upload_bytes_=self._sent_bytes(uploads, fitted)))
+        self._after_fit(plan, uploads, X_public, data)
+        return self
 
-    def _party_inputs(self, X, y, party, classes, X_unlabeled, public_step=None):
-        """The plan and the party's validated data (`PartyData`), at the start of
-        `fit_party`; `public_step` names the step where the public set is required."""
+    # --- the deployed steps --------------------------------------------------------------
+
+    @shared_docs
+    def fit_party(self, X, y, *, party, classes, X_unlabeled=None, message=None,
+                  share_model=None, party_seed=None):
+        """The party step, on one party's machine; returns what the party sends.
+
+        This estimator is not modified.
+
+        Parameters
+        ----------
+        $party_data
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features), default=None
+            The agreed public unlabelled data; required by every algorithm but a
+            one-shot ensemble without a student.
+        message : str, path-like, bytes or PartyUpload, default=None
+            Algorithms with rounds (``runs_rounds``): the server's message of the
+            previous round (`server_round`), checked like an upload; None for round 0.
+        share_model : bool, default=None
+            Algorithms with rounds: whether the final round's upload carries the
+            party's own model (None: it does). The party keeps its model either way, in
+            ``upload.local_model``.
+        party_seed : int, default=None
+            Seed of this party's own draws (partitions, clone seeds, noise, ties).
+            ``None`` derives them from `random_state` and `party`, as `fit` does; with
+            a privacy mechanism whose noise a party adds, a server that knows
+            `random_state` could then recompute it: pass a secret seed there.
+
+        Returns
+        -------
+        upload : skfedkt.PartyUpload
+            Save it with ``upload.save(path)`` and send the file to the server.
+        """
         self._validate_params()
         plan = self._plan_type.of(self)
-        if public_step is not None:
-            require_public_set(X_unlabeled, public_step)
-        return plan, PartyData(self, X, y, classes, X_unlabeled, party)
+        if not self.runs_rounds and (message is not None or share_model is not None):
+            raise TypeError(
+                f"{type(self).__name__} runs one round: message and share_model are for "
+                "algorithms with rounds (runs_rounds); leave them out."
+            )
+        self._check_public_set(plan, X_unlabeled, "party step")
+        data = PartyData(self, X, y, classes, X_unlabeled, party)
+        if message is not None:
+            message = checked_message(message, data.expectations(self),
+                                      check=self._message_check(plan, data.X_public))
+        if party_seed is None and self._party_noise(plan) is not None:
+            warnings.warn(
+                f"With {self._party_noise(plan)} the party's noise comes from party_seed; "
+                "without one it derives from random_state and the party's name, which a "
+                "server knowing random_state can recompute. Pass a secret party_seed.",
+                UserWarning,
+            )
+        parties = self._parties(plan, data, lambda name: party_random_state(
+            self.random_state, name, party_seed))
+        (upload,), _ = self._party_step(
+            plan, parties, data, root_seed(self.random_state), message,
+            [data.manifest(self)], share_model is not False,
+        )
+        return upload
 
-    def _server_inputs(self, X_unlabeled, classes, public_step=None):
-        """The plan, what every upload's manifest must say, and the validated public
-        set, at the start of `fit_server`, which forgets any earlier fit;
-        `public_step` names the step where the public set is required."""
+    @available_if(lambda self: self.runs_rounds)
+    @shared_docs
+    def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
+                     trusted=(), min_parties=None, limits=None):
+        """The server's step of one round, for algorithms with rounds.
+
+        Parameters
+        ----------
+        $uploads
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
+            The agreed public unlabelled data.
+        message : PartyUpload, str or path-like, default=None
+            The server's own message of the previous round (its state); None after
+            round 0.
+        $upload_checks
+
+        Returns
+        -------
+        message : skfedkt.PartyUpload
+            What to send every party (``message.save(path)``): the round to fit next,
+            what the parties need for it, and ``manifest["done"]`` once training
+            stopped, when the parties run their final step for `fit_server`.
+        """
+        self._validate_params()
+        plan = self._plan_type.of(self)
+        self._check_public_set(plan, X_unlabeled, "server round")
+        # a clone: the round leaves this estimator unfitted
+        expected, X_public = server_expectations(clone(self), X_unlabeled, classes)
+        root = root_seed(self.random_state)
+        if message is not None:
+            message = checked_message(message, expected, limits,
+                                      check=self._message_check(plan, X_public))
+            expected["classes"] = message.manifest["classes"]
+        uploads, _ = collect_uploads(
+            uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
+            trusted=trusted, min_parties=min_parties, limits=limits,
+            check=self._upload_check(plan, X_public, root, final=False),
+        )
+        classes = uploads[0].manifest["classes"]
+        return self._server_round(plan, uploads, message, X_public, root, classes,
+                                  dict(expected, classes=classes))
+
+    @shared_docs
+    def fit_server(self, uploads, X_unlabeled=None, *, message=None, classes=None,
+                   trusted=(), min_parties=None, limits=None):
+        """The server step: check every upload before loading it, then fit the model.
+
+        Checks each upload's manifest (format, algorithm parameters, classes, features,
+        public-set fingerprint), the types its payload holds and the algorithm's own
+        fields, then runs the server step. With the uploads of `fit_party` and the same
+        `random_state`, the fitted estimator equals the one `fit` gives on the parties'
+        pooled rows.
+
+        Parameters
+        ----------
+        $uploads
+        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features), default=None
+            The agreed public unlabelled data; required by every algorithm but a
+            one-shot ensemble without a student.
+        message : PartyUpload, str or path-like, default=None
+            Algorithms with rounds: the server's last message, the one that said done.
+        $upload_checks
+
+        Returns
+        -------
+        self : object
+            The fitted classifier.
+        """
         self._validate_params()
         self._clear_fitted_state()
         plan = self._plan_type.of(self)
-        if public_step is not None:
-            require_public_set(X_unlabeled, public_step)
-        return (plan, *server_expectations(self, X_unlabeled, classes))
-
-    def _set_server_fit(self, fitted, uploads, classes, left_out):
-        """Every fitted attribute at once, at the end of `fit_server`: the server step's
-        `fitted` ones, and what the collected `uploads` say."""
-        vars(self).update(
+        self._check_public_set(plan, X_unlabeled, "server step")
+        expected, X_public = server_expectations(self, X_unlabeled, classes)
+        root = root_seed(self.random_state)
+        if self.runs_rounds:
+            message = self._final_message(plan, message, expected, limits, X_public)
+            expected.update(classes=message.manifest["classes"],
+                            round=message.manifest["round"])
+        elif message is not None:
+            raise TypeError(f"{type(self).__name__} runs one round: leave message out.")
+        uploads, left_out = collect_uploads(
+            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
+            check=self._upload_check(plan, X_public, root, final=True),
+        )
+        manifest = uploads[0].manifest
+        classes = np.array(manifest["classes"])
+        if X_public is None:  # the features the parties agreed on
+            self.n_features_in_ = manifest["n_features"]
+            if manifest["feature_names"] is not None:
+                self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
+        fitted = self._server_step(plan, uploads, X_public, root, classes, message, None)
+        self._set_fitted(dict(
             fitted, classes_=classes, left_out_parties_=left_out,
             parties_=np.array([upload.party for upload in uploads]),
             upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
-        )
+        ))
+        self._after_fit(plan, uploads, X_public, None)
+        return self
+
+    def _final_message(self, plan, message, expected, limits, X_public):
+        """The server's last message, read and checked: it must say done."""
+        if message is None:
+            raise TypeError(
+                f"{type(self).__name__} runs rounds: pass the server's last message "
+                "(the one that said done) as message=."
+            )
+        message = checked_message(message, expected, limits,
+                                  check=self._message_check(plan, X_public))
+        if not message.manifest["done"]:
+            raise ValueError(
+                f"The server's message of round {message.manifest['round']} does not say "
+                "done: run the rounds until server_round says done, then pass its message."
+            )
+        return message
+
+    def _check_public_set(self, plan, X_unlabeled, step):
+        """Refuse a missing public set, before any work, where `step` needs it."""
+        if self._needs_public_set:
+            name = type(self).__name__.removesuffix("Classifier")
+            require_public_set(X_unlabeled, f"{name}'s {step}")
+
+    def _party_noise(self, plan):
+        """The name of the privacy mechanism whose noise a party draws, or None."""
+        return None
+
+    def _message_check(self, plan, X_public):
+        raise NotImplementedError
+
+    def _server_round(self, plan, uploads, message, X_public, root, classes, manifest):
+        raise NotImplementedError
+
+    def _after_fit(self, plan, uploads, X_public, data):
+        """Warnings about the fitted model; none by default."""
+
+    # --- the predict side --------------------------------------------------------------
 
     def _validate_predict_data(self, X):
         X_valid = validate_data(self, X, reset=False, **self._check_params())
@@ -218,6 +489,18 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     def _predict_codes(self, X):
         """Each row's predicted class code (an index into ``classes_``), from validated
         rows: what each algorithm's fitted model predicts."""
+        raise NotImplementedError
+
+    def _offers(self, method):
+        """Whether the model offers `method` ("predict_proba" or "decision_function")."""
+        return method == "predict_proba"
+
+    def _proba(self, X):
+        """Class probabilities of validated rows, columns in the order of ``classes_``."""
+        raise NotImplementedError
+
+    def _decision_scores(self, X):
+        """Decision scores of validated rows, in scikit-learn's layout."""
         raise NotImplementedError
 
     def predict(self, X):
@@ -236,3 +519,57 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """
         check_is_fitted(self)
         return self.classes_[self._predict_codes(self._validate_predict_data(X))]
+
+    @available_if(_if_offered("predict_proba"))
+    def predict_proba(self, X):
+        """Class probabilities of the fitted model, one column per class of ``classes_``
+        (see the class's description: a final model, a student, or the parties' vote).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The input samples.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            The class probabilities, columns in the order of ``classes_``; a class the
+            model never learned has probability 0.
+        """
+        check_is_fitted(self)
+        return self._proba(self._validate_predict_data(X))
+
+    @available_if(_if_offered("predict_proba"))
+    def predict_log_proba(self, X):
+        """Logarithm of `predict_proba`.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The input samples.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            The log class probabilities, columns in the order of ``classes_``.
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    @available_if(_if_offered("decision_function"))
+    def decision_function(self, X):
+        """Decision scores of the fitted model, in scikit-learn's layout for ``classes_``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The input samples.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            1-D for two classes (positive favours ``classes_[1]``); a class the model
+            never learned scores ``-inf``.
+        """
+        check_is_fitted(self)
+        return self._decision_scores(self._validate_predict_data(X))

@@ -80,7 +80,7 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
         options = dict(party=party, classes=classes, X_unlabeled=_read(X_public, context),
                        party_seed=party_seed)
         server_message = _bytes_of(message)
-        if hasattr(estimator, "server_round"):  # rounds: the server's last message
+        if estimator.runs_rounds:  # the server's last message
             options["message"] = server_message or None
         upload = estimator.fit_party(X, y, **options)
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
@@ -156,7 +156,7 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     def server_step(grid: Grid, context) -> None:
         nodes = _wait_for_nodes(grid, n_parties, timeout)
         server, public = clone(estimator), _read(X_public, context)
-        if not hasattr(server, "server_round"):  # one round
+        if not server.runs_rounds:
             uploads = _ask_every_party(grid, nodes, b"", timeout)
             on_fit(server.fit_server(uploads, public, **checks), context)
             return

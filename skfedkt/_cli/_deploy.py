@@ -234,7 +234,7 @@ def run_party(args):
     _check_same_columns(args.data, X, args.public, X_public)
     options = dict(party=args.name, classes=args.classes, X_unlabeled=X_public,
                    party_seed=args.party_seed)
-    if hasattr(clf, "server_round"):  # rounds: the server's last message
+    if clf.runs_rounds:  # the server's last message
         options.update(message=args.message, share_model=False if args.keep_model else None)
     elif args.message is not None:
         raise ValueError("--message is for fedct's rounds.")
@@ -257,7 +257,7 @@ def run_server(args):
     checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties,
                   limits=_limits(args))
     start = time.perf_counter()
-    if hasattr(clf, "server_round"):  # rounds until the server's message says done
+    if clf.runs_rounds:  # rounds until the server's message says done
         done = args.message is not None and read_upload(
             args.message, limits=checks["limits"]).manifest.get("done")
         if not done:

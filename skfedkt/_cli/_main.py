@@ -99,8 +99,8 @@ def _add_run_arguments(run):
 
     models = run.add_argument_group("models")
     models.add_argument("--algorithms", nargs="+", choices=ALGORITHMS,
-                        default=["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
-                                 "central"],
+                        default=["fedkt", "fedkt-paper", "fedct", "oneshot", "ensemble",
+                                 "solo", "pate", "central"],
                         metavar="ALGORITHM",
                         help="; ".join(f"{a}: {d}" for a, d in DESCRIPTIONS.items()))
     models.add_argument("--trials", type=_positive(int), default=3,

@@ -42,16 +42,18 @@ ALGORITHMS = ["fedkt", "fedkt-undistilled", "fedkt-paper", "fedct", "oneshot", "
               "solo", "pate", "central"]
 
 DESCRIPTIONS = {
-    "fedkt": "FedKT (one round, two-tier knowledge transfer, soft votes)",
+    "fedkt": "FedKT, skfedkt's default (one round, two-tier knowledge transfer, soft "
+    "votes)",
     "fedkt-undistilled": "FedKT without the final model: the server's pooled vote of the "
     "students predicts (distill=False)",
     "fedkt-paper": "FedKT exactly as in the paper (hard votes, 5 teachers per partition)",
-    "fedct": "FedCT (co-training rounds, hard labels)",
-    "oneshot": "One-shot ensemble (selected local models)",
-    "ensemble": "Ensemble of all local models, undistilled",
-    "solo": "SOLO: each party alone (mean over parties)",
-    "pate": "PATE: the paper's FedKT with one party holding all rows",
-    "central": "Centralized: one model on all training rows",
+    "fedct": "FedCT: co-training rounds on the public set, a model per party",
+    "oneshot": "one-shot ensemble: the local models of the parties chosen by validation "
+    "score",
+    "ensemble": "every party's own model, their probabilities averaged (no distillation)",
+    "solo": "SOLO: each party alone, mean over parties",
+    "pate": "PATE: the paper's FedKT with one party holding every row (not federated)",
+    "central": "centralized: one model on all training rows (not federated)",
 }
 
 # the algorithms a consortium can deploy: a party step and a server step each

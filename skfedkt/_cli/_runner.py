@@ -12,7 +12,7 @@ from .._engine._validation import LabelCollapseWarning
 from ..baselines import solo_scores
 from ..datasets import load_federated
 from ..privacy import membership_audit
-from ._registry import ESTIMATORS, make_estimator
+from ._registry import DESCRIPTIONS, ESTIMATORS, make_estimator
 
 
 @dataclass
@@ -107,8 +107,15 @@ class _StagesOnBar(io.TextIOBase):
     def write(self, text):
         stage = text.strip()
         if stage and hasattr(self.progress, "set_postfix_str"):
-            self.progress.set_postfix_str(stage.split("] ", 1)[-1][:60])
+            self.progress.set_postfix_str(_shortened(stage.split("] ", 1)[-1], 48))
         return len(text)
+
+
+def _shortened(text, width):
+    """`text` in at most `width` characters, cut after a whole word."""
+    if len(text) <= width:
+        return text
+    return text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
@@ -204,6 +211,8 @@ def summary_table(results, algorithms):
             + (f"{_mean_std([r.party_attack_auc for r in rows], 2):>16}"
                f"{_mean_std([r.final_attack_auc for r in rows], 2):>16}" if audited else "")
         )
+    lines += ["", "methods:"] + [f"  {algorithm:<{width}}{DESCRIPTIONS[algorithm]}"
+                                  for algorithm in algorithms]
     if any(np.isfinite(r.epsilon) for r in results):
         lines.append(
             "epsilon at delta = 1e-05: FedKT the smaller of the data-dependent moments "

@@ -96,6 +96,17 @@ class PartyData:
         self.feature_names = None if names is None else names.tolist()
         self.public_fingerprint = None if X_public is None else fingerprint(self.X_public)
 
+    # one party's rows on its own machine (``fit`` holds every party's: FederatedData)
+    pooled = False
+
+    @property
+    def parties(self):
+        return [self.party]
+
+    @property
+    def party_rows(self):
+        return [np.arange(len(self.y))]
+
     def expectations(self, config):
         """What this party and the server must agree on (what the server checks)."""
         return dict(

@@ -90,17 +90,26 @@ class FederatedData:
     X : array-like, sparse matrix or DataFrame
         Training rows; a DataFrame stays a DataFrame so column names survive slicing.
     y : ndarray of int64
-        Class codes, indices into ``classes_``.
+        Class codes, indices into `classes`.
+    classes : ndarray
+        The class labels, sorted.
+    parties : list
+        The party names, sorted.
     party_rows : list of ndarray of int
-        Row indices of each party, aligned with ``parties_``.
+        Row indices of each party, aligned with `parties`.
     X_public : array-like, sparse matrix or DataFrame
         The public unlabelled data (the rows of `X` when none was given).
     """
 
     X: object
     y: np.ndarray
+    classes: np.ndarray
+    parties: list
     party_rows: list
     X_public: object
+
+    # every party's rows in one process (a party's own machine holds `PartyData`)
+    pooled = True
 
 
 def pickled_bytes(estimators):

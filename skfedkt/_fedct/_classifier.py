@@ -1,32 +1,25 @@
 """FedCTClassifier: its parameters, and `fit`, which runs the rounds of both steps."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import _num_samples
 
-from .._base import BaseFederatedClassifier, shared_docs
-from .._deployment._protocol import (
-    checked_message,
-    collect_uploads,
-    require_public_set,
-    server_expectations,
-)
-from .._deployment._upload import UploadError
-from .._engine._fitting import GlobalLabelClassifier, StackedRows, ensemble_proba
-from .._engine._seeds import derived_random_state, party_random_state, root_seed
-from .._engine._validation import (
-    _SKEWED_PARTIES_REMEDY,
-    warn_if_classes_lost,
-)
+from .._base import BaseFederatedClassifier
+from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
+from .._engine._validation import _SKEWED_PARTIES_REMEDY, warn_if_classes_lost
 from .._privacy._mechanisms import BitFlips
 from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
 from ._plan import FedCTPlan, base_estimators
-from ._server import FedCTServer, check_party_upload, check_server_message, finished
+from ._server import (
+    FedCTServer,
+    check_party_upload,
+    check_server_message,
+    finished,
+    label_bytes,
+)
 
 
 class FedCTClassifier(BaseFederatedClassifier):
@@ -170,6 +163,8 @@ class FedCTClassifier(BaseFederatedClassifier):
 
     _plan_type = FedCTPlan
 
+    runs_rounds = True
+
     _private_fitted = ("_models",)
 
     _parameter_objects = ("privacy",)
@@ -212,218 +207,50 @@ class FedCTClassifier(BaseFederatedClassifier):
     def _base_estimators(self):
         return base_estimators(self.estimator)
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    @shared_docs
-    def fit(self, X, y, groups=None, X_unlabeled=None):
-        """Run federated co-training.
+    # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-        Every round composes the party step (`fit_party`) of every party, their models
-        in one flat parallel batch, and the server's round (`server_round`); the end is
-        `fit_server`'s. The model equals the one the deployed steps give for the same
-        `random_state`.
+    def _parties(self, plan, data, random_state_of):
+        estimators = (plan.party_estimators(data.parties) if data.pooled
+                      else [plan.own_estimator(data.parties[0])])
+        return [FedCTParty(plan, party, estimator, rows, data.y, random_state_of(party))
+                for party, estimator, rows in zip(data.parties, estimators, data.party_rows)]
 
-        Parameters
-        ----------
-        $fit_data
-        $public_set
+    def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
+        uploads = party_round(plan, parties, data, message, manifests, share_model)
+        for party, upload in zip(parties, uploads):
+            upload.local_model = GlobalLabelClassifier(party.model, data.classes)
+        return uploads, None
 
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-        plan, data = self._fit_inputs(X, y, groups, X_unlabeled)
-        n_rows, n_classes = len(data.y), len(self.classes_)
-        n_public = _num_samples(data.X_public)
-        root = root_seed(self.random_state)
-        parties = [
-            FedCTParty(plan, party, estimator, rows, data.y,
-                       derived_random_state(root, "party", party, scratch=True))
-            for party, estimator, rows in zip(
-                self.parties_.tolist(), plan.party_estimators(self.parties_.tolist()),
-                data.party_rows,
+    def _party_noise(self, plan):
+        return None if plan.privacy is None else "BitFlips"
+
+    def _message_check(self, plan, X_public):
+        n_public = _num_samples(X_public)
+        return lambda checker: check_server_message(checker, n_public, plan.n_rounds)
+
+    def _upload_check(self, plan, X_public, root, final):
+        n_public = _num_samples(X_public)
+        return lambda checker: check_party_upload(checker, n_public, final=final)
+
+    def _server_round(self, plan, uploads, message, X_public, root, classes, manifest):
+        server = FedCTServer(plan, _num_samples(X_public), len(classes), root)
+        return server.round(uploads, message, manifest)
+
+    def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
+        return finished(plan, uploads, message, classes)
+
+    def _sent_bytes(self, uploads, fitted):
+        n_public = len(uploads[0].payload["labels"])
+        return np.full(len(uploads), fitted["n_rounds_"] * label_bytes(n_public,
+                                                                         len(self.classes_)))
+
+    def _after_fit(self, plan, uploads, X_public, data):
+        if data is not None:
+            warn_if_classes_lost(
+                self.classes_, self._predict_codes(X_public),
+                "The parties' vote predicts on the public set", data.y, "the training rows",
+                _SKEWED_PARTIES_REMEDY,
             )
-        ]
-        # the parties' rows, then the public rows: tasks index one matrix
-        X_all = StackedRows(data.X, data.X_public)
-        public_rows = n_rows + np.arange(n_public)
-        server = FedCTServer(plan, n_public, n_classes, root)
-        message, fitted_round = None, None
-        while True:
-            consensus, round_ = server.instructions(message)
-            if round_ != fitted_round:  # the final round may be the one just fit
-                uploads = party_round(plan, parties, X_all, public_rows, consensus, round_,
-                                      data.X_public, n_classes, final=False)
-                fitted_round = round_
-            if message is not None and message.manifest["done"]:
-                break
-            message = server.round(uploads, message)
-        fitted = finished(plan, uploads, message, [party.model for party in parties],
-                          self.classes_)
-        fitted["upload_bytes_"] = np.full(len(parties),
-                                          fitted["n_rounds_"] * server.bytes_sent)
-        warn_if_classes_lost(
-            self.classes_,
-            ensemble_proba(fitted["_models"], data.X_public, n_classes,
-                           plan.voting).argmax(axis=1),
-            "The parties' vote predicts on the public set", data.y, "the training rows",
-            _SKEWED_PARTIES_REMEDY,
-        )
-        vars(self).update(fitted)
-        return self
-
-    @shared_docs
-    def fit_party(self, X, y, *, party, classes, X_unlabeled, message=None,
-                  share_model=None, party_seed=None):
-        """A party's step of one round, on its own machine.
-
-        Without `message` (round 0) the party fits its model on its own rows; with the
-        server's consensus `message` it refits on its rows plus the public rows with the
-        consensus labels. Either way it uploads its labels of the public set (through
-        bit flips with `privacy`) and its training accuracy; when the message says
-        training is done, the party refits its final model and uploads it if
-        `share_model`. This estimator is not modified.
-
-        Parameters
-        ----------
-        $party_data
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
-            The agreed public unlabelled data.
-        message : str, path-like, bytes or PartyUpload, default=None
-            The server's message of the previous round (`server_round`), checked like
-            an upload; None for round 0.
-        share_model : bool, default=None
-            Whether the final round uploads the party's model, so that the server can
-            assemble `fit`'s voting ensemble. None means True in the final round. The
-            party keeps its model either way, in ``upload.local_model``.
-        party_seed : int, default=None
-            Seed of the party's draws (model seeds, bit flips); None derives them from
-            `random_state` and `party`, as `fit` does. With `privacy`, a server that
-            knows `random_state` could recompute the flips: pass a secret seed.
-
-        Returns
-        -------
-        upload : skfedkt.PartyUpload
-            Save it with ``upload.save(path)`` and send the file to the server.
-        """
-        plan, data = self._party_inputs(X, y, party, classes, X_unlabeled,
-                                        public_step="FedCT's party step")
-        estimator = plan.own_estimator(data.party)
-        if plan.privacy is not None and party_seed is None:
-            warnings.warn(
-                "With BitFlips the party's bit flips come from party_seed; without one "
-                "they derive from random_state and the party's name, which a server "
-                "knowing random_state can recompute. Pass a secret party_seed.",
-                UserWarning,
-            )
-        n_rows, n_public = len(data.y), _num_samples(data.X_public)
-        if message is not None:
-            message = checked_message(
-                message, data.expectations(self), check=lambda checker:
-                check_server_message(checker, n_public, plan.n_rounds))
-        consensus, round_ = FedCTServer(plan, n_public, len(data.classes), None).instructions(
-            message)
-        party = FedCTParty(plan, data.party, estimator, np.arange(n_rows), data.y,
-                           party_random_state(self.random_state, data.party, party_seed))
-        final = message is not None and message.manifest["done"]
-        (upload,) = party_round(
-            plan, [party], StackedRows(data.X, data.X_public), n_rows + np.arange(n_public),
-            consensus, round_, data.X_public, len(data.classes),
-            final=final and share_model is not False, manifest=data.manifest(self),
-        )
-        upload.local_model = GlobalLabelClassifier(party.model, data.classes)
-        return upload
-
-    @shared_docs
-    def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
-                     trusted=(), min_parties=None, limits=None):
-        """The server's step of one round: the consensus of the parties' labels.
-
-        Parameters
-        ----------
-        uploads : list of str, path-like, bytes or PartyUpload
-            The parties' uploads of this round, checked like `FedKTClassifier.fit_server`'s.
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
-            The agreed public unlabelled data.
-        message : PartyUpload, str or path-like, default=None
-            The server's own message of the previous round (its state); None after
-            round 0.
-        $upload_checks
-
-        Returns
-        -------
-        message : skfedkt.PartyUpload
-            What to send every party (``message.save(path)``): the consensus, the round
-            to fit next, and ``manifest["done"]`` once training stopped, when the
-            parties fit and send their final models for `fit_server`.
-        """
-        self._validate_params()
-        plan = FedCTPlan.of(self)
-        require_public_set(X_unlabeled, "FedCT's server round")
-        expected, _ = server_expectations(clone(self), X_unlabeled, classes)
-        n_public = _num_samples(X_unlabeled)
-        if message is not None:
-            message = checked_message(message, expected, limits, check=lambda checker:
-                                      check_server_message(checker, n_public, plan.n_rounds))
-            expected["classes"] = message.manifest["classes"]
-        uploads, _ = collect_uploads(
-            uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
-            trusted=trusted, min_parties=min_parties, limits=limits,
-            check=lambda checker: check_party_upload(checker, n_public, final=False),
-        )
-        classes = uploads[0].manifest["classes"]
-        server = FedCTServer(plan, n_public, len(classes), root_seed(self.random_state))
-        return server.round(uploads, message, manifest=dict(expected, classes=classes))
-
-    @shared_docs
-    def fit_server(self, uploads, X_unlabeled, *, message, classes=None, trusted=(),
-                   min_parties=None, limits=None):
-        """Assemble the parties' final models into `fit`'s voting classifier.
-
-        Parameters
-        ----------
-        $uploads
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
-            The agreed public unlabelled data.
-        message : PartyUpload, str or path-like
-            The server's last message, the one that said done.
-        $upload_checks
-
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-        plan, expected, _ = self._server_inputs(X_unlabeled, classes,
-                                                public_step="FedCT's server step")
-        n_public = _num_samples(X_unlabeled)
-        message = checked_message(
-            message, expected, limits, check=lambda checker: check_server_message(
-                checker, n_public, plan.n_rounds))
-        if not message.manifest["done"]:
-            raise ValueError(
-                f"The server's message of round {message.manifest['round']} does not say "
-                "done: run the rounds until server_round says done, then pass its message."
-            )
-        uploads, left_out = collect_uploads(
-            uploads, dict(expected, classes=message.manifest["classes"],
-                          round=message.manifest["round"]),
-            trusted=trusted, min_parties=min_parties, limits=limits,
-            check=lambda checker: check_party_upload(checker, n_public, final=True),
-        )
-        missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
-        if missing:
-            raise UploadError(
-                f"Parties {missing} sent no model (share_model=False): the server cannot "
-                "assemble the voting classifier without every party's model.",
-                party=missing[0], field="model",
-            )
-        classes = np.array(message.manifest["classes"])
-        self._set_server_fit(
-            finished(plan, uploads, message, [upload.model() for upload in uploads], classes),
-            uploads, classes, left_out,
-        )
-        return self
 
     def _membership_releases(self):
         """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
@@ -472,25 +299,10 @@ class FedCTClassifier(BaseFederatedClassifier):
 
         return Release("labels", party, "labels", shared_votes, epsilon, delta)
 
-    def predict_proba(self, X):
-        """Vote shares (``voting="hard"``) or averaged probabilities of the parties' models.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``.
-        """
-        check_is_fitted(self)
-        return ensemble_proba(
-            self._models, self._validate_predict_data(X), len(self.classes_), self.voting
-        )
+    def _proba(self, X):
+        # vote shares (hard voting) or averaged probabilities of the parties' models
+        return ensemble_proba(self._models, X, len(self.classes_), self.voting)
 
     def _predict_codes(self, X):
-        # the parties' majority (or soft) vote: the argmax of predict_proba, as
-        # scikit-learn requires
-        return ensemble_proba(self._models, X, len(self.classes_), self.voting).argmax(axis=1)
+        # the argmax of predict_proba, as scikit-learn requires
+        return self._proba(X).argmax(axis=1)

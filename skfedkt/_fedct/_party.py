@@ -5,11 +5,20 @@ parties in one batch and returns their uploads; `share_labels` is the bit-flip m
 """
 
 import numpy as np
+from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import Task, code_dtype, fit_clones
+from .._engine._fitting import StackedRows, Task, code_dtype, fit_clones
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._privacy._accounting import bit_flip_probability
+
+
+def instructions(message, n_public):
+    """What the server's `message` asks the parties to fit: the consensus labels (codes,
+    -1 for none) and the round; round 0 without consensus where there is no message."""
+    if message is None:
+        return np.full(n_public, -1), 0
+    return np.asarray(message.payload["consensus"]), int(message.manifest["round"])
 
 
 class FedCTParty:
@@ -27,7 +36,7 @@ class FedCTParty:
             plan, party, estimator, rows, y
         )
         (self.base_seed,) = draw_seeds(random_state, 1)
-        self.model = None
+        self.model, self.round = None, None
 
     def round_seed(self, round_):
         """The seed of the round's model; the round's bit flips follow in its stream."""
@@ -40,40 +49,54 @@ class FedCTParty:
         return Task(self.estimator, np.concatenate([self.y[self.rows], consensus[labelled]]),
                     np.concatenate([self.rows, public_rows[labelled]]))
 
-    def upload(self, model, predictions, accuracy, round_, n_classes, final, manifest):
-        """The round's labels and training accuracy; the model itself if `final`."""
-        self.model = model
-        labels = share_labels(self.plan.privacy, predictions, n_classes,
-                              self.plan.sensitivity(len(predictions)), self._round_rng)
+    def fitted(self, model, predictions, accuracy, round_, n_classes):
+        """Keep the round's model and training accuracy, and the labels the party shares
+        (bit-flipped with the plan's privacy)."""
+        self.model, self.accuracy, self.round = model, accuracy, round_
+        self.labels = share_labels(self.plan.privacy, predictions, n_classes,
+                                   self.plan.sensitivity(len(predictions)),
+                                   self._round_rng).astype(code_dtype(n_classes))
+
+    def upload(self, manifest, with_model):
+        """The round's labels and training accuracy; the model itself if `with_model`."""
         return PartyUpload(
-            manifest=dict(manifest, round=int(round_), training_accuracy=float(accuracy)),
+            manifest=dict(manifest, round=int(self.round),
+                          training_accuracy=float(self.accuracy)),
             payload={
-                "labels": labels.astype(code_dtype(n_classes)),
-                "model": model.estimator if final else None,
-                "codes": model.codes if final else None,
+                "labels": self.labels,
+                "model": self.model.estimator if with_model else None,
+                "codes": self.model.codes if with_model else None,
             },
         )
 
 
-def party_round(plan, parties, X_all, public_rows, consensus, round_, X_public, n_classes,
-                *, final, manifest=None):
-    """Every party's model of `round_` (one flat parallel batch), and its upload."""
-    fits = fit_clones(
-        [party.task(consensus, public_rows) for party in parties],
-        X_all,
-        n_classes=n_classes,
-        seeds=[party.round_seed(round_) for party in parties],
-        X_predict=X_public,
-        score_training=True,
-        **plan.clone_fitting,
-    )
-    return [
-        party.upload(model, labels, accuracy, round_, n_classes, final,
-                     manifest or dict(party=party.party, n_rows=len(party.rows)))
+def party_round(plan, parties, data, message, manifests, share_model=True):
+    """The round `message` asks for (round 0 without one): every party's model on its
+    rows plus the consensus-labelled public rows, in one flat parallel batch, and its
+    upload, with its model in the final round (the message says done) if `share_model`.
+
+    Parties that fit this very round already (in ``fit``, where the last round's models
+    are final) are not fit again.
+    """
+    n_rows, n_public, n_classes = len(data.y), _num_samples(data.X_public), len(data.classes)
+    consensus, round_ = instructions(message, n_public)
+    if any(party.round != round_ for party in parties):
+        fits = fit_clones(
+            [party.task(consensus, n_rows + np.arange(n_public)) for party in parties],
+            # the parties' rows, then the public rows: tasks index one matrix
+            StackedRows(data.X, data.X_public),
+            n_classes=n_classes,
+            seeds=[party.round_seed(round_) for party in parties],
+            X_predict=data.X_public,
+            score_training=True,
+            **plan.clone_fitting,
+        )
         for party, model, labels, accuracy in zip(
             parties, fits.models, fits.predictions, fits.training_accuracy
-        )
-    ]
+        ):
+            party.fitted(model, labels, accuracy, round_, n_classes)
+    final = message is not None and message.manifest["done"] and share_model
+    return [party.upload(manifest, final) for party, manifest in zip(parties, manifests)]
 
 
 def share_labels(privacy, predictions, n_classes, sensitivity, rng):

@@ -7,7 +7,7 @@ bit flips.
 
 import numpy as np
 
-from .._deployment._upload import PartyUpload
+from .._deployment._upload import PartyUpload, UploadError
 from .._engine._seeds import derived_random_state
 from .._engine._voting import count_votes, plurality_vote
 from .._privacy._accounting import (
@@ -16,6 +16,7 @@ from .._privacy._accounting import (
     bit_flip_probability,
     guarantee_strength,
 )
+from ._party import instructions
 
 
 class FedCTServer:
@@ -29,18 +30,12 @@ class FedCTServer:
 
     def __init__(self, plan, n_public, n_classes, root):
         self.plan, self.n_public, self.n_classes, self.root = plan, n_public, n_classes, root
-        self.bytes_sent = int(np.ceil(n_public * n_classes / 8))
-
-    def instructions(self, message):
-        """The consensus labels (codes, -1 for none) and round the parties fit next."""
-        if message is None:
-            return np.full(self.n_public, -1), 0
-        return np.asarray(message.payload["consensus"]), int(message.manifest["round"])
+        self.bytes_sent = label_bytes(n_public, n_classes)
 
     def round(self, uploads, message, manifest=None):
         """The message after the parties' uploads of the round `message` asked for."""
         plan = self.plan
-        consensus, fitted = self.instructions(message)
+        consensus, fitted = instructions(message, self.n_public)
         state = dict(server_seed=self.root, history=[], stalled=0) if message is None else {
             key: message.manifest[key] for key in ("server_seed", "history", "stalled")
         }
@@ -80,9 +75,22 @@ class FedCTServer:
 
 
 
-def finished(plan, uploads, message, models, classes):
-    """The fitted attributes of `FedCTClassifier`, from the parties' final `uploads`,
-    their fitted `models` and the server's last `message`."""
+def label_bytes(n_public, n_classes):
+    """The bytes of a party's labels in one round: one bit per public row and class."""
+    return int(np.ceil(n_public * n_classes / 8))
+
+
+def finished(plan, uploads, message, classes):
+    """The fitted attributes of `FedCTClassifier`, from the parties' final `uploads`
+    (each with its model) and the server's last `message`."""
+    missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
+    if missing:
+        raise UploadError(
+            f"Parties {missing} sent no model (share_model=False): the server cannot "
+            "assemble the voting classifier without every party's model.",
+            party=missing[0], field="model",
+        )
+    models = [upload.model() for upload in uploads]
     history = [dict(entry) for entry in message.manifest["history"]]
     if history and history[-1]["train_accuracy"] is None:
         # the training accuracy of the final models

@@ -3,37 +3,18 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from .._base import BaseFederatedClassifier, shared_docs
-from .._deployment._protocol import (
-    collect_uploads,
-)
-from .._engine._fitting import ClassCodeModel, predict_votes
-from .._engine._seeds import derived_random_state, party_random_state, root_seed
+from .._base import BaseFederatedClassifier
+from .._engine._fitting import ClassCodeModel
 from .._engine._validation import pickled_bytes
 from .._engine._voting import class_shares
 from .._privacy._accounting import DEFAULT_ORDERS
 from .._privacy._mechanisms import PartyNoise, ServerNoise
 from .._privacy._release import final_model_release, models_release
-from ._party import (
-    FedKTParty,
-    check_party_sizes,
-    party_guarantee,
-    party_step,
-    party_tier,
-)
+from ._party import FedKTParty, check_party_sizes, party_guarantee, party_step
 from ._plan import FedKTPlan, learners
-from ._server import (
-    _student_models,
-    check_upload,
-    pooled_student_proba,
-    server_step,
-    warn_after_fit,
-)
+from ._server import check_upload, pooled_student_proba, server_step, warn_after_fit
 from ._votes import HardVotes, SoftVotes
 
 
@@ -41,18 +22,6 @@ def _students_release(party, students, codes, n_classes, epsilon, delta):
     return models_release("upload", party, [ClassCodeModel(student, student_codes)
                                             for student, student_codes in zip(students, codes)],
                           n_classes, epsilon, delta if np.isfinite(epsilon) else 0.0)
-
-
-def _final_estimator_has(attr):
-    def check(self):
-        return self.distill and hasattr(learners(self)[2], attr)
-
-    return check
-
-
-def _has_predict_proba(self):
-    # without a final model, the students' pooled vote gives the probabilities
-    return not self.distill or hasattr(learners(self)[2], "predict_proba")
 
 
 class FedKTClassifier(BaseFederatedClassifier):
@@ -357,163 +326,44 @@ class FedKTClassifier(BaseFederatedClassifier):
     def _base_estimators(self):
         return list(learners(self))
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    @shared_docs
-    def fit(self, X, y, groups=None, X_unlabeled=None):
-        """Run FedKT: teachers and students in every party, then the server's model.
+    # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-        The party step (`fit_party`) of every party and the server step (`fit_server`)
-        in one process, with the teachers of all parties in one flat parallel batch,
-        then all students: the model is the one the deployed steps give for the same
-        `random_state`.
+    def _parties(self, plan, data, random_state_of):
+        check_party_sizes(plan, data.parties, data.party_rows)  # before any fit
+        return [FedKTParty(plan, party, rows, data.y, random_state_of(party))
+                for party, rows in zip(data.parties, data.party_rows)]
 
-        Parameters
-        ----------
-        $fit_data
-        $public_set
+    def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
+        return party_step(plan, parties, data.X, plan.tier_rows(data.X_public, root),
+                          len(data.classes), manifests)
 
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-        plan, data = self._fit_inputs(X, y, groups, X_unlabeled)
-        check_party_sizes(plan, self.parties_.tolist(), data.party_rows)  # before any fit
-        n_classes = len(self.classes_)
-        root = root_seed(self.random_state)
-        X_labelled, party_rows, server_rows = plan.tier_rows(data.X_public, root)
-        parties = [
-            FedKTParty(plan, party, rows, data.y,
-                       derived_random_state(root, "party", party, scratch=True))
-            for party, rows in zip(self.parties_.tolist(), data.party_rows)
-        ]
-        plan.say(
-            f"party tier: {sum(len(p.teacher_rows) for p in parties)} teachers "
-            f"({len(parties)} parties x {plan.n_partitions} partitions x {plan.n_subsets} "
-            f"subsets) vote on {len(party_rows)} public rows, {plan.votes.kind} votes"
-        )
-        student_models, student_votes = party_tier(
-            plan, parties, data.X, X_labelled, party_rows, n_classes
-        )
-        uploads = [
-            party.upload(models, dict(party=party.party, n_rows=len(party.rows)))
-            for party, models in zip(parties, student_models)
-        ]
-        fitted = server_step(plan, uploads, student_votes, X_labelled, server_rows, root,
-                             _num_samples(data.X_public), self.classes_, claimed=False)
+    def _party_noise(self, plan):
+        return "PartyNoise" if plan.level == "L2" else None
+
+    def _upload_check(self, plan, X_public, root, final):
+        n_queries = len(plan.tier_rows(X_public, root)[1])
+        # the data-independent bound of a party at L2, computed once for every upload
+        bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), n_queries)
+                 ["data_independent_epsilon"] if plan.level == "L2" else None)
+        return lambda checker: check_upload(plan, checker, n_queries, bound)
+
+    def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
+        return server_step(plan, uploads, X_public, root, classes, reused)
+
+    def _sent_bytes(self, uploads, fitted):
         # the students are all that a party sends
-        fitted["upload_bytes_"] = np.array(
-            [pickled_bytes(upload.payload["students"]) for upload in uploads]
-        )
-        if plan.level == "L2":
+        return np.array([pickled_bytes(upload.payload["students"]) for upload in uploads])
+
+    def _after_fit(self, plan, uploads, X_public, data):
+        if data is not None and plan.level == "L2":
             # parties do not send their class counts at L2; the simulation knows them
-            counts = np.array([np.bincount(data.y[rows], minlength=n_classes)
+            counts = np.array([np.bincount(data.y[rows], minlength=len(self.classes_))
                                for rows in data.party_rows])
-            fitted["class_shares_"].update(
+            self.class_shares_.update(
                 training=class_shares(counts.sum(axis=0)[None]),
                 parties=counts / counts.sum(axis=1, keepdims=True),
             )
-        warn_after_fit(plan, fitted, self.classes_, self.parties_, data.X_public)
-        vars(self).update(fitted)
-        return self
-
-    @shared_docs
-    def fit_party(self, X, y, *, party, classes, X_unlabeled, party_seed=None):
-        """FedKT's party step, on one party's machine: teachers, votes, students.
-
-        Runs lines 2-13 of Algorithm 1 on the party's own rows and returns what the
-        party sends: its students and a manifest. This estimator is not modified.
-
-        Parameters
-        ----------
-        $party_data
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
-            The agreed public unlabelled data.
-        party_seed : int, default=None
-            Seed of this party's own draws (partitions, clone seeds, L2 noise, ties).
-            ``None`` derives them from `random_state` and `party`, as `fit` does. At
-            ``privacy=PartyNoise(...)`` a server that knows `random_state` could then
-            recompute the party's noise: pass a secret seed there.
-
-        Returns
-        -------
-        upload : skfedkt.PartyUpload
-            Save it with ``upload.save(path)`` and send the file to the server.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sklearn.base import clone
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from skfedkt import FedKTClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X_public, X, y = X[:100], X[100:], y[100:]
-        >>> party = np.arange(len(y)) % 3
-        >>> clf = FedKTClassifier(random_state=0)
-        >>> uploads = [clf.fit_party(X[party == p], y[party == p], party=p, classes=[0, 1],
-        ...                          X_unlabeled=X_public) for p in range(3)]
-        >>> [len(upload.payload["students"]) for upload in uploads]
-        [2, 2, 2]
-        >>> server = clone(clf).fit_server(uploads, X_public)
-        >>> pooled = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
-        >>> bool((server.predict_proba(X) == pooled.predict_proba(X)).all())
-        True
-        """
-
-        plan, data = self._party_inputs(X, y, party, classes, X_unlabeled,
-                                        public_step="FedKT's party step")
-        return party_step(
-            plan, data, data.manifest(self),
-            party_random_state(self.random_state, data.party, party_seed),
-            root_seed(self.random_state), seeded=party_seed is not None,
-        )
-
-    @shared_docs
-    def fit_server(self, uploads, X_unlabeled, *, classes=None, trusted=(),
-                   min_parties=None, limits=None):
-        """FedKT's server step: the parties' students vote, the final model learns.
-
-        Checks every upload (algorithm parameters, classes, features, public-set
-        fingerprint, the types it holds) before loading it, then runs lines 14-22 of
-        Algorithm 1. With the uploads of `fit_party` and the same `random_state`, the
-        fitted estimator equals the one `fit` gives on the parties' pooled rows.
-
-        Parameters
-        ----------
-        $uploads
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
-            The agreed public unlabelled data.
-        $upload_checks
-
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-
-        plan, expected, X_unlabeled = self._server_inputs(
-            X_unlabeled, classes, public_step="FedKT's server step")
-        root = root_seed(self.random_state)
-        X_labelled, party_rows, server_rows = plan.tier_rows(X_unlabeled, root)
-        # the data-independent bound of a party at L2, computed once for every upload
-        bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), len(party_rows))
-                 ["data_independent_epsilon"] if plan.level == "L2" else None)
-        uploads, left_out = collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
-            check=lambda checker: check_upload(plan, checker, len(party_rows), bound),
-        )
-        classes = np.array(uploads[0].manifest["classes"])
-        parties = np.array([upload.party for upload in uploads])
-        models = _student_models([upload.payload["students"] for upload in uploads],
-                                 [upload.payload["codes"] for upload in uploads])
-        plan.say(f"server: {len(uploads)} parties sent {len(models)} students")
-        student_votes = predict_votes(models, X_labelled, n_classes=len(classes),
-                                      soft_votes=plan.soft_votes, n_jobs=plan.n_jobs)
-        fitted = server_step(plan, uploads, student_votes, X_labelled, server_rows, root,
-                             _num_samples(X_unlabeled), classes)
-        warn_after_fit(plan, fitted, classes, parties, X_unlabeled)
-        self._set_server_fit(fitted, uploads, classes, left_out)
-        return self
+        warn_after_fit(plan, vars(self), self.classes_, self.parties_, X_public)
 
     def _membership_releases(self):
         """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's
@@ -555,63 +405,16 @@ class FedKTClassifier(BaseFederatedClassifier):
             return self._student_vote_proba(X).argmax(axis=1)
         return self._final_model.predict(X)
 
-    @available_if(_has_predict_proba)
-    def predict_proba(self, X):
-        """Class probabilities of the final model, one column per class of ``classes_``.
+    def _offers(self, method):
+        # without a final model, the students' pooled vote gives the probabilities
+        if method == "predict_proba" and not self.distill:
+            return True
+        return self.distill and hasattr(learners(self)[2], method)
 
-        Classes the final model never learned get probability 0. With
-        ``distill=False``, the students' pooled vote, normalised.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            The class probabilities, columns in the order of ``classes_``.
-        """
-        check_is_fitted(self)
-        X = self._validate_predict_data(X)
+    def _proba(self, X):
         if not self.distill:
             return self._student_vote_proba(X)
         return self._final_model.predict_proba(X, len(self.classes_))
 
-    @available_if(_has_predict_proba)
-    def predict_log_proba(self, X):
-        """Logarithm of `predict_proba`.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            The log class probabilities, columns in the order of ``classes_``.
-        """
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
-    @available_if(_final_estimator_has("decision_function"))
-    def decision_function(self, X):
-        """Decision scores of the final model, in scikit-learn's layout for ``classes_``.
-
-        Classes the final model never learned score ``-inf``.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            1-D for two classes (positive favours ``classes_[1]``).
-        """
-        check_is_fitted(self)
-        return self._final_model.decision_function(
-            self._validate_predict_data(X), len(self.classes_)
-        )
+    def _decision_scores(self, X):
+        return self._final_model.decision_function(X, len(self.classes_))

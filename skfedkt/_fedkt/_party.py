@@ -4,7 +4,6 @@ Functions of a frozen `FedKTPlan` and the party's data: `party_step` on one part
 machine, `party_tier` for the teachers and students of many parties in one batch.
 """
 
-import warnings
 from itertools import islice
 
 import numpy as np
@@ -158,29 +157,26 @@ class FedKTParty:
         )
 
 
-def party_step(plan, data, manifest, random_state, root, seeded=True):
-    """FedKT's party step on one party's machine: its teachers, their votes on the
-    agreed public set, its students; returns its upload.
+def party_step(plan, parties, X, tiers, n_classes, manifests):
+    """FedKT's party step for `parties` (`FedKTParty`: one on its own machine, every
+    party in ``fit``): their teachers, their votes on the rows of `tiers` (what
+    `FedKTPlan.tier_rows` returns), their students; each party's upload with its
+    manifest of `manifests`.
 
-    `data` is the party's `PartyData`, `manifest` what its upload says beyond the
-    algorithm's own facts, `random_state` its own stream, `root` the agreed root seed
-    (it draws the public rows both tiers label); `seeded` says whether the party chose
-    a seed of its own.
+    Returns the uploads and what the server step may reuse in the same process: the
+    students' votes and `tiers`.
     """
-    rows = np.arange(len(data.y))
-    check_party_sizes(plan, [data.party], [rows])
-    if plan.level == "L2" and not seeded:
-        warnings.warn(
-            "With PartyNoise the party's noise comes from party_seed; without "
-            "one it derives from random_state and the party's name, which a server "
-            "knowing random_state can recompute. Pass a secret party_seed.",
-            UserWarning,
-        )
-    X_labelled, party_rows, _ = plan.tier_rows(data.X_public, root)
-    party = FedKTParty(plan, data.party, rows, data.y, random_state)
-    (models,), _ = party_tier(plan, [party], data.X, X_labelled, party_rows,
-                              len(data.classes))
-    return party.upload(models, manifest)
+    X_labelled, party_rows, _ = tiers
+    plan.say(
+        f"party tier: {sum(len(party.teacher_rows) for party in parties)} teachers "
+        f"({len(parties)} parties x {plan.n_partitions} partitions x {plan.n_subsets} "
+        f"subsets) vote on {len(party_rows)} public rows, {plan.votes.kind} votes"
+    )
+    student_models, student_votes = party_tier(plan, parties, X, X_labelled, party_rows,
+                                               n_classes)
+    uploads = [party.upload(models, manifest)
+               for party, models, manifest in zip(parties, student_models, manifests)]
+    return uploads, (student_votes, tiers)
 
 
 def party_tier(plan, parties, X, X_public, party_queries, n_classes):

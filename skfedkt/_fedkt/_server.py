@@ -99,16 +99,27 @@ def _bounded_counts(counts, parties, claimed):
     return bounded
 
 
-def server_step(plan, uploads, student_votes, X_labelled, server_rows, root, n_public,
-                classes, claimed=True):
+def server_step(plan, uploads, X_public, root, classes, reused=None):
     """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
-    `uploads` hold each party's students and manifest, `student_votes` the students'
-    votes on `X_labelled` (the `n_public` public rows, then their jittered copies;
-    stacked as `party_tier` returns them), `server_rows` the rows this tier labels;
-    `claimed` is False where the uploads were made in this process (`fit`). Returns the
-    fitted attributes of `FedKTClassifier`.
+    `uploads` hold each party's students and manifest. The students vote on the rows
+    of `FedKTPlan.tier_rows` (the public rows, then their jittered copies); in ``fit``
+    `reused` holds those votes, as the party step computed them, and those rows. Returns
+    the fitted attributes of `FedKTClassifier`.
     """
+    if reused is None:
+        tiers = plan.tier_rows(X_public, root)
+        models = _student_models([upload.payload["students"] for upload in uploads],
+                                 [upload.payload["codes"] for upload in uploads])
+        plan.say(f"server: {len(uploads)} parties sent {len(models)} students")
+        student_votes = predict_votes(models, tiers[0], n_classes=len(classes),
+                                      soft_votes=plan.soft_votes, n_jobs=plan.n_jobs)
+    else:
+        student_votes, tiers = reused
+    X_labelled, _, server_rows = tiers
+    n_public = _num_samples(X_public)
+    # counts the server was told, not those of the pooled rows in `fit`
+    claimed = reused is None
     n_parties, n_classes = len(uploads), len(classes)
     n_labelled = _num_samples(X_labelled)
     parties = np.array([upload.party for upload in uploads])

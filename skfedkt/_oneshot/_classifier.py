@@ -3,32 +3,17 @@
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context, is_regressor
+from sklearn.base import is_regressor
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import _num_samples
 
-from .._base import BaseFederatedClassifier, shared_docs
-from .._deployment._protocol import collect_uploads
+from .._base import BaseFederatedClassifier
 from .._engine._fitting import ClassCodeModel, ensemble_proba
-from .._engine._seeds import derived_random_state, party_random_state, root_seed
 from .._engine._validation import pickled_bytes
 from .._privacy._release import final_model_release, models_release
-from ._party import OneShotParty, check_some_party_trains, party_step, party_tier
+from ._party import OneShotParty, check_some_party_trains, party_tier
 from ._plan import OneShotPlan, local_template
 from ._server import check_upload, server_step, warn_if_collapsed
-
-
-def _student_is(kind):
-    def check(self):
-        student = self.student_estimator
-        if kind == "proba":
-            return student is None or (
-                not is_regressor(student) and hasattr(student, "predict_proba")
-            )
-        return student is not None and is_regressor(student)
-
-    return check
 
 
 class OneShotEnsembleClassifier(BaseFederatedClassifier):
@@ -155,6 +140,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
 
     _plan_type = OneShotPlan
 
+    _needs_public_set = False  # only to distil
+
     _private_fitted = ("_ensemble", "_local_codes", "_student")
 
     _parameter_constraints = {
@@ -202,115 +189,42 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         students = [] if self.student_estimator is None else [self.student_estimator]
         return [local_template(self), *students]
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    @shared_docs
-    def fit(self, X, y, groups=None, X_unlabeled=None):
-        """Train local models, select the ensemble and optionally distil it.
+    # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-        Parameters
-        ----------
-        $fit_data
-        X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
-            Public (proxy) data of shape (n_public, n_features) for distillation; used
-            only with a `student_estimator`, which requires it.
+    def _check_public_set(self, plan, X_unlabeled, step):
+        if plan.student is not None and X_unlabeled is None:
+            raise ValueError(
+                "student_estimator distils the ensemble on public data: pass the proxy "
+                "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
+            )
 
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-        plan, data = self._fit_inputs(X, y, groups, X_unlabeled)
-        _check_public_data(plan, X_unlabeled)
-        root = root_seed(self.random_state)
-        parties = [
-            OneShotParty(plan, party, rows, data.y,
-                         derived_random_state(root, "party", party, scratch=True))
-            for party, rows in zip(self.parties_.tolist(), data.party_rows)
-        ]
-        check_some_party_trains(plan, [len(rows) for rows in data.party_rows])
-        fits = party_tier(plan, parties, data.X, self.classes_)
-        uploads = [
-            party.upload(party_fits, self.classes_,
-                         dict(party=party.party, n_rows=len(party.rows)))
-            for party, party_fits in zip(parties, fits)
-        ]
-        X_public = None if X_unlabeled is None else data.X_public
-        fitted = server_step(plan, uploads, X_public, root, self.classes_)
+    def _parties(self, plan, data, random_state_of):
+        if data.pooled:  # on its own machine, a party too small to train sends its size
+            check_some_party_trains(plan, [len(rows) for rows in data.party_rows])
+        return [OneShotParty(plan, party, rows, data.y, random_state_of(party))
+                for party, rows in zip(data.parties, data.party_rows)]
+
+    def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
+        fits = party_tier(plan, parties, data.X, data.classes)
+        return [party.upload(party_fits, data.classes, manifest)
+                for party, party_fits, manifest in zip(parties, fits, manifests)], None
+
+    def _upload_check(self, plan, X_public, root, final):
+        return check_upload
+
+    def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
+        return server_step(plan, uploads, X_public, root, classes)
+
+    def _sent_bytes(self, uploads, fitted):
         # a trained party sends its local model
-        fitted["upload_bytes_"] = np.array([
+        return np.array([
             0 if upload.payload["model"] is None else pickled_bytes([upload.payload["model"]])
             for upload in uploads
         ])
-        vars(self).update(fitted)
+
+    def _after_fit(self, plan, uploads, X_public, data):
         if X_public is not None:
             warn_if_collapsed(plan, self._predict_codes(X_public), uploads, self.classes_)
-        return self
-
-    @shared_docs
-    def fit_party(self, X, y, *, party, classes, X_unlabeled=None, party_seed=None):
-        """The party step, on one party's machine: its local model and, for
-        ``selection="cv"``, the model's held-out score.
-
-        This estimator is not modified.
-
-        Parameters
-        ----------
-        $party_data
-        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
-            The agreed public data, when the server distils; its fingerprint goes into
-            the manifest so that the server can check it.
-        party_seed : int, default=None
-            Seed of this party's draws (its validation split, its model's seed); None
-            derives them from `random_state` and `party`, as `fit` does.
-
-        Returns
-        -------
-        upload : skfedkt.PartyUpload
-            Save it with ``upload.save(path)`` and send the file to the server.
-        """
-        plan, data = self._party_inputs(X, y, party, classes, X_unlabeled)
-        return party_step(plan, data, data.manifest(self),
-                          party_random_state(self.random_state, data.party, party_seed))
-
-    @shared_docs
-    def fit_server(self, uploads, X_unlabeled=None, *, classes=None, trusted=(),
-                   min_parties=None, limits=None):
-        """The server step: select the ensemble among the parties' models, distil it.
-
-        Checks every upload before loading it (see `FedKTClassifier.fit_server`). With
-        the uploads of `fit_party` and the same `random_state`, the fitted estimator
-        equals the one `fit` gives.
-
-        Parameters
-        ----------
-        $uploads
-        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
-            The agreed public data; required with a `student_estimator`.
-        $upload_checks
-
-        Returns
-        -------
-        self : object
-            The fitted classifier.
-        """
-        plan, expected, X_unlabeled = self._server_inputs(X_unlabeled, classes)
-        _check_public_data(plan, X_unlabeled)
-        uploads, left_out = collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
-            check=check_upload,
-        )
-        manifest = uploads[0].manifest
-        classes = np.array(manifest["classes"])
-        if X_unlabeled is None:  # the features the parties agreed on
-            self.n_features_in_ = manifest["n_features"]
-            if manifest["feature_names"] is not None:
-                self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
-        fitted = server_step(plan, uploads, X_unlabeled, root_seed(self.random_state),
-                             classes)
-        self._set_server_fit(fitted, uploads, classes, left_out)
-        if X_unlabeled is not None:
-            warn_if_collapsed(plan, self._predict_codes(X_unlabeled), uploads, classes)
-        return self
 
     def _membership_releases(self):
         """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):
@@ -340,54 +254,27 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     def _predict_codes(self, X):
         # the student if distilled, else the ensemble
         if self.student_estimator is None:
-            return ensemble_proba(self._ensemble, X, len(self.classes_), self.voting).argmax(1)
+            return self._proba(X).argmax(axis=1)
         if self._student is None:
             return self._student_outputs(X).argmax(axis=1)
         return self._student.predict(X)
 
-    @available_if(_student_is("proba"))
-    def predict_proba(self, X):
-        """Class probabilities of the ensemble, or of a classifier student.
+    def _offers(self, method):
+        # the ensemble's or a classifier student's probabilities; a regressor student's
+        # outputs as decision scores
+        student = self.student_estimator
+        if method == "predict_proba":
+            return student is None or (
+                not is_regressor(student) and hasattr(student, "predict_proba")
+            )
+        return student is not None and is_regressor(student)
 
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Columns in the order of ``classes_``.
-        """
-        check_is_fitted(self)
-        X = self._validate_predict_data(X)
+    def _proba(self, X):
         if self.student_estimator is None:
             return ensemble_proba(self._ensemble, X, len(self.classes_), self.voting)
         return self._student.predict_proba(X, len(self.classes_))
 
-    @available_if(_student_is("regressor"))
-    def decision_function(self, X):
-        """The regressor student's outputs, in scikit-learn's layout.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            One output per class; for two classes the difference between them (positive
-            favours ``classes_[1]``).
-        """
-        check_is_fitted(self)
-        outputs = self._student_outputs(self._validate_predict_data(X))
+    def _decision_scores(self, X):
+        # one output per class; for two classes the difference between them
+        outputs = self._student_outputs(X)
         return outputs[:, 1] - outputs[:, 0] if len(self.classes_) == 2 else outputs
-
-
-def _check_public_data(plan, X_unlabeled):
-    if plan.student is not None and X_unlabeled is None:
-        raise ValueError(
-            "student_estimator distils the ensemble on public data: pass the proxy "
-            "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
-        )

@@ -67,14 +67,6 @@ class OneShotParty:
         )
 
 
-def party_step(plan, data, manifest, random_state):
-    """The party step on one party's machine (`data`, its `PartyData`): its local model
-    and, for ``selection="cv"``, the model's held-out score; returns its upload."""
-    party = OneShotParty(plan, data.party, np.arange(len(data.y)), data.y, random_state)
-    (fits,) = party_tier(plan, [party], data.X, data.classes)
-    return party.upload(fits, data.classes, manifest)
-
-
 def party_tier(plan, parties, X, classes):
     """Every party's local model (and cv model, scored on its held-out rows) in one
     flat parallel batch; the ``(model, score)`` of each task of each party."""
