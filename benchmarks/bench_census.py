@@ -19,18 +19,18 @@ seconds are those of that vote).
     python benchmarks/bench_census.py --path adult.data          # 3 seeds, beta 0.5
     python benchmarks/bench_census.py --path a9a --seeds 5 --betas 0.1 0.5 1
         [--parties 50] [--trees 100] [--n-jobs 2] [--methods ...]
+
+Produces: doc/performance.rst, "Census (the paper's Table 1)".
 """
 
-import argparse
 import time
 import warnings
 from collections import defaultdict
 
 import numpy as np
-from bench_label_skew import _mean_std, print_table
+from _common import forest, mean_std, parser, print_table
 from joblib import Parallel, delayed
 from sklearn.base import clone
-from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import FedKTClassifier, OneShotEnsembleClassifier, SoftVotes
@@ -42,27 +42,24 @@ METHODS = ["FedKT", "FedKT, one teacher, soft student labels", "FedKT, students 
 
 
 def make(method, seed, n_trees=100):
-    def forest():
-        return RandomForestClassifier(n_estimators=n_trees, max_depth=6)
-
     if method == "FedKT":
-        return FedKTClassifier(forest(), random_state=seed)
+        return FedKTClassifier(forest(n_trees), random_state=seed)
     if method == "FedKT, one teacher, soft student labels":  # the default until 0.1
-        return FedKTClassifier(forest(), n_subsets=1, soft_labels="students",
+        return FedKTClassifier(forest(n_trees), n_teachers=1, soft_labels="students",
                                random_state=seed)
     if method == "FedKT, students learn party rows":  # the default before that
-        return FedKTClassifier(forest(), student_data="party+public",
-                               voting=SoftVotes(min_public_rows=0), n_subsets=1,
+        return FedKTClassifier(forest(n_trees), student_data="party+public",
+                               voting=SoftVotes(min_public_rows=0), n_teachers=1,
                                soft_labels="students", random_state=seed)
     if method == "FedKT (paper)":
-        return FedKTClassifier(forest(), voting="hard", random_state=seed)
+        return FedKTClassifier(forest(n_trees), voting="hard", random_state=seed)
     if method == "FedKT (paper, tree teachers)":
         return FedKTClassifier(DecisionTreeClassifier(max_depth=6),
-                               student_estimator=forest(), voting="hard",
+                               student_estimator=forest(n_trees), voting="hard",
                                random_state=seed)
     if method == "one-shot all":
-        return OneShotEnsembleClassifier(forest(), selection="all", random_state=seed)
-    return clone(forest()).set_params(random_state=seed)
+        return OneShotEnsembleClassifier(forest(n_trees), selection="all", random_state=seed)
+    return clone(forest(n_trees)).set_params(random_state=seed)
 
 
 def run_seed(path, n_parties, beta, seed, method, n_trees):
@@ -89,18 +86,14 @@ def run_seed(path, n_parties, beta, seed, method, n_trees):
             for name, predicted, seconds in predictions]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--path", required=True,
-                        help="local copy of the census data (UCI adult.data, LIBSVM a9a, or CSV)")
-    parser.add_argument("--parties", type=int, default=50)
-    parser.add_argument("--betas", nargs="+", type=float, default=[0.5])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--trees", type=int, default=100,
-                        help="trees per random forest (the paper's 100)")
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=METHODS)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, seeds=3, n_jobs=2, trees=100)
+    command.add_argument("--path", required=True, help="local copy of the census data "
+                         "(UCI adult.data, LIBSVM a9a, or CSV)")
+    command.add_argument("--parties", type=int, default=50)
+    command.add_argument("--betas", nargs="+", type=float, default=[0.5])
+    command.add_argument("--methods", nargs="+", choices=METHODS, default=METHODS)
+    args = command.parse_args(argv)
 
     start = time.perf_counter()
     runs = Parallel(n_jobs=args.n_jobs)(
@@ -114,7 +107,7 @@ def main():
           f"depth 6); test accuracy, mean ± std over {args.seeds} seeds; predicted positive "
           "rate (mean) and the truth; mean fit seconds (one core)\n")
     print_table(["beta", "method", "accuracy", "positive rate", "truth", "fit s"], [
-        [f"{beta:g}", method, _mean_std([r[0] for r in rows]),
+        [f"{beta:g}", method, mean_std([r[0] for r in rows]),
          f"{np.mean([r[1] for r in rows]):.3f}", f"{np.mean([r[2] for r in rows]):.3f}",
          f"{np.mean([r[3] for r in rows]):.0f}"]
         for (beta, method), rows in results.items()

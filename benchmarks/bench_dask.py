@@ -13,32 +13,34 @@ client to its scheduler instead of a LocalCluster:
 The workers need skfedkt and the base estimator's packages installed, and a model class
 importable by name (not defined in ``__main__``).
 
-    python benchmarks/bench_dask.py [--workers 2] [--parties 20]
+    python benchmarks/bench_dask.py [--workers 2] [--parties 20] [--trees 50]
+
+Produces: doc/performance.rst, "Scale-out with Dask".
 """
 
-import argparse
 import time
 
 import numpy as np
+from _common import forest, parser
 from joblib import parallel_config
 from sklearn.datasets import make_classification
-from sklearn.ensemble import RandomForestClassifier
 
 from skfedkt import FedKTClassifier
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--parties", type=int, default=20)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, trees=50)
+    command.add_argument("--workers", type=int, default=2)
+    command.add_argument("--parties", type=int, default=20)
+    command.add_argument("--rows-per-party", type=int, default=500)
+    args = command.parse_args(argv)
     from dask.distributed import Client, LocalCluster
 
-    X, y = make_classification(n_samples=args.parties * 500, n_features=20, random_state=0)
+    X, y = make_classification(n_samples=args.parties * args.rows_per_party, n_features=20,
+                               random_state=0)
     X_public, X_train, y_train = X[: len(X) // 8], X[len(X) // 8 :], y[len(X) // 8 :]
     party = np.arange(len(y_train)) % args.parties
-    clf = FedKTClassifier(RandomForestClassifier(n_estimators=50, max_depth=6),
-                          random_state=0)
+    clf = FedKTClassifier(forest(args.trees), random_state=0)
 
     start = time.perf_counter()
     sequential = clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public).predict(X)

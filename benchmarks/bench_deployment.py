@@ -6,9 +6,10 @@ size per party and the seconds of each step, and checks the deployed model again
 ``fit``. Times include reading and writing the files, not importing skops.
 
     python benchmarks/bench_deployment.py [--datasets digits breast_cancer] [--parties 10]
+
+Produces: doc/performance.rst, "Deployment" (and doc/deployment.rst, "Measured").
 """
 
-import argparse
 import tempfile
 import time
 import warnings
@@ -16,22 +17,17 @@ from pathlib import Path
 
 import numpy as np
 import skops.io  # noqa: F401  (imported once, before any step is timed)
+from _common import forest, parser
 from sklearn.base import clone
-from sklearn.ensemble import RandomForestClassifier
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 from skfedkt.datasets import load_federated
 
-
-def forest():
-    return RandomForestClassifier(n_estimators=100, max_depth=6)
-
-
 ALGORITHMS = {
-    "fedkt": lambda: FedKTClassifier(forest(), random_state=0),
-    "oneshot (cv)": lambda: OneShotEnsembleClassifier(forest(), selection="cv",
-                                                      n_selected=5, random_state=0),
-    "fedct": lambda: FedCTClassifier(forest(), random_state=0),
+    "fedkt": lambda n_trees: FedKTClassifier(forest(n_trees), random_state=0),
+    "oneshot (cv)": lambda n_trees: OneShotEnsembleClassifier(
+        forest(n_trees), selection="cv", n_selected=5, random_state=0),
+    "fedct": lambda n_trees: FedCTClassifier(forest(n_trees), random_state=0),
 }
 
 
@@ -78,18 +74,18 @@ WHAT = {"fedkt": "students", "oneshot (cv)": "local model and score",
         "fedct": "final model"}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["digits", "breast_cancer"])
-    parser.add_argument("--parties", type=int, default=10)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, trees=100)
+    command.add_argument("--datasets", nargs="+", default=["digits", "breast_cancer"])
+    command.add_argument("--parties", type=int, default=10)
+    args = command.parse_args(argv)
     print("| dataset | algorithm | rounds | upload | per party (kB) | party step (s) | "
           "server step (s) | same model as fit |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.datasets:
         data = load_federated(name, n_parties=args.parties, beta=0.5, random_state=0)
         for label, make in ALGORITHMS.items():
-            clf = make()
+            clf = make(args.trees)
             with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 rounds, server, phases = deploy(clf, data, Path(folder))

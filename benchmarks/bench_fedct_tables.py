@@ -4,10 +4,13 @@ BreastCancer: 5 parties sharing 85 training rows, 370 public rows, 114 test rows
 standardised features, 20 rounds; mean test accuracy over 5 seeds, each a new split.
 The tests (``tests/test_fedct.py``) hold these numbers to the paper's.
 
-    python benchmarks/bench_fedct_tables.py
+    python benchmarks/bench_fedct_tables.py [--seeds 5] [--models ...]
+
+Produces: doc/user_guide/fedct.rst, "Costs" (the paper's Tables 2 and 3).
 """
 
 import numpy as np
+from _common import mean_std, parser
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
@@ -59,7 +62,16 @@ def models():
     }
 
 
+def main(argv=None):
+    command = parser(__doc__, seeds=5)
+    command.add_argument("--models", nargs="+", type=int,
+                         help="only these rows of the table (0: decision tree, ..., 3: mixed)")
+    args = command.parse_args(argv)
+    rows = list(models().items())
+    for index in args.models or range(len(rows)):
+        name, estimator = rows[index]
+        print(f"{name:<42} {mean_std(accuracies(estimator, args.seeds))}", flush=True)
+
+
 if __name__ == "__main__":
-    for name, estimator in models().items():
-        scores = accuracies(estimator)
-        print(f"{name:<42} {scores.mean():.3f} ± {scores.std():.3f}", flush=True)
+    main()

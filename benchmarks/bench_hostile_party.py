@@ -10,15 +10,16 @@ on the uploads as files. Prints test accuracy and the final model's positive rat
 std over seeds, for the honest uploads, the lie with the bound, and the lie without it.
 
     python benchmarks/bench_hostile_party.py [--seeds 3] [--factor 1000] [--datasets digits]
+
+Produces: doc/deployment.rst, "Security" (a party's weight).
 """
 
-import argparse
 import time
 import warnings
 
 import numpy as np
-from bench_label_skew import BETAS, PARTIES, PARTIES_AT, _mean_std, load, print_table
-from sklearn.ensemble import RandomForestClassifier
+from _common import forest, mean_std, parser, print_table
+from bench_label_skew import BETAS, PARTIES, PARTIES_AT, load
 
 import skfedkt._fedkt._server as fedkt_server
 from skfedkt import FedKTClassifier, PartyUpload
@@ -40,10 +41,9 @@ LIES = {"inflate": inflate, "one class": one_class}
 CONSORTIA = {"imbalanced": 50, "breast_cancer": 5, "digits": 10}
 
 
-def run(dataset, n_parties, beta, seed, lie, factor, bounded):
+def run(dataset, n_parties, beta, seed, lie, factor, bounded, n_trees=50):
     data = load(dataset, n_parties, beta, seed)
-    clf = FedKTClassifier(RandomForestClassifier(n_estimators=50, max_depth=6),
-                          random_state=seed)
+    clf = FedKTClassifier(forest(n_trees), random_state=seed)
     classes = np.unique(data.y_train)
     uploads = [
         clf.fit_party(data.X_train[data.groups == p], data.y_train[data.groups == p],
@@ -57,7 +57,10 @@ def run(dataset, n_parties, beta, seed, lie, factor, bounded):
         LIES[lie](uploads[liar].manifest, factor)
     files = [PartyUpload(u.manifest, u.payload).to_bytes() for u in uploads]
     fedkt_server.bounded_party_counts = bound if bounded else no_bound
-    server = clf.fit_server(files, data.X_public)
+    try:
+        server = clf.fit_server(files, data.X_public)
+    finally:
+        fedkt_server.bounded_party_counts = bound
     predictions = server.predict(data.X_test)
     return np.mean(predictions == data.y_test), np.mean(predictions == classes[-1])
 
@@ -86,14 +89,13 @@ def honest_partitions_bound(n_seeds):
             f"{len(capped)} of {total} ({', '.join(capped)})")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--factor", type=float, default=1000)
-    parser.add_argument("--seeds-skew", type=int, default=5,
-                        help="seeds of bench_label_skew's partitions to check the bound on")
-    parser.add_argument("--datasets", nargs="+", choices=CONSORTIA, default=list(CONSORTIA))
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, seeds=3, trees=50)
+    command.add_argument("--factor", type=float, default=1000)
+    command.add_argument("--seeds-skew", type=int, default=5,
+                         help="seeds of bench_label_skew's partitions to check the bound on")
+    command.add_argument("--datasets", nargs="+", choices=CONSORTIA, default=list(CONSORTIA))
+    args = command.parse_args(argv)
     start = time.perf_counter()
     settings = [("honest", None, True), ("inflate, bounded", "inflate", True),
                 ("inflate, unbounded", "inflate", False),
@@ -105,11 +107,12 @@ def main():
         for name, lie, bounded in settings:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                results = [run(dataset, n_parties, 0.5, seed, lie, args.factor, bounded)
-                           for seed in range(args.seeds)]
-            rows.append([dataset, n_parties, name, _mean_std([r[0] for r in results]),
+                results = [run(dataset, n_parties, 0.5, seed, lie, args.factor, bounded,
+                               args.trees) for seed in range(args.seeds)]
+            rows.append([dataset, n_parties, name, mean_std([r[0] for r in results]),
                          f"{np.mean([r[1] for r in results]):.3f}"])
-    print(f"FedKT's default, random forests (50 trees, depth 6), Dirichlet(0.5) parties; "
+    print(f"FedKT's default, random forests ({args.trees} trees, depth 6), Dirichlet(0.5) "
+          "parties; "
           f"the lie multiplies the liar's claimed rows by {args.factor:g}; test accuracy "
           f"mean ± std over {args.seeds} seeds, and the share of the last class predicted\n")
     print_table(["dataset", "parties", "uploads", "accuracy", "last class predicted"], rows)

@@ -19,22 +19,23 @@ default wins against the paper's FedKT and the ensemble.
     python benchmarks/bench_label_skew.py --datasets digits --seeds 3
     python benchmarks/bench_label_skew.py --ablation      # which default does what
 
+Produces: doc/performance.rst, "Label skew" (and its ablation table).
+
 Seeds run in parallel (``--n-jobs``, each fit single-threaded), so results do not
 depend on it. The imbalanced task is ``make_classification`` with 76% negatives (the
 census task's share), 20,000 rows and 50 parties; at beta=0.1 a two-class Dirichlet
 draw leaves most of 50 parties empty, so it uses 10 there (the table says so).
 """
 
-import argparse
 import time
 import warnings
 from collections import defaultdict
 
 import numpy as np
+from _common import forest, mean_std, parser, print_table
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.datasets import make_classification
-from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 
@@ -61,19 +62,15 @@ ABLATIONS = {
     "FedKT, unmatched shares": dict(voting=SoftVotes(match_shares=False)),
     "FedKT, summed votes": dict(voting=SoftVotes(pooling="sum")),
     "FedKT, soft student labels": dict(soft_labels="students"),
-    "FedKT, soft labels": dict(soft_labels=True),
-    "FedKT, one teacher per partition": dict(n_subsets=1),
-    "FedKT, one teacher, soft student labels": dict(n_subsets=1, soft_labels="students"),
+    "FedKT, soft labels": dict(soft_labels="all"),
+    "FedKT, one teacher per partition": dict(n_teachers=1),
+    "FedKT, one teacher, soft student labels": dict(n_teachers=1, soft_labels="students"),
     "FedKT, no public copies": dict(voting=SoftVotes(min_public_rows=0)),
     "FedKT, students learn party rows": dict(student_data="party+public",
                                              voting=SoftVotes(min_public_rows=0),
-                                             n_subsets=1, soft_labels="students"),
+                                             n_teachers=1, soft_labels="students"),
     "FedKT, hard votes only": dict(voting=HardVotes(min_public_rows=2000)),
 }
-
-
-def forest():
-    return RandomForestClassifier(n_estimators=50, max_depth=6)
 
 
 def load(dataset, n_parties, beta, seed):
@@ -95,20 +92,20 @@ def load(dataset, n_parties, beta, seed):
                  X_test=X_test, y_test=y_test)
 
 
-def make(method, seed):
+def make(method, seed, n_trees):
     options = dict(random_state=seed)
     if method == "FedKT":
-        return FedKTClassifier(forest(), **options)
+        return FedKTClassifier(forest(n_trees), **options)
     if method in ABLATIONS:
-        return FedKTClassifier(forest(), **ABLATIONS[method], **options)
+        return FedKTClassifier(forest(n_trees), **ABLATIONS[method], **options)
     if method in ("FedKT (paper)", "PATE"):
-        return FedKTClassifier(forest(), voting="hard", **options)
+        return FedKTClassifier(forest(n_trees), voting="hard", **options)
     if method == "one-shot all":
-        return OneShotEnsembleClassifier(forest(), selection="all", **options)
-    return FedCTClassifier(forest(), **options)
+        return OneShotEnsembleClassifier(forest(n_trees), selection="all", **options)
+    return FedCTClassifier(forest(n_trees), **options)
 
 
-def run_seed(dataset, beta, seed, methods):
+def run_seed(dataset, beta, seed, methods, n_trees=50):
     """Every method on one split: {method: (accuracy, positive rate, warned, single, s)}."""
     n_parties = PARTIES_AT.get((dataset, beta), PARTIES[dataset])
     data = load(dataset, n_parties, beta, seed)
@@ -119,7 +116,7 @@ def run_seed(dataset, beta, seed, methods):
             warnings.simplefilter("always")
             if method == "SOLO":
                 accuracy = float(np.mean(solo_scores(
-                    forest(), data.X_train, data.y_train, data.groups, data.X_test,
+                    forest(n_trees), data.X_train, data.y_train, data.groups, data.X_test,
                     data.y_test, random_state=seed,
                 )))
                 results[method] = (accuracy, np.nan, False, False, time.perf_counter() - start)
@@ -139,10 +136,10 @@ def run_seed(dataset, beta, seed, methods):
                     rows = np.random.RandomState(seed).choice(
                         rows, size=len(data.X_public), replace=False
                     )
-                model = clone(forest()).set_params(random_state=seed)
+                model = clone(forest(n_trees)).set_params(random_state=seed)
                 model.fit(data.X_train[rows], data.y_train[rows])
             else:
-                model = make(method, seed)
+                model = make(method, seed, n_trees)
                 groups = None if method == "PATE" else data.groups
                 model.fit(data.X_train, data.y_train, groups=groups,
                           X_unlabeled=data.X_public)
@@ -157,48 +154,34 @@ def run_seed(dataset, beta, seed, methods):
     return dataset, beta, n_parties, seed, truth, results
 
 
-def _mean_std(values):
-    return f"{np.mean(values):.3f} ± {np.std(values):.3f}"
-
-
-def print_table(header, rows):
-    """A Markdown table, as the README and the docs show it."""
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(str(cell) for cell in row) + " |")
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", choices=list(PARTIES), default=list(PARTIES))
-    parser.add_argument("--betas", nargs="+", type=float, default=list(BETAS))
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--ablation", action="store_true",
+def main(argv=None):
+    command = parser(__doc__, seeds=5, n_jobs=2, trees=50)
+    command.add_argument("--datasets", nargs="+", choices=list(PARTIES), default=list(PARTIES))
+    command.add_argument("--betas", nargs="+", type=float, default=list(BETAS))
+    command.add_argument("--ablation", action="store_true",
                         help="FedKT with one default switched back at a time, and soft "
                         "labels, instead of the methods")
-    parser.add_argument("--methods", nargs="+", choices=[*METHODS, *ABLATIONS],
-                        help="only these methods (the first is compared with the rest)")
-    args = parser.parse_args()
+    command.add_argument("--methods", nargs="+", choices=[*METHODS, *ABLATIONS],
+                         help="only these methods (the first is compared with the rest)")
+    args = command.parse_args(argv)
     methods = ["FedKT", *ABLATIONS, "FedKT (paper)"] if args.ablation else METHODS
     methods = args.methods or methods
     compared = methods[:5]
 
     start = time.perf_counter()
     runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run_seed)(dataset, beta, seed, methods)
+        delayed(run_seed)(dataset, beta, seed, methods, args.trees)
         for dataset in args.datasets for beta in args.betas for seed in range(args.seeds)
     )
     table = defaultdict(list)
     for dataset, beta, n_parties, seed, truth, results in runs:
         table[dataset, beta, n_parties].append((truth, results))
 
-    print(f"Test accuracy, mean ± std over {args.seeds} seeds; random forests (50 trees, "
-          "depth 6) at every tier\n")
+    print(f"Test accuracy, mean ± std over {args.seeds} seeds; random forests ({args.trees} "
+          "trees, depth 6) at every tier\n")
     print_table(["dataset", "beta", "parties", *methods], [
         [dataset, f"{beta:g}", n_parties, *(
-            _mean_std([r[method][0] for _, r in rows])
+            mean_std([r[method][0] for _, r in rows])
             for method in methods
         )]
         for (dataset, beta, n_parties), rows in table.items()

@@ -26,15 +26,17 @@ depth)" is, for scale, what shipping a party's own unrestricted forest reveals.
 ``--fedct-claim`` instead reproduces the FedCT paper's privacy claim on its own setup
 (5 parties, IID): the hard labels FedCT shares against the models that parameter-
 sharing methods (and FedCT's final round, by default) hand over.
+
+Produces: doc/privacy.rst, "What leaves whom, and what an attacker learns" (and
+doc/user_guide/fedkt.rst, "What a party uploads: students of the public set only").
 """
 
-import argparse
 import time
 import warnings
 from collections import defaultdict
 
 import numpy as np
-from bench_label_skew import print_table
+from _common import forest, parser, print_table
 from joblib import Parallel, delayed
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.ensemble import RandomForestClassifier
@@ -60,58 +62,65 @@ from skfedkt.privacy import (
 )
 
 
-def forest():
-    return RandomForestClassifier(n_estimators=100, max_depth=6)
-
-
-# method: (estimator factory, which releases the table shows)
+# method: (the estimator of a seed and forest size, which releases the table shows)
+FEDKT_RELEASES = ["upload", "final model"]
+FEDCT_RELEASES = ["labels", "local model", "final model"]
 METHODS = {
     "local forest (full depth)": (
-        lambda seed: OneShotEnsembleClassifier(
-            RandomForestClassifier(n_estimators=100), selection="all", random_state=seed),
+        lambda seed, n_trees: OneShotEnsembleClassifier(
+            RandomForestClassifier(n_estimators=n_trees), selection="all",
+            random_state=seed),
         ["upload"]),
     "one-shot ensemble": (
-        lambda seed: OneShotEnsembleClassifier(forest(), selection="all", random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: OneShotEnsembleClassifier(
+            forest(n_trees), selection="all", random_state=seed),
+        FEDKT_RELEASES),
     "FedKT (default)": (
-        lambda seed: FedKTClassifier(forest(), random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(forest(n_trees), random_state=seed),
+        FEDKT_RELEASES),
     "FedKT, no public copies": (
-        lambda seed: FedKTClassifier(forest(), voting=SoftVotes(min_public_rows=0),
-                                     random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(
+            forest(n_trees), voting=SoftVotes(min_public_rows=0), random_state=seed),
+        FEDKT_RELEASES),
     "FedKT, soft student labels": (
-        lambda seed: FedKTClassifier(forest(), soft_labels="students", random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(
+            forest(n_trees), soft_labels="students", random_state=seed),
+        FEDKT_RELEASES),
     "FedKT, one teacher per partition": (
-        lambda seed: FedKTClassifier(forest(), n_subsets=1, random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=1,
+                                              random_state=seed),
+        FEDKT_RELEASES),
     "FedKT, one teacher, soft student labels": (
-        lambda seed: FedKTClassifier(forest(), n_subsets=1, soft_labels="students",
-                                     random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(
+            forest(n_trees), n_teachers=1, soft_labels="students", random_state=seed),
+        FEDKT_RELEASES),
     "FedKT, students learn party rows": (
-        lambda seed: FedKTClassifier(forest(), student_data="party+public", n_subsets=1,
-                                     soft_labels="students", random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(
+            forest(n_trees), student_data="party+public", n_teachers=1,
+            soft_labels="students", random_state=seed),
+        FEDKT_RELEASES),
     "FedKT (paper, hard votes)": (
-        lambda seed: FedKTClassifier(forest(), voting="hard", random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(forest(n_trees), voting="hard",
+                                              random_state=seed),
+        FEDKT_RELEASES),
     "FedKT L1 (gamma 0.04, 81 queries)": (
-        lambda seed: FedKTClassifier(forest(), privacy=ServerNoise(gamma=0.04), n_partitions=1,
-                                     random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(
+            forest(n_trees), privacy=ServerNoise(gamma=0.04), n_students=1,
+            random_state=seed),
+        FEDKT_RELEASES),
     "FedKT L2 (gamma 0.04, 81 queries)": (
-        lambda seed: FedKTClassifier(forest(), privacy=PartyNoise(gamma=0.04), n_partitions=1,
-                                     random_state=seed),
-        ["upload", "final model"]),
+        lambda seed, n_trees: FedKTClassifier(
+            forest(n_trees), privacy=PartyNoise(gamma=0.04), n_students=1,
+            random_state=seed),
+        FEDKT_RELEASES),
     "FedCT": (
-        lambda seed: FedCTClassifier(forest(), n_rounds=5, random_state=seed),
-        ["labels", "local model", "final model"]),
+        lambda seed, n_trees: FedCTClassifier(forest(n_trees), n_rounds=5,
+                                              random_state=seed),
+        FEDCT_RELEASES),
     "FedCT, BitFlips(5)": (
-        lambda seed: FedCTClassifier(forest(), n_rounds=5, privacy=BitFlips(5.0),
-                                     random_state=seed),
-        ["labels", "local model", "final model"]),
+        lambda seed, n_trees: FedCTClassifier(
+            forest(n_trees), n_rounds=5, privacy=BitFlips(5.0), random_state=seed),
+        FEDCT_RELEASES),
 }
 # the paper's 1% of its public set (81 of 8,140 rows) at the private levels
 PRIVATE_QUERIES = 81
@@ -137,11 +146,11 @@ def breast_cancer(beta, seed):
 
 
 def audit_method(protocol, beta, seed, method, n_references, estimator=None,
-                 uploads_only=False):
+                 uploads_only=False, n_trees=100):
     """One method on one split: [(protocol, method, release, attack, auc, tpr, eps, acc)]."""
     data, attacked = protocol(beta, seed)
     make, releases = METHODS[method]
-    model = make(seed)
+    model = make(seed, n_trees)
     if estimator is not None:
         model.set_params(estimator=estimator)
     if "queries" in method:
@@ -180,22 +189,21 @@ def audit_uploads(protocol, data, attacked, seed, method, model, n_references):
     return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--census-path", help="UCI adult.data or LIBSVM a9a (not shipped)")
-    parser.add_argument("--beta", type=float, default=0.5)
-    parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per protocol (default: 2 census, 5 breast_cancer)")
-    parser.add_argument("--references", type=int, default=4, help="LiRA's reference fits")
-    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
-    parser.add_argument("--fedct-claim", action="store_true",
-                        help="reproduce the FedCT paper's claim instead (5 IID parties)")
-    parser.add_argument("--uploads-only", action="store_true",
-                        help="attack only the parties' uploads, rerunning the party step "
-                        "alone for the reference fits (party_membership_audit): much "
-                        "faster on census; no final model, no accuracy")
-    parser.add_argument("--n-jobs", type=int, default=2)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, n_jobs=2, trees=100)
+    command.add_argument("--census-path", help="UCI adult.data or LIBSVM a9a (not shipped)")
+    command.add_argument("--beta", type=float, default=0.5)
+    command.add_argument("--seeds", type=int, default=None,
+                         help="seeds per protocol (default: 2 census, 5 breast_cancer)")
+    command.add_argument("--references", type=int, default=4, help="LiRA's reference fits")
+    command.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    command.add_argument("--fedct-claim", action="store_true",
+                         help="reproduce the FedCT paper's claim instead (5 IID parties)")
+    command.add_argument("--uploads-only", action="store_true",
+                         help="attack only the parties' uploads, rerunning the party step "
+                         "alone for the reference fits (party_membership_audit): much "
+                         "faster on census; no final model, no accuracy")
+    args = command.parse_args(argv)
     start = time.perf_counter()
     if args.fedct_claim:
         fedct_claim(args)
@@ -211,7 +219,7 @@ def main():
                    if not args.uploads_only or "upload" in METHODS[method][1]]
         runs = Parallel(n_jobs=args.n_jobs)(
             delayed(audit_method)(protocol, args.beta, seed, method, args.references,
-                                  uploads_only=args.uploads_only)
+                                  uploads_only=args.uploads_only, n_trees=args.trees)
             for protocol, n_seeds in protocols for seed in range(n_seeds)
             for method in methods
         )
@@ -270,7 +278,7 @@ def fedct_claim(args):
         return protocol
 
     estimators = {
-        "random forest": forest,
+        "random forest": lambda: forest(args.trees),
         "neural network": lambda: make_pipeline(
             StandardScaler(), MLPClassifier(hidden_layer_sizes=(100, 100), max_iter=500)),
     }

@@ -15,13 +15,15 @@ the paper's configuration.
     python benchmarks/bench_overhead.py [--parties 1000] [--rows-per-party 114]
         [--paper-parties 50] [--paper-rows-per-party 1000] [--paper-trees 100]
         [--repeats 3]
+
+Produces: doc/performance.rst, "Orchestration overhead".
 """
 
-import argparse
 import time
 import warnings
 
 import numpy as np
+from _common import parser
 from sklearn.base import clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
@@ -56,16 +58,16 @@ def direct_oneshot(estimator, X, y, party, X_public):
         seeded(estimator, seed).fit(X[rows], y[rows])
 
 
-def direct_fedkt(estimator, X, y, party, X_public, soft, n_partitions=2, n_subsets=5):
+def direct_fedkt(estimator, X, y, party, X_public, soft, n_students=2, n_teachers=5):
     """Teachers on disjoint subsets voting on the public set, students learning the
     winning labels, one final model: the calls of FedKT's Algorithm 1."""
     rng = np.random.default_rng(0)
     predict = "predict_proba" if soft else "predict"
     labels = []
     for rows in party_rows(party):
-        for _ in range(n_partitions):
+        for _ in range(n_students):
             votes = np.zeros((len(X_public), 2))
-            for subset in np.array_split(rng.permutation(rows), n_subsets):
+            for subset in np.array_split(rng.permutation(rows), n_teachers):
                 teacher = seeded(estimator, len(labels)).fit(X[subset], y[subset])
                 out = getattr(teacher, predict)(X_public)
                 votes += out if soft else np.eye(2)[out]
@@ -96,15 +98,15 @@ def cpu_seconds(function, repeats):
     return min(times), result
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parties", type=int, default=1000)
-    parser.add_argument("--rows-per-party", type=int, default=114)
-    parser.add_argument("--paper-parties", type=int, default=50)
-    parser.add_argument("--paper-rows-per-party", type=int, default=1000)
-    parser.add_argument("--paper-trees", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__)
+    command.add_argument("--parties", type=int, default=1000)
+    command.add_argument("--rows-per-party", type=int, default=114)
+    command.add_argument("--paper-parties", type=int, default=50)
+    command.add_argument("--paper-rows-per-party", type=int, default=1000)
+    command.add_argument("--paper-trees", type=int, default=100)
+    command.add_argument("--repeats", type=int, default=3)
+    args = command.parse_args(argv)
     warnings.simplefilter("ignore")
 
     X, y, party, X_public = make_data(args.parties, args.rows_per_party)

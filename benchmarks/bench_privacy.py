@@ -22,19 +22,19 @@ features, a third positive, 59,535 training rows as cod-rna's, a public set of 2
 
     python benchmarks/bench_privacy.py --census-path adult.data
     python benchmarks/bench_privacy.py --census-path a9a --tasks census --seeds 3
+
+Produces: doc/privacy.rst, "Private FedKT at the paper's budgets".
 """
 
-import argparse
 import time
 import warnings
 from collections import defaultdict
 
 import numpy as np
-from bench_label_skew import print_table
+from _common import forest, parser, print_table
 from joblib import Parallel, delayed
 from scipy.optimize import brentq
 from sklearn.datasets import make_classification
-from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 
@@ -57,19 +57,16 @@ PAPER_ROWS = [
 LEVELS = {"L1": (50, 1, 5), "L2": (20, 1, 25)}
 
 
-def forest():
-    return RandomForestClassifier(n_estimators=100, max_depth=6)
-
-
-def load(task, n_parties, seed, census_path):
+def load(task, n_parties, seed, census_path, n_rows=99535):
     if task == "census":
         return load_federated("adult", path=census_path, n_parties=n_parties, beta=0.5,
                               min_party_size=25, random_state=seed)
-    X, y = make_classification(n_samples=99535, n_features=8, n_informative=6,
+    # cod-rna's sizes by default: 59,535 training rows, a public set of 20,000
+    X, y = make_classification(n_samples=n_rows, n_features=8, n_informative=6,
                                n_redundant=2, weights=[2 / 3], flip_y=0.03,
                                random_state=seed)
-    X_train, X_rest, y_train, y_rest = train_test_split(X, y, train_size=59535,
-                                                        stratify=y, random_state=seed)
+    X_train, X_rest, y_train, y_rest = train_test_split(
+        X, y, train_size=round(n_rows * 59535 / 99535), stratify=y, random_state=seed)
     X_public, X_test, _, y_test = train_test_split(X_rest, y_rest, test_size=0.5,
                                                    stratify=y_rest, random_state=seed)
     groups = dirichlet_partition(y_train, n_parties, beta=0.5, min_party_size=25,
@@ -93,7 +90,7 @@ def configure(row, method, queries_factor):
     noise, and the number of queries."""
     task, level, gamma, n_queries, epsilon, *_ = row
     _, s, t = LEVELS[level]
-    params = dict(n_partitions=s, n_subsets=t, voting="hard")
+    params = dict(n_students=s, n_teachers=t, voting="hard")
     if method == "paper":
         return params, NOISE_AT[level](gamma, noise="laplace"), n_queries
     n_queries = int(round(queries_factor * n_queries))
@@ -102,12 +99,12 @@ def configure(row, method, queries_factor):
     return params, NOISE_AT[level](1 / sigma, noise="gaussian"), n_queries
 
 
-def run(row, method, seed, census_path, queries_factor):
+def run(row, method, seed, census_path, queries_factor, n_trees=100, n_rows=99535):
     task, level = row[:2]
-    data = load(task, LEVELS[level][0], seed, census_path)
+    data = load(task, LEVELS[level][0], seed, census_path, n_rows)
     params, privacy, n_queries = configure(row, method, queries_factor)
     privacy.set_params(query_fraction=n_queries / len(data.X_public))
-    clf = FedKTClassifier(forest(), privacy=privacy, random_state=seed, **params)
+    clf = FedKTClassifier(forest(n_trees), privacy=privacy, random_state=seed, **params)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -119,23 +116,25 @@ def run(row, method, seed, census_path, queries_factor):
             len(np.unique(predicted)) == 1, time.perf_counter() - start)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--census-path", help="UCI adult.data or LIBSVM a9a (not shipped)")
-    parser.add_argument("--tasks", nargs="+", choices=["census", "cod-rna"],
-                        default=["census", "cod-rna"])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--queries-factor", type=float, default=2.0,
-                        help="skfedkt's queries, in multiples of the paper's")
-    parser.add_argument("--n-jobs", type=int, default=2)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, seeds=3, n_jobs=2, trees=100)
+    command.add_argument("--census-path", help="UCI adult.data or LIBSVM a9a (not shipped)")
+    command.add_argument("--tasks", nargs="+", choices=["census", "cod-rna"],
+                         default=["census", "cod-rna"])
+    command.add_argument("--queries-factor", type=float, default=2.0,
+                         help="skfedkt's queries, in multiples of the paper's")
+    command.add_argument("--levels", nargs="+", choices=list(LEVELS), default=list(LEVELS))
+    command.add_argument("--cod-rna-rows", type=int, default=99535,
+                         help="rows of the cod-rna-like task (cod-rna's 99,535)")
+    args = command.parse_args(argv)
     tasks = [t for t in args.tasks if t != "census" or args.census_path]
     if not tasks:
-        parser.error("census needs --census-path; pass --tasks cod-rna to run without it")
+        command.error("census needs --census-path; pass --tasks cod-rna to run without it")
     start = time.perf_counter()
-    rows = [row for row in PAPER_ROWS if row[0] in tasks]
+    rows = [row for row in PAPER_ROWS if row[0] in tasks and row[1] in args.levels]
     runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run)(row, method, seed, args.census_path, args.queries_factor)
+        delayed(run)(row, method, seed, args.census_path, args.queries_factor, args.trees,
+                     args.cod_rna_rows)
         for row in rows for method in ("paper", "skfedkt") for seed in range(args.seeds)
     )
     results = defaultdict(list)

@@ -15,6 +15,8 @@ log rows.
     python benchmarks/bench_scaling.py [--algorithms oneshot fedkt fedkt-hard fedct]
         [--parties 100 1000 10000] [--rows 100000 1000000 10000000] [--n-jobs 2]
         [--direct-max-rows 1000000]
+
+Produces: doc/performance.rst, "Scaling with rows and parties".
 """
 
 import argparse
@@ -27,6 +29,7 @@ import time
 import warnings
 
 import numpy as np
+from _common import parser
 
 ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
 ROWS_PER_PARTY = 114  # the parties of the cross-device papers: tens to hundreds of rows
@@ -128,17 +131,17 @@ def _exponent(sizes, values):
     return float(np.polyfit(np.log(sizes), np.log(np.maximum(values, 1e-9)), 1)[0])
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=ALGORITHMS)
-    parser.add_argument("--parties", nargs="*", type=int, default=[100, 1000, 10000])
-    parser.add_argument("--rows", nargs="*", type=int, default=[100_000, 1_000_000, 10_000_000])
-    parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--direct-max-rows", type=int, default=None, metavar="N",
-                        help="make the direct base-estimator calls (the overhead ratio) "
-                             "only where X has at most N rows; default: everywhere")
-    parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, n_jobs=2)
+    command.add_argument("--algorithms", nargs="+", choices=ALGORITHMS, default=ALGORITHMS)
+    command.add_argument("--parties", nargs="*", type=int, default=[100, 1000, 10000])
+    command.add_argument("--rows", nargs="*", type=int,
+                         default=[100_000, 1_000_000, 10_000_000])
+    command.add_argument("--direct-max-rows", type=int, default=None, metavar="N",
+                         help="make the direct base-estimator calls (the overhead ratio) "
+                              "only where X has at most N rows; default: everywhere")
+    command.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
+    args = command.parse_args(argv)
     if args.one:
         one(args.one[0], int(args.one[1]), int(args.one[2]), args.n_jobs,
             direct=args.direct_max_rows is None or int(args.one[2]) <= args.direct_max_rows)

@@ -12,23 +12,17 @@ votes, 10 parties, the first 40% of a 30% public pool).
 
     python benchmarks/bench_share_tolerance.py
     python benchmarks/bench_share_tolerance.py --datasets digits wine --seeds 3
+
+Produces: doc/performance.rst, "How far the server's label shares may stray".
 """
 
-import argparse
 import time
 import warnings
 from collections import defaultdict
 
 import numpy as np
-from bench_label_skew import (
-    BETAS,
-    PARTIES,
-    PARTIES_AT,
-    _mean_std,
-    forest,
-    load,
-    print_table,
-)
+from _common import forest, mean_std, parser, print_table
+from bench_label_skew import BETAS, PARTIES, PARTIES_AT, load
 from joblib import Parallel, delayed
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -42,7 +36,7 @@ TOLERANCES = [None, 0.0, 1.0, 2.0]  # None: match_shares=False
 TASKS = ["digits, logistic regression", *PARTIES]
 
 
-def split(task, beta, seed):
+def split(task, beta, seed, n_trees):
     """(estimator, data, public rows) with a random, unstratified public set."""
     if task == "digits, logistic regression":
         data = load_federated("digits", n_parties=10, beta=beta, public_fraction=0.3,
@@ -51,31 +45,33 @@ def split(task, beta, seed):
         return model, data, data.X_public[: int(0.4 * len(data.X_public))]
     data = load(task, PARTIES_AT.get((task, beta), PARTIES[task]), beta, seed)
     kept = np.random.RandomState(seed).rand(len(data.X_public)) < 0.7
-    return forest(), data, data.X_public[kept]
+    return forest(n_trees), data, data.X_public[kept]
 
 
-def run(task, beta, seed, tolerance):
-    model, data, public = split(task, beta, seed)
-    # each job runs in its own worker process, so setting the constant is local to it
-    skfedkt._fedkt._server.SHARE_TOLERANCE = 0.0 if tolerance is None else tolerance
+def run(task, beta, seed, tolerance, n_trees=50):
+    model, data, public = split(task, beta, seed, n_trees)
     clf = FedKTClassifier(model, voting=SoftVotes(match_shares=tolerance is not None),
                           random_state=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=public)
+    default = skfedkt._fedkt._server.SHARE_TOLERANCE
+    skfedkt._fedkt._server.SHARE_TOLERANCE = 0.0 if tolerance is None else tolerance
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=public)
+    finally:  # a job run in the calling process leaves the constant as it was
+        skfedkt._fedkt._server.SHARE_TOLERANCE = default
     return task, beta, tolerance, clf.score(data.X_test, data.y_test)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", choices=TASKS, default=TASKS)
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--n-jobs", type=int, default=2)
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__, seeds=5, n_jobs=2, trees=50)
+    command.add_argument("--datasets", nargs="+", choices=TASKS, default=TASKS)
+    command.add_argument("--betas", nargs="+", type=float, default=list(BETAS))
+    args = command.parse_args(argv)
     start = time.perf_counter()
     runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run)(task, beta, seed, tolerance)
-        for task in args.datasets for beta in BETAS for seed in range(args.seeds)
+        delayed(run)(task, beta, seed, tolerance, args.trees)
+        for task in args.datasets for beta in args.betas for seed in range(args.seeds)
         for tolerance in TOLERANCES
     )
     scores = defaultdict(list)
@@ -85,8 +81,8 @@ def main():
     print(f"FedKT test accuracy with random public subsets, mean ± std over {args.seeds} "
           "seeds\n")
     print_table(["task", "beta", *names], [
-        [task, f"{beta:g}", *(_mean_std(scores[task, beta, t]) for t in TOLERANCES)]
-        for task in args.datasets for beta in BETAS
+        [task, f"{beta:g}", *(mean_std(scores[task, beta, t]) for t in TOLERANCES)]
+        for task in args.datasets for beta in args.betas
     ])
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 

@@ -4,10 +4,15 @@ the votes and their parts, the students' data and labels, distillation), each
 combination checked as `fit` checks it before any work.
 
     python benchmarks/count_options.py
+
+Produces: doc/architecture.rst, "Parameters" (the counts before and after a change of
+the parameters).
 """
 
 import inspect
 import itertools
+
+from _common import parser
 
 from skfedkt import (
     FedCTClassifier,
@@ -29,12 +34,13 @@ def votes():
         yield HardVotes(consistent=consistent, min_public_rows=min_public_rows)
 
 
-def main():
+def main(argv=None):
+    parser(__doc__).parse_args(argv)
     for estimator in (FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier):
         print(f"{estimator.__name__}: {len(inspect.signature(estimator).parameters)} "
               "parameters")
     combinations = list(itertools.product(
-        list(votes()), ["public", "party+public"], [False, "students", True], [True, False],
+        list(votes()), ["public", "party+public"], [None, "students", "all"], [True, False],
         [None, ServerNoise(), PartyNoise()]))
     accepted = 0
     for voting, student_data, soft_labels, distill, privacy in combinations:

@@ -3,15 +3,17 @@ files it calls, and how often each file calls into another (a party or server st
 calling back into the estimator's file is a "back-call").
 
     python benchmarks/trace_fit.py [--algorithm fedkt]
+
+Produces: doc/architecture.rst, "The algorithm interface" (what one fit passes through).
 """
 
-import argparse
 import sys
 import warnings
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from _common import parser
 from sklearn.datasets import load_breast_cancer
 
 import skfedkt
@@ -22,10 +24,10 @@ MAKE = {"fedkt": FedKTClassifier, "fedct": FedCTClassifier,
         "oneshot": OneShotEnsembleClassifier}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algorithm", choices=MAKE, default="fedkt")
-    args = parser.parse_args()
+def main(argv=None):
+    command = parser(__doc__)
+    command.add_argument("--algorithm", choices=MAKE, default="fedkt")
+    args = command.parse_args(argv)
     X, y = load_breast_cancer(return_X_y=True)
     party = np.arange(400) % 3
     functions, crossings = set(), Counter()

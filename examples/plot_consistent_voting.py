@@ -4,7 +4,7 @@ Consistent voting and the number of partitions
 
 Two design choices of FedKT (the paper's Table 6):
 
-* ``n_partitions`` (:math:`s`): each party splits its rows :math:`s` times into teachers,
+* ``n_students`` (:math:`s`): each party splits its rows :math:`s` times into teachers,
   and trains one student per split. More partitions give more, slightly different views
   of the party, at :math:`s` times the cost.
 * ``HardVotes(consistent=...)``: the server counts a party's :math:`s` votes only where all its
@@ -32,7 +32,7 @@ for s in partitions:
         runs = []
         for seed in (0, 1, 2):
             data = load_federated("digits", n_parties=10, beta=0.5, random_state=seed)
-            clf = FedKTClassifier(model, n_partitions=s, voting=HardVotes(consistent=consistent),
+            clf = FedKTClassifier(model, n_students=s, voting=HardVotes(consistent=consistent),
                                   n_jobs=-1, random_state=seed)
             clf.fit(data.X_train, data.y_train, groups=data.groups,
                     X_unlabeled=data.X_public)
@@ -61,7 +61,7 @@ for s in partitions:
 fig, ax = plt.subplots(figsize=(6, 3.8))
 ax.plot(partitions, accuracy[True], marker="o", label="consistent voting")
 ax.plot(partitions, accuracy[False], marker="s", label="every student votes")
-ax.set(xlabel="n_partitions (students per party)", ylabel="test accuracy",
+ax.set(xlabel="n_students (students per party)", ylabel="test accuracy",
        xticks=partitions, title="digits, 10 parties, Dirichlet(0.5), 3 seeds")
 ax.legend()
 fig.tight_layout()

@@ -33,7 +33,7 @@ data = load_federated("digits", n_parties=12, beta=0.5, random_state=0)
 model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
 search = GridSearchCV(
     FedKTClassifier(model, random_state=0),
-    {"voting": ["soft", "hard"], "n_partitions": [1, 2], "n_subsets": [1, 5]},
+    {"voting": ["soft", "hard"], "n_students": [1, 2], "n_teachers": [1, 5]},
     cv=GroupKFold(n_splits=3),
     n_jobs=-1,
 )
@@ -52,7 +52,7 @@ print("parties the refit model was trained on:", search.best_estimator_.parties_
 # its clones one by one and the two levels never compete for the cores.
 results = search.cv_results_
 labels = [
-    f"{p['voting']} votes, s={p['n_partitions']} t={p['n_subsets']}"
+    f"{p['voting']} votes, s={p['n_students']} t={p['n_teachers']}"
     for p in results["params"]
 ]
 order = np.argsort(results["mean_test_score"])

@@ -99,7 +99,7 @@ proxy_sizes = [10, 25, 50, 100, 200, 359]
 student_auc = []
 for n in proxy_sizes:
     distilled = clone(teacher).set_params(
-        student_estimator=KernelRidge(kernel="rbf", gamma=0.02, alpha=0.1)
+        distill=True, final_estimator=KernelRidge(kernel="rbf", gamma=0.02, alpha=0.1)
     )
     distilled.fit(X_train, y_train, groups=device, X_unlabeled=X_proxy_pool[:n])
     student_auc.append(roc_auc_score(y_test, distilled.decision_function(X_test)))

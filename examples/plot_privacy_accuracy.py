@@ -6,8 +6,8 @@ FedKT makes its final model differentially private by adding Laplace noise of sc
 ``1/gamma`` to vote counts, in one of two places:
 
 * **L1, server noise** (``privacy=ServerNoise(...)``) protects *parties*: the server's
-  vote histogram over all students is noised. One party moves all its ``n_partitions``
-  students, so one histogram moves by ``2 * n_partitions`` at most.
+  vote histogram over all students is noised. One party moves all its ``n_students``
+  students, so one histogram moves by ``2 * n_students`` at most.
 * **L2, party noise** (``privacy=PartyNoise(...)``) protects *examples*, even from the
   server: every teacher histogram inside every party is noised. One example sits in one
   teacher per partition, so one histogram moves by 2 at most.
@@ -45,7 +45,7 @@ party = dirichlet_partition(y_train, n_parties=60, beta=0.5, random_state=0)
 
 def fit_fedkt(random_state=0, **params):
     # one partition per party, as the paper advises for the private levels
-    clf = FedKTClassifier(LogisticRegression(), n_partitions=1, n_jobs=-1,
+    clf = FedKTClassifier(LogisticRegression(), n_students=1, n_jobs=-1,
                           random_state=random_state, **params)
     with warnings.catch_warnings():
         # the accountant warns when its best moment order is the largest one tried
@@ -95,7 +95,7 @@ for level, gamma, n_queries, accuracy, epsilon, dependent, independent in rows:
 # queries buy most of the non-private accuracy for a single-digit epsilon, because the
 # parties' unanimous votes leave wide gaps that the noise rarely overturns. L2 protects
 # every example even from a curious server, but each teacher histogram has only
-# ``n_subsets`` votes, so it needs much less noise, hence a larger epsilon, for the same
+# ``n_teachers`` votes, so it needs much less noise, hence a larger epsilon, for the same
 # accuracy: the price of the stronger threat model.
 # one colour per gamma in both panels
 all_gammas = sorted({gamma for gammas in levels.values() for gamma in gammas})

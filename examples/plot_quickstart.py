@@ -42,7 +42,7 @@ for party in range(10):
 # votes (``share_offsets_``, one log-offset per class; zeros when no shift was needed).
 # ``class_shares_`` shows which classes each tier learned.
 model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-fedkt = FedKTClassifier(model, n_partitions=2, n_jobs=-1, random_state=0)
+fedkt = FedKTClassifier(model, n_students=2, n_jobs=-1, random_state=0)
 fedkt.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
 print(f"FedKT test accuracy: {fedkt.score(data.X_test, data.y_test):.3f}")
 print(f"each party sent {fedkt.upload_bytes_.mean() / 1024:.0f} KiB of student models")

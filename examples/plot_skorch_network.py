@@ -67,7 +67,7 @@ net = make_pipeline(
 # skorch has no ``random_state``; skfedkt seeds torch's random number generator in each
 # clone's task from ``random_state``, so the run is reproducible.
 data = load_federated("digits", n_parties=10, beta=0.5, random_state=0)
-fedkt = FedKTClassifier(net, n_partitions=1, random_state=0)
+fedkt = FedKTClassifier(net, n_students=1, random_state=0)
 fedkt.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
 solo = solo_scores(net, data.X_train, data.y_train, data.groups, data.X_test, data.y_test,
                    random_state=0)

@@ -568,7 +568,7 @@ def party_membership_audit(estimator, X, y, *, party, classes, X_unlabeled, X_ho
     classes : array-like of shape (n_classes,)
         The agreed class labels.
     X_unlabeled : array-like, sparse matrix or DataFrame
-        The agreed public set (None for a one-shot ensemble without a student).
+        The agreed public set (None for a one-shot ensemble that does not distil).
     X_holdout : {array-like, sparse matrix, DataFrame} of shape (n_holdout, n_features)
         Rows of the same population that the party did not train on.
     y_holdout : array-like of shape (n_holdout,)

@@ -75,7 +75,7 @@ def test_every_release_of_every_estimator_is_attacked():
     data = X[:240], y[:240], party, X[300:], y[300:]
     public = X[240:300]
     expected = {
-        FedKTClassifier(n_partitions=2, random_state=0): {"upload", "final model"},
+        FedKTClassifier(n_students=2, random_state=0): {"upload", "final model"},
         FedCTClassifier(n_rounds=1, random_state=0): {"labels", "local model", "final model"},
         OneShotEnsembleClassifier(random_state=0): {"upload", "final model"},
     }

@@ -72,8 +72,8 @@ def test_the_tiers_without_noise_learn_the_copies(federation, level, students_ro
     clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3),
                           student_estimator=RowCountingTree(max_depth=3),
                           final_estimator=RowCountingTree(max_depth=3),
-                          voting=SoftVotes(min_public_rows=250), soft_labels=False,
-                          privacy=noise_at(level, query_fraction=0.5, gamma=1.0), n_subsets=2,
+                          voting=SoftVotes(min_public_rows=250), soft_labels=None,
+                          privacy=noise_at(level, query_fraction=0.5, gamma=1.0), n_teachers=2,
                           random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     students = [s for party_students in clf.students_ for s in party_students
@@ -90,6 +90,6 @@ def test_the_tiers_without_noise_learn_the_copies(federation, level, students_ro
 def test_hard_votes_label_the_public_rows_alone_as_the_paper(federation):
     X, y, party, X_public = federation
     clf = FedKTClassifier(DecisionTreeClassifier(), final_estimator=RowCountingTree(),
-                          voting="hard", n_subsets=2, random_state=0)
+                          voting="hard", n_teachers=2, random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     assert len(clf.final_estimator_.fit_rows_) <= len(X_public)

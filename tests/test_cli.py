@@ -25,10 +25,14 @@ def test_run_prints_the_table_and_writes_csv_and_plot(tmp_path, capsys, recwarn)
     assert status == 0
     printed = capsys.readouterr().out
     lines = printed.splitlines()
-    header = next(line for line in lines if line.startswith("algorithm"))
+    start = next(i for i, line in enumerate(lines) if line.startswith("algorithm"))
+    header, table = lines[start], lines[start + 2 : lines.index("", start)]
     for algorithm in algorithms:
-        (row,) = [line for line in lines[2:] if line.split()[0] == algorithm]
+        (row,) = [line for line in table if line.split()[0] == algorithm]
         assert len(row) == len(header)  # columns aligned, even for the longest name
+        # and named in words below the table
+        assert f"  {algorithm} " in printed[printed.index("methods:"):]
+    assert "SOLO: each party alone" in printed
     assert "upload/party" in printed and "collapse" in printed
     assert " KiB" in printed and " B " in printed  # student models; FedCT's label bits
     # collapse warnings are counted in the table, not printed
@@ -77,8 +81,9 @@ def test_defaults_match_the_documented_main_job():
     # parties: 10 unless the dataset is too small for them or the paper used 50
     assert args.parties is None and "digits" not in DEFAULT_PARTIES
     assert DEFAULT_PARTIES["adult"] == DEFAULT_PARTIES["cod-rna"] == 50
-    assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "oneshot", "solo", "pate",
-                               "central"]
+    # the averaged local models: the simple baseline FedKT is measured against
+    assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "oneshot", "ensemble",
+                               "solo", "pate", "central"]
 
 
 @pytest.mark.parametrize(
@@ -272,6 +277,17 @@ def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
     assert any(text.startswith("party tier: 30 teachers") for text in stages)
     assert any(text.startswith("round 1:") for text in stages)
     assert capsys.readouterr().out == ""  # the stages went to the bar, not to stdout
+    assert all(len(text) <= 48 for text in stages)  # short enough for any terminal
+
+
+def test_long_stages_are_cut_after_a_whole_word():
+    from skfedkt._cli._runner import _shortened
+
+    text = "party tier: 30 teachers (3 parties x 2 partitions x 5 subsets) vote on 40 rows"
+    short = _shortened(text, 48)
+    assert len(short) <= 48 and short.endswith("…")
+    assert text.startswith(short[:-1]) and text[len(short) - 1] == " "
+    assert _shortened("round 1: 2% changed", 48) == "round 1: 2% changed"
 
 
 def test_install_hints_name_what_can_be_installed():

@@ -111,12 +111,12 @@ def test_fedct_rounds_through_files(consortium, tmp_path, capsys):
 def test_server_refuses_mismatched_flags_naming_the_party(consortium, tmp_path, capsys):
     upload = tmp_path / "upload.skfedkt"
     _party(consortium, "fedkt", 0, upload, capsys)
-    status = main(["server", "fedkt", *MODEL, "--partitions", "3", "--public",
+    status = main(["server", "fedkt", *MODEL, "--students", "3", "--public",
                    str(consortium / "public.csv"), "--out", str(tmp_path / "m"), str(upload)])
     err = capsys.readouterr().err
     assert status == 1
     assert err.startswith(f"skfedkt server: error: Party 'hospital-0' ({upload}) refused: "
-                          "algorithm parameters (params) differ: n_partitions: the party "
+                          "algorithm parameters (params) differ: n_students: the party "
                           "has 2, the server 3")
 
 

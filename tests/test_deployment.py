@@ -63,7 +63,7 @@ FEDKT_SETTINGS = [
     dict(),
     dict(voting="hard", privacy=ServerNoise(gamma=0.5)),
     dict(privacy=PartyNoise(gamma=0.5, query_fraction=0.5)),
-    dict(soft_labels=True, estimator=LogisticRegression(max_iter=500)),
+    dict(soft_labels="all", estimator=LogisticRegression(max_iter=500)),
     dict(distill=False),
 ]
 
@@ -89,7 +89,7 @@ def test_oneshot_files_give_the_model_fit_gives(consortium, tmp_path, selection)
     X, y, party, X_public, X_test = consortium
     clf = OneShotEnsembleClassifier(
         RandomForestClassifier(10, max_depth=4), selection=selection, n_selected=2,
-        student_estimator=DecisionTreeClassifier(max_depth=4), random_state=0,
+        distill=True, final_estimator=DecisionTreeClassifier(max_depth=4), random_state=0,
     )
     fitted = _quiet(clone(clf).fit, X, y, groups=party, X_unlabeled=X_public)
     server = _quiet(clone(clf).fit_server, _party_files(clf, consortium, tmp_path), X_public)
@@ -182,7 +182,7 @@ def _rewrite(path, tmp_path, manifest_change=None, payload=None):
     ("classes", lambda m: m.update(classes=[0, 2])),
     ("n_features", lambda m: m.update(n_features=29)),
     ("public_fingerprint", lambda m: m.update(public_fingerprint="0" * 64)),
-    ("params", lambda m: m["params"].update(n_partitions=3)),
+    ("params", lambda m: m["params"].update(n_students=3)),
     ("algorithm", lambda m: m.update(algorithm="FedCTClassifier")),
     ("package_version", lambda m: m.update(package_version="0.0.1")),
 ])
@@ -300,7 +300,7 @@ def test_party_step_checks_its_labels_against_the_agreed_classes(consortium):
 
 def test_party_step_leaves_the_estimator_unfitted(consortium):
     X, y, party, X_public, _ = consortium
-    clf = FedKTClassifier(n_partitions=1, random_state=0)
+    clf = FedKTClassifier(n_students=1, random_state=0)
     upload = _quiet(clf.fit_party, X, y, party="a", classes=[0, 1], X_unlabeled=X_public)
     assert isinstance(upload, PartyUpload) and upload.party == "a"
     assert not hasattr(clf, "classes_")
@@ -387,9 +387,9 @@ def _untrusted(path):
     (lambda X, y, P: FedCTClassifier({"b": DecisionTreeClassifier()}).fit_party(
         X, y, party="a", classes=[0, 1], X_unlabeled=P),
      ValueError, "no entry for party 'a'"),
-    (lambda X, y, P: FedKTClassifier(n_partitions=0).fit_party(
+    (lambda X, y, P: FedKTClassifier(n_students=0).fit_party(
         X, y, party="a", classes=[0, 1], X_unlabeled=P),
-     ValueError, "n_partitions"),
+     ValueError, "n_students"),
 ])
 def test_bad_deployment_inputs_are_clear_errors(consortium, call, error, message):
     X, y, _, X_public, _ = consortium

@@ -65,6 +65,25 @@ def test_readme_deployment_commands_run_as_written(tmp_path):
     assert "accuracy 0." in result.stdout
 
 
+def test_readme_python_snippet_runs_as_written(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    (snippet,) = [block.split("```")[0] for block in readme.split("```python\n")[1:]]
+    result = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", snippet],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("test accuracy 0.9"), result.stdout
+
+
+def test_readme_is_a_readme():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 12_000
+    # the two commands, each exactly once
+    assert readme.count("pip install . && python -m skfedkt") == 1
+    assert readme.count('pip install ".[test]" && python -m pytest') == 1
+    for page in ("doc/performance.rst", "doc/privacy.rst", "doc/deployment.rst", "LICENSE"):
+        assert f"]({page})" in readme and (ROOT / page).exists()
+
+
 def test_gallery_pages_show_each_kind_of_warning_once_without_paths(monkeypatch):
     import warnings
 

@@ -107,7 +107,7 @@ def test_decision_function_matches_predict_and_flags_unseen_classes():
     # three classes never wins a vote and the final model never learns it (matching the
     # training's class shares would give every class labels)
     party = np.repeat([0, 0, 1], 20)
-    clf = FedKTClassifier(LogisticRegression(), n_subsets=2, voting=SoftVotes(match_shares=False),
+    clf = FedKTClassifier(LogisticRegression(), n_teachers=2, voting=SoftVotes(match_shares=False),
                           random_state=0)
     clf.fit(X, y, groups=party)
     scores = clf.decision_function(X)
@@ -228,7 +228,7 @@ def test_cross_validate_routes_groups_to_splitter_and_estimator(federated_data):
 def test_grid_search_with_group_kfold_and_routing(federated_data):
     X, y, party, X_public = federated_data
     search = GridSearchCV(
-        FedKTClassifier(random_state=0), {"n_partitions": [1, 2]}, cv=GroupKFold(2)
+        FedKTClassifier(random_state=0), {"n_students": [1, 2]}, cv=GroupKFold(2)
     )
     with config_context(enable_metadata_routing=True):
         search.fit(X, y, groups=party, X_unlabeled=X_public)
@@ -323,9 +323,9 @@ def test_party_smaller_than_n_subsets_is_named(federated_data):
     X, y, party, X_public = federated_data
     party = party.copy()
     party[:3] = 99  # exactly three rows in party 99
-    message = r"Party 99 has 3 sample\(s\), fewer than n_subsets=5"
+    message = r"Party 99 has 3 sample\(s\), fewer than n_teachers=5"
     with pytest.raises(ValueError, match=message):
-        FedKTClassifier(n_subsets=5).fit(X, y, groups=party, X_unlabeled=X_public)
+        FedKTClassifier(n_teachers=5).fit(X, y, groups=party, X_unlabeled=X_public)
 
 
 @pytest.mark.parametrize(
@@ -350,7 +350,7 @@ def test_invalid_fit_inputs(federated_data, kwargs, error, message):
 
 
 @pytest.mark.parametrize(
-    "params", [{"n_partitions": 0}, {"n_subsets": 1.5}, {"estimator": "tree"}]
+    "params", [{"n_students": 0}, {"n_teachers": 1.5}, {"estimator": "tree"}]
 )
 def test_invalid_parameters(federated_data, params):
     X, y, party, X_public = federated_data

@@ -17,7 +17,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from xgboost import XGBClassifier
 
-from skfedkt import FedKTClassifier, LabelCollapseWarning, SoftVotes
+from skfedkt import FedKTClassifier, HardVotes, LabelCollapseWarning, SoftVotes
 from skfedkt._engine._voting import prior_corrected_proba, share_matching_offsets
 from skfedkt.datasets import load_federated
 from skfedkt.privacy import (
@@ -67,7 +67,7 @@ def _fit_quietly(clf, X, y, **fit_params):
 def test_teachers_vote_with_probabilities_under_soft_voting(two_class_data, voting, expected):
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(ProbabilityOnlyTeacher(), student_estimator=DecisionTreeClassifier(),
-                          voting=voting, student_data="public", soft_labels=False,
+                          voting=voting, student_data="public", soft_labels=None,
                           random_state=0)
     _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     # soft: 0.6 > 0.4 for the second class in every teacher; hard: every vote the first
@@ -85,7 +85,7 @@ def test_server_sums_the_students_probabilities(two_class_data):
                    for student in students)
     assert_allclose(clf.vote_counts_, expected)
     # every student's vote has L1 mass one: the sensitivity argument of the privacy docs
-    assert_allclose(clf.vote_counts_.sum(axis=1), 4 * clf.n_partitions)
+    assert_allclose(clf.vote_counts_.sum(axis=1), 4 * clf.n_students)
     assert_array_equal(clf.public_labels_,
                        (np.log(clf.vote_counts_) + clf.share_offsets_).argmax(axis=1))
 
@@ -96,7 +96,7 @@ def test_server_pools_prior_corrected_probabilities_by_default(two_class_data):
     party[:20] = 3 - party[:20]  # four parties of skewed class mixes
     # one teacher per partition and soft student labels: every student predicts both
     # classes, so its probabilities are the party's
-    clf = FedKTClassifier(LogisticRegression(), n_subsets=1, soft_labels="students",
+    clf = FedKTClassifier(LogisticRegression(), n_teachers=1, soft_labels="students",
                           random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
     party_proba = np.array([
         np.mean([student.predict_proba(X_public) for student in students], axis=0)
@@ -247,10 +247,10 @@ def test_every_party_feeds_its_disjoint_teachers(two_class_data):
     X, y, party, X_public = two_class_data
     tiny = np.r_[np.zeros(len(X) - 3), np.ones(3)]  # party 1 holds only three rows
     for options in (dict(), dict(voting="hard"), dict(privacy=PartyNoise())):
-        with pytest.raises(ValueError, match="Party 1.0 has 3 sample.*n_subsets=5"):
+        with pytest.raises(ValueError, match="Party 1.0 has 3 sample.*n_teachers=5"):
             FedKTClassifier(**options).fit(X, y, groups=tiny, X_unlabeled=X_public)
     # one teacher per partition, which three rows can feed
-    _fit_quietly(FedKTClassifier(n_subsets=1, random_state=0), X, y, groups=tiny,
+    _fit_quietly(FedKTClassifier(n_teachers=1, random_state=0), X, y, groups=tiny,
                  X_unlabeled=X_public)
 
 
@@ -283,7 +283,7 @@ def test_soft_labels_reach_students_and_final_model_as_weights(two_class_data, r
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(), student_estimator=WeightRecordingTree(),
                           final_estimator=make_pipeline(StandardScaler(), WeightRecordingTree()),
-                          soft_labels=True, voting=SoftVotes(min_public_rows=0), random_state=0)
+                          soft_labels="all", voting=SoftVotes(min_public_rows=0), random_state=0)
     with config_context(enable_metadata_routing=routing):
         _fit_quietly(clf, X, y, groups=party, X_unlabeled=X_public)
     student = clf.students_[0][0]
@@ -298,7 +298,7 @@ def test_soft_labels_reach_students_and_final_model_as_weights(two_class_data, r
 
 def test_soft_labels_need_sample_weight(two_class_data):
     X, y, party, X_public = two_class_data
-    clf = FedKTClassifier(student_estimator=KNeighborsClassifier(), soft_labels=True)
+    clf = FedKTClassifier(student_estimator=KNeighborsClassifier(), soft_labels="all")
     with pytest.raises(ValueError, match="student_estimator KNeighborsClassifier takes no "
                                          "sample_weight"):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
@@ -379,16 +379,30 @@ def test_undistilled_model_predicts_with_the_servers_vote(two_class_data):
     assert_array_equal(undistilled.predict(X), undistilled.classes_[proba.argmax(axis=1)])
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(voting="hard"), "distill=False .* needs voting='soft'"),
-    (dict(privacy=ServerNoise()), "distill=False .* with ServerNoise only the server's"),
-])
-def test_undistilled_model_is_refused_where_its_votes_are_not_covered(two_class_data,
-                                                                     options, message):
+def test_undistilled_model_is_refused_where_its_votes_are_not_covered(two_class_data):
     X, y, party, X_public = two_class_data
-    with pytest.raises(ValueError, match=message):
-        FedKTClassifier(distill=False, **options).fit(X, y, groups=party,
-                                                      X_unlabeled=X_public)
+    with pytest.raises(ValueError, match="distill=False .* with ServerNoise only the server's"):
+        FedKTClassifier(distill=False, privacy=ServerNoise()).fit(
+            X, y, groups=party, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("consistent", [True, False])
+def test_undistilled_hard_votes_are_the_students_vote_shares(two_class_data, consistent):
+    X, y, party, X_public = two_class_data
+    undistilled = _fit_quietly(
+        FedKTClassifier(voting=HardVotes(consistent=consistent), distill=False,
+                        random_state=0), X, y, groups=party, X_unlabeled=X_public)
+    votes = undistilled.vote_counts_[: len(X_public)]
+    voted = votes.sum(axis=1) > 0
+    # on the public rows, the server's own histogram, normalised
+    assert_allclose(undistilled.predict_proba(X_public)[voted],
+                    votes[voted] / votes[voted].sum(axis=1, keepdims=True))
+    proba = undistilled.predict_proba(X)
+    assert_allclose(proba.sum(axis=1), 1)  # rows no party agrees on: every student's vote
+    # vote shares: of the agreeing parties, or of every student
+    voters = len(undistilled.parties_) * (1 if consistent else undistilled.n_students)
+    multiples = proba * np.arange(1, voters + 1)[:, None, None]
+    assert np.isclose(multiples, np.round(multiples)).all(axis=2).any(axis=0).all()
 
 
 def test_undistilled_model_keeps_the_l2_guarantee(two_class_data):
@@ -475,7 +489,7 @@ def test_skewed_xgboost_parties_no_longer_collapse():
     for voting in ("soft", "hard"):
         data = load_federated("breast_cancer", n_parties=10, random_state=1)
         clf = FedKTClassifier(XGBClassifier(n_estimators=20, max_depth=4), voting=voting,
-                              n_subsets=1 if voting == "soft" else 5, random_state=1)
+                              n_teachers=1 if voting == "soft" else 5, random_state=1)
         _fit_quietly(clf, data.X_train, data.y_train, groups=data.groups,
                      X_unlabeled=data.X_public)
         scores[voting] = clf.score(data.X_test, data.y_test)
@@ -509,7 +523,7 @@ def test_soft_labels_release_histograms_only_data_independent_epsilon(
     X, y, party, X_public = two_class_data
     clf = FedKTClassifier(LogisticRegression(),
                           privacy=noise_at(level, gamma=0.5, query_fraction=0.25),
-                          soft_labels=True, random_state=0).fit(
+                          soft_labels="all", random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
     report = clf.privacy_report_

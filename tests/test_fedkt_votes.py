@@ -27,7 +27,7 @@ def test_server_votes_with_and_without_consistent_voting():
         ]
     )
     consistent = server_votes(HardVotes(), student_predictions, 3)
-    # a unanimous party gives its class n_partitions=2 votes, a split party none
+    # a unanimous party gives its class n_students=2 votes, a split party none
     assert_array_equal(consistent, [[4, 2, 0], [0, 4, 2], [0, 0, 2], [2, 2, 0]])
     every_student = server_votes(HardVotes(consistent=False), student_predictions, 3)
     assert_array_equal(every_student, [[4, 2, 0], [0, 4, 2], [1, 1, 4], [3, 2, 1]])
@@ -46,7 +46,7 @@ def test_pure_parties_give_exact_histogram_and_constant_students():
     y = np.repeat(["x", "x", "y"], 20)
     party = np.repeat(["a", "b", "c"], 20)
     X_public = X[:7] + 0.5
-    clf = FedKTClassifier(n_partitions=3, n_subsets=4, voting="hard", random_state=0)
+    clf = FedKTClassifier(n_students=3, n_teachers=4, voting="hard", random_state=0)
     with pytest.warns(LabelCollapseWarning, match=r"single class \('x'\).*'y': 33%"):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
     assert_array_equal(clf.parties_, ["a", "b", "c"])
@@ -66,7 +66,7 @@ def test_vote_counts_match_students_predictions(consistent_voting):
     party = np.arange(300) % 3
     X_public = X[:80] * 1.1
     clf = FedKTClassifier(
-        LogisticRegression(), n_partitions=2, n_subsets=3,
+        LogisticRegression(), n_students=2, n_teachers=3,
         voting=HardVotes(consistent=consistent_voting), random_state=0,
     ).fit(X, y, groups=party, X_unlabeled=X_public)
 
@@ -95,7 +95,7 @@ def test_examples_without_votes_are_left_out_of_final_training():
     X, y = make_classification(n_samples=200, n_features=5, flip_y=0.3, random_state=1)
     party = np.arange(200) % 4
     X_public = np.random.RandomState(1).normal(scale=3, size=(150, 5))
-    clf = FedKTClassifier(n_partitions=3, voting="hard", random_state=0).fit(
+    clf = FedKTClassifier(n_students=3, voting="hard", random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
     no_vote = ~clf.vote_counts_.any(axis=1)
@@ -129,7 +129,7 @@ def test_voting_strings_are_the_default_vote_objects():
 ])
 def test_voting_shows_what_ran(voting, expected):
     X, y = make_classification(n_samples=200, random_state=0)
-    clf = FedKTClassifier(n_subsets=2, voting=voting, random_state=0)
+    clf = FedKTClassifier(n_teachers=2, voting=voting, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf.fit(X[:150], y[:150], groups=np.arange(150) % 3, X_unlabeled=X[150:])

@@ -354,7 +354,7 @@ def test_a_malformed_tree_in_a_model_file_is_refused_by_score(data, tmp_path):
 def hgb_uploads(data):
     # one teacher per partition: students of both classes, with trees to tamper with
     clf = _fedkt(estimator=HistGradientBoostingClassifier(max_iter=3, max_depth=2),
-                 n_subsets=1)
+                 n_teachers=1)
     return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
 
 
@@ -708,7 +708,7 @@ def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data, factor)
 
 def test_xgboost_through_the_command_line(files, tmp_path, capsys):
     pytest.importorskip("xgboost")
-    shared = ["fedkt", "--estimator", "xgb", "--subsets", "1", "--public",
+    shared = ["fedkt", "--estimator", "xgb", "--teachers", "1", "--public",
               files / "public.csv"]
     uploads = [tmp_path / f"upload-{p}.skfedkt" for p in PARTIES]
     for p, upload in zip(PARTIES, uploads):

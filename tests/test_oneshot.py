@@ -116,14 +116,15 @@ def test_regressor_student_learns_the_ensemble_probabilities(uneven_parties):
     teacher = OneShotEnsembleClassifier(LogisticRegression(), random_state=0).fit(
         X, y, groups=party
     )
-    clf = clone(teacher).set_params(student_estimator=KernelRidge(kernel="rbf", alpha=1e-3))
+    clf = clone(teacher).set_params(distill=True,
+                                    final_estimator=KernelRidge(kernel="rbf", alpha=1e-3))
     clf.fit(X, y, groups=party, X_unlabeled=X_proxy)
-    assert isinstance(clf.student_, KernelRidge)
+    assert isinstance(clf.final_estimator_, KernelRidge)
     # one output per class, fit to the ensemble's probabilities on the proxy data
-    outputs = clf.student_.predict(X_proxy)
+    outputs = clf.final_estimator_.predict(X_proxy)
     assert outputs.shape == (100, 2)
     assert_allclose(outputs, teacher.predict_proba(X_proxy), atol=0.05)
-    test_outputs = clf.student_.predict(X_test)
+    test_outputs = clf.final_estimator_.predict(X_test)
     assert_array_equal(clf.predict(X_test), clf.classes_[test_outputs.argmax(axis=1)])
     scores = clf.decision_function(X_test)
     assert_allclose(scores, test_outputs[:, 1] - test_outputs[:, 0])
@@ -135,19 +136,35 @@ def test_classifier_student_learns_the_ensemble_labels(uneven_parties):
     X, y, party, X_test, _ = uneven_parties
     X_proxy = X_test[:100]
     clf = OneShotEnsembleClassifier(
-        student_estimator=DecisionTreeClassifier(random_state=0), random_state=0
+        distill=True, final_estimator=DecisionTreeClassifier(random_state=0), random_state=0
     ).fit(X, y, groups=party, X_unlabeled=X_proxy)
-    ensemble = clone(clf).set_params(student_estimator=None).fit(X, y, groups=party)
+    ensemble = clone(clf).set_params(distill=False, final_estimator=None).fit(
+        X, y, groups=party)
     # an unpruned tree reproduces its training labels: the ensemble's predictions
     assert_array_equal(clf.predict(X_proxy), ensemble.predict(X_proxy))
     assert hasattr(clf, "predict_proba") and not hasattr(clf, "decision_function")
 
 
-def test_student_without_public_data_is_an_error(uneven_parties):
+def test_distillation_without_public_data_is_an_error(uneven_parties):
     X, y, party, *_ = uneven_parties
-    clf = OneShotEnsembleClassifier(student_estimator=KernelRidge())
+    clf = OneShotEnsembleClassifier(distill=True, final_estimator=KernelRidge())
     with pytest.raises(ValueError, match="pass the proxy data as X_unlabeled"):
         clf.fit(X, y, groups=party)
+
+
+def test_a_final_estimator_without_distillation_is_an_error(uneven_parties):
+    X, y, party, *_ = uneven_parties
+    clf = OneShotEnsembleClassifier(final_estimator=KernelRidge())
+    with pytest.raises(ValueError, match="pass distill=True to distil"):
+        clf.fit(X, y, groups=party)
+
+
+def test_distillation_defaults_to_a_clone_of_the_local_model(uneven_parties):
+    X, y, party, X_test, _ = uneven_parties
+    clf = OneShotEnsembleClassifier(LogisticRegression(), distill=True, random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_test[:100])
+    assert isinstance(clf.final_estimator_, LogisticRegression)
+    assert clf.predict_proba(X_test).shape == (len(X_test), 2)
 
 
 def test_results_identical_for_any_n_jobs_and_backend(uneven_parties):

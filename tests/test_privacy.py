@@ -101,7 +101,7 @@ def _laplace_flip_probability(gap, gamma):
 
 def test_l1_noise_flips_server_votes_at_the_laplace_rate():
     X, y, party, X_public = _pure_parties()
-    clf = FedKTClassifier(n_partitions=1, n_subsets=2, privacy=ServerNoise(gamma=1.0),
+    clf = FedKTClassifier(n_students=1, n_teachers=2, privacy=ServerNoise(gamma=1.0),
                           random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     # noise-free server histogram: 2 votes for 'a', 1 for 'b' everywhere
@@ -116,7 +116,7 @@ def test_l1_noise_flips_server_votes_at_the_laplace_rate():
 
 def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none():
     X, y, party, X_public = _pure_parties(classes=("a", "b"))
-    clf = FedKTClassifier(n_partitions=1, n_subsets=4, privacy=PartyNoise(gamma=0.5),
+    clf = FedKTClassifier(n_students=1, n_teachers=4, privacy=PartyNoise(gamma=0.5),
                           random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     # party 'a' has 4 teachers voting 'a' (code 0): its student learned the noisy argmax
@@ -129,10 +129,10 @@ def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none()
     assert_array_equal(votes[np.arange(len(votes)), codes], votes.max(axis=1))
 
 
-@pytest.mark.parametrize("level, n_subsets, gap", [("L1", 2, 1), ("L2", 4, 4)])
-def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_subsets, gap):
+@pytest.mark.parametrize("level, n_teachers, gap", [("L1", 2, 1), ("L2", 4, 4)])
+def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_teachers, gap):
     X, y, party, X_public = _pure_parties(**({"classes": ("a", "b")} if level == "L2" else {}))
-    clf = FedKTClassifier(n_partitions=1, n_subsets=n_subsets,
+    clf = FedKTClassifier(n_students=1, n_teachers=n_teachers,
                           privacy=noise_at(level, noise="gaussian", gamma=0.5), random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     if level == "L1":  # the server's histogram: 2 votes for 'a', 1 for 'b'
@@ -154,7 +154,7 @@ def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_su
 @pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")
 def test_l0_adds_no_noise():
     X, y, party, X_public = _pure_parties()
-    clf = FedKTClassifier(n_partitions=1, n_subsets=2, random_state=0)
+    clf = FedKTClassifier(n_students=1, n_teachers=2, random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     assert_array_equal(clf.public_labels_, ["a"] * 3000)
     assert clf.epsilon_ == np.inf
@@ -174,7 +174,7 @@ def many_parties():
 
 def _fit(data, **params):
     X_train, y_train, party, X_public, _, _ = data
-    params = {"n_partitions": 1, "random_state": 0, **params}
+    params = {"n_students": 1, "random_state": 0, **params}
     clf = FedKTClassifier(LogisticRegression(), **params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -208,7 +208,7 @@ def test_epsilon_grows_with_gamma_and_query_fraction(many_parties, level):
 
 def test_privacy_report_states_the_guarantee(many_parties):
     l1 = _fit(many_parties, privacy=ServerNoise(gamma=0.05, query_fraction=0.01),
-              n_partitions=2)
+              n_students=2)
     report = l1.privacy_report_
     assert (report.level, report.unit, report.sensitivity) == ("L1", "party", 4.0)
     assert report.n_queries == round(0.01 * 1500)

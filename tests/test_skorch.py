@@ -48,7 +48,7 @@ def digits_parties():
 def _fit_and_check(digits_parties, device, n_jobs=1):
     X_train, y_train, party, X_public, X_test, y_test = digits_parties
     assert any(len(np.unique(y_train[party == p])) < 10 for p in range(5))
-    clf = FedKTClassifier(_network(device), n_partitions=1, n_jobs=n_jobs, random_state=0)
+    clf = FedKTClassifier(_network(device), n_students=1, n_jobs=n_jobs, random_state=0)
     clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
     proba = clf.predict_proba(X_test)
     assert proba.shape == (len(X_test), 10)
@@ -67,7 +67,7 @@ def test_skorch_network_base_on_cpu(digits_parties):
 
 def test_float64_rows_for_a_net_name_the_fix(digits_parties):
     X_train, y_train, party, X_public, _, _ = digits_parties
-    clf = FedKTClassifier(_network(float32=False), n_partitions=1, random_state=0)
+    clf = FedKTClassifier(_network(float32=False), n_students=1, random_state=0)
     with pytest.raises(TypeError, match=r"NeuralNetClassifier got float64 rows.*"
                                         r"FunctionTransformer\(to_float32\)"):
         clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)

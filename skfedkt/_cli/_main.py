@@ -125,10 +125,10 @@ def add_algorithm_arguments(parser):
                         help="the model of every algorithm: random forest, decision tree, "
                         "logistic regression, histogram gradient boosting, MLP, XGBoost")
     fedkt = parser.add_argument_group("FedKT")
-    fedkt.add_argument("--partitions", type=_positive(int), default=2,
-                       help="partitions (students) per party")
-    fedkt.add_argument("--subsets", type=_positive(int), default=5,
-                       help="disjoint teachers per partition (one vote each)")
+    fedkt.add_argument("--students", type=_positive(int), default=2,
+                       help="students per party (the paper's s: partitions of its rows)")
+    fedkt.add_argument("--teachers", type=_positive(int), default=5,
+                       help="teachers per student, each on a disjoint subset of the party's rows (the paper's t)")
     fedkt.add_argument("--voting", choices=["soft", "hard"], default="soft",
                        help="FedKT's votes: class probabilities (soft) or the paper's "
                        "hard votes")
@@ -179,7 +179,7 @@ def algorithm_options(args):
     """Each algorithm's keyword arguments from the parsed flags."""
     noise = NOISE_AT.get(args.privacy_level)
     return {
-        "fedkt": dict(n_partitions=args.partitions, n_subsets=args.subsets, voting=args.voting,
+        "fedkt": dict(n_students=args.students, n_teachers=args.teachers, voting=args.voting,
                       privacy=None if noise is None else noise(
                           gamma=args.gamma, noise=args.noise,
                           query_fraction=args.query_fraction)),
@@ -196,7 +196,7 @@ DEFAULT_PARTIES = {"adult": 50, "cod-rna": 50, "iris": 3, "wine": 4}
 # the library's parameter names in errors, as the flags a user of the runner types
 _FLAGS = {"min_party_size": "--min-party-size", "n_parties": "--parties", "beta": "--beta",
           "n_samples": "--n-samples", "public_fraction": "--public-fraction",
-          "test_fraction": "--test-fraction", "n_subsets": "--subsets"}
+          "test_fraction": "--test-fraction", "n_teachers": "--teachers"}
 
 
 def _in_flags(message):

@@ -27,7 +27,7 @@ def _students_release(party, students, codes, n_classes, epsilon, delta):
 class FedKTClassifier(BaseFederatedClassifier):
     """FedKT: one-shot federated classification by two-tier knowledge transfer.
 
-    Each party splits its rows ``n_partitions`` times into ``n_subsets`` disjoint
+    Each party splits its rows ``n_students`` times into ``n_teachers`` disjoint
     subsets and trains one teacher per subset. In every partition the teachers vote on
     the public unlabelled data and a student learns the winning labels (PATE inside the
     party). The parties send their students to the server, which lets them vote on the
@@ -56,14 +56,16 @@ class FedKTClassifier(BaseFederatedClassifier):
         The model trained by the server on the students' labels of the public data.
         ``None`` means a clone of `student_estimator`. Its methods (``predict_proba``,
         ``decision_function``) are those this classifier offers.
-    n_partitions : int, default=2
-        Number of partitions ``s`` of each party's data, hence of students per party.
-    n_subsets : int, default=5
-        Number of disjoint subsets ``t`` per partition, hence of teachers per
-        partition (the paper's 5). Every party needs at least `n_subsets` rows. A row
-        shapes one teacher of each partition, one vote of `n_subsets`, which keeps a
-        party's rows from showing in its upload; 1 makes stronger teachers whose
-        labels the students copy, and the upload leaks (measured in :doc:`/privacy`).
+    n_students : int, default=2
+        Students per party, all of which it uploads: the party's rows are partitioned
+        once per student (the paper's ``s``, its number of partitions).
+    n_teachers : int, default=5
+        Teachers per student, each trained on a disjoint subset of the party's rows of
+        that partition, one vote each (the paper's ``t``, its 5). Every party needs at
+        least `n_teachers` rows. A row shapes one teacher of each student, one vote of
+        `n_teachers`, which keeps a party's rows from showing in its upload; 1 makes
+        stronger teachers whose labels the students copy, and the upload leaks
+        (measured in :doc:`/privacy`).
     voting : {"soft", "hard"}, SoftVotes or HardVotes, default="soft"
         How teachers and students vote, and how the server pools their votes.
         ``"soft"`` (`skfedkt.SoftVotes()`): class probabilities, corrected at the server
@@ -84,12 +86,12 @@ class FedKTClassifier(BaseFederatedClassifier):
         ``PartyNoise``, stated in ``privacy_report_`` and in every upload's manifest
         (``privacy_note``). Check an upload with
         `skfedkt.privacy.party_membership_audit` before sending it.
-    soft_labels : bool or "students", default=False
-        Whether learners learn the (noisy) vote distribution of every public example
+    soft_labels : {"students", "all"} or None, default=None
+        Which learners learn the (noisy) vote distribution of every public example
         instead of its winning class: every example is repeated once per class with the
         class's share as sample weight, so those learners must accept ``sample_weight``
         (a Pipeline's final step must). ``"students"``: the students do, the final model
-        learns the server's winning classes; True: both do; False: neither (the
+        learns the server's winning classes; ``"all"``: both do; None: neither (the
         paper). Soft student labels carry more of a skewed party's minority classes to
         the server, but a student that copies its teachers' probabilities copies what
         their rows taught them, and the upload leaks (both measured in the user guide,
@@ -101,13 +103,13 @@ class FedKTClassifier(BaseFederatedClassifier):
         data-independent bound covers.
     distill : bool, default=True
         Whether the server distils the students into one final model (the paper). If
-        False, it trains none: `predict` and `predict_proba` pool the students' soft
-        votes on the rows given exactly as the server pools them on the public set
-        (prior correction and share offsets included), so every party's students run
-        at prediction time: more accurate where the public set is too small to carry
-        what the students know into one model (user guide, "When it struggles"), at the
-        price of a model `n_partitions` times the number of parties larger. Needs soft
-        votes. Refused with ``ServerNoise``,
+        False, it trains none: `predict` and `predict_proba` pool the students' votes
+        on the rows given exactly as the server pools them on the public set (soft
+        votes: prior correction and share offsets included; hard votes: the vote
+        shares), so every party's students run at prediction time: more accurate where
+        the public set is too small to carry what the students know into one model
+        (user guide, "When it struggles"), at the price of a model `n_students` times
+        the number of parties larger. Refused with ``ServerNoise``,
         whose guarantee covers the server's noisy labels of the public set, not the
         students' votes on new rows; at L2 the students themselves are differentially
         private, and so is anything computed from them.
@@ -154,7 +156,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         The votes that ran, every ``"auto"`` part resolved (with soft votes, the
         server's pooling and whether it matched class shares).
     students_ : list of list of estimator
-        ``students_[i]`` holds the `n_partitions` fitted students of party
+        ``students_[i]`` holds the `n_students` fitted students of party
         ``parties_[i]``. Like every fitted clone, each was trained on the positions
         ``0..k-1`` of the ``k`` classes its labels held (skorch nets: on the indices
         into ``classes_``), so its own predictions are not labels of ``classes_``; a
@@ -190,7 +192,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         The class shares of what every tier learned from, columns in the order of
         ``classes_``: ``"training"`` (all training rows, shape (n_classes,)),
         ``"parties"`` (each party's rows, (n_parties, n_classes)), ``"students"``
-        (each student's labels, (n_parties, n_partitions, n_classes)) and ``"final"``
+        (each student's labels, (n_parties, n_students, n_classes)) and ``"final"``
         (the final model's labels, (n_classes,)). `fit` raises a
         `LabelCollapseWarning` when a student learned a single class from a party
         holding several, when the final model's labels hold less than half of a class's
@@ -225,7 +227,7 @@ class FedKTClassifier(BaseFederatedClassifier):
     of the queries, next to data-independent bounds (see `skfedkt.privacy`); the reported
     epsilon is the smaller. Publishing a data-dependent epsilon itself leaks information.
     Unlike the paper's public code, every query is counted, the sensitivity at L1 is
-    ``2 * n_partitions`` and the moments bound is used only where it is valid
+    ``2 * n_students`` and the moments bound is used only where it is valid
     (``q < 1 / (exp(eps0) + 1)``).
 
     Argmax ties of either vote are broken uniformly at random among the tied classes
@@ -257,7 +259,7 @@ class FedKTClassifier(BaseFederatedClassifier):
     >>> X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
     >>> X_train, X_public, y_train, _ = train_test_split(X_train, y_train, random_state=0)
     >>> party = np.arange(len(y_train)) % 4  # four hospitals
-    >>> clf = FedKTClassifier(n_partitions=2, random_state=0)
+    >>> clf = FedKTClassifier(n_students=2, random_state=0)
     >>> clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
     FedKTClassifier(random_state=0)
     >>> clf.parties_
@@ -280,11 +282,11 @@ class FedKTClassifier(BaseFederatedClassifier):
         "estimator": [HasMethods(["fit", "predict"]), None],
         "student_estimator": [HasMethods(["fit", "predict"]), None],
         "final_estimator": [HasMethods(["fit", "predict"]), None],
-        "n_partitions": [Interval(Integral, 1, None, closed="left")],
-        "n_subsets": [Interval(Integral, 1, None, closed="left")],
+        "n_students": [Interval(Integral, 1, None, closed="left")],
+        "n_teachers": [Interval(Integral, 1, None, closed="left")],
         "voting": [StrOptions({"soft", "hard"}), SoftVotes, HardVotes],
         "student_data": [StrOptions({"public", "party+public"})],
-        "soft_labels": ["boolean", StrOptions({"students"})],
+        "soft_labels": [StrOptions({"students", "all"}), None],
         "distill": ["boolean"],
         "privacy": [ServerNoise, PartyNoise, None],
         "n_jobs": [Integral, None],
@@ -298,11 +300,11 @@ class FedKTClassifier(BaseFederatedClassifier):
         *,
         student_estimator=None,
         final_estimator=None,
-        n_partitions=2,
-        n_subsets=5,
+        n_students=2,
+        n_teachers=5,
         voting="soft",
         student_data="public",
-        soft_labels=False,
+        soft_labels=None,
         distill=True,
         privacy=None,
         n_jobs=None,
@@ -312,8 +314,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.estimator = estimator
         self.student_estimator = student_estimator
         self.final_estimator = final_estimator
-        self.n_partitions = n_partitions
-        self.n_subsets = n_subsets
+        self.n_students = n_students
+        self.n_teachers = n_teachers
         self.voting = voting
         self.student_data = student_data
         self.soft_labels = soft_labels

@@ -88,11 +88,11 @@ class FedKTParty:
         )
         self.teacher_rows = [
             subset
-            for _ in range(plan.n_partitions)
-            for subset in np.array_split(random_state.permutation(rows), plan.n_subsets)
+            for _ in range(plan.n_students)
+            for subset in np.array_split(random_state.permutation(rows), plan.n_teachers)
         ]
         self.teacher_seeds = draw_seeds(random_state, len(self.teacher_rows))
-        self.student_seeds = draw_seeds(random_state, plan.n_partitions)
+        self.student_seeds = draw_seeds(random_state, plan.n_students)
 
     def teacher_tasks(self):
         """Lines 2-8: one teacher per subset of every partition."""
@@ -169,7 +169,7 @@ def party_step(plan, parties, X, tiers, n_classes, manifests):
     X_labelled, party_rows, _ = tiers
     plan.say(
         f"party tier: {sum(len(party.teacher_rows) for party in parties)} teachers "
-        f"({len(parties)} parties x {plan.n_partitions} partitions x {plan.n_subsets} "
+        f"({len(parties)} parties x {plan.n_students} partitions x {plan.n_teachers} "
         f"subsets) vote on {len(party_rows)} public rows, {plan.votes.kind} votes"
     )
     student_models, student_votes = party_tier(plan, parties, X, X_labelled, party_rows,
@@ -184,7 +184,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
     batch, then all their students. `X_public` holds the rows the tiers label (the
     public rows and their jittered copies), `party_queries` the ones this tier labels.
     Returns each party's fitted students (ClassCodeModel) and their votes on
-    `X_public`, stacked (n_parties * n_partitions, n_labelled, ...).
+    `X_public`, stacked (n_parties * n_students, n_labelled, ...).
     """
     fit_options = dict(n_classes=n_classes, **plan.clone_fitting)
     n_public = _num_samples(X_public)
@@ -198,12 +198,12 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
         keep_models=False,
         **fit_options,
     )
-    histograms = group_votes(teacher_fits, plan.n_subsets, n_classes)
+    histograms = group_votes(teacher_fits, plan.n_teachers, n_classes)
     student_tasks = [
         task
         for party in parties
         for task in party.student_tasks(
-            islice(histograms, plan.n_partitions), party_queries, n_public, n_classes
+            islice(histograms, plan.n_students), party_queries, n_public, n_classes
         )
     ]
     with_party_rows = plan.student_data == "party+public"
@@ -217,7 +217,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
         soft_votes=plan.soft_votes,
         **fit_options,
     )
-    s, models = plan.n_partitions, students.models
+    s, models = plan.n_students, students.models
     return ([models[start : start + s] for start in range(0, len(models), s)],
             students.predictions)
 
@@ -225,10 +225,10 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
 def check_party_sizes(plan, parties, party_rows):
     """Refuse, before any fit, a party with fewer rows than teachers per partition."""
     for party, rows in zip(parties, party_rows):
-        if len(rows) < plan.n_subsets:
+        if len(rows) < plan.n_teachers:
             raise ValueError(
                 f"Party {party!r} has {len(rows)} sample(s), fewer than "
-                f"n_subsets={plan.n_subsets}: each of its teachers needs at least "
+                f"n_teachers={plan.n_teachers}: each of its teachers needs at least "
                 "one sample."
             )
 
@@ -241,7 +241,7 @@ def party_guarantee(plan, log_moments, n_queries):
     Gaussian noise). With soft labels the whole histogram is released: only the
     data-independent bound holds.
     """
-    privacy, n_releases = plan.privacy, plan.n_partitions * n_queries
+    privacy, n_releases = plan.privacy, plan.n_students * n_queries
     if privacy.noise == "gaussian":
         epsilon = gaussian_epsilon(n_releases, sigma=1 / privacy.gamma, delta=privacy.delta,
                                    sensitivity=np.sqrt(2))

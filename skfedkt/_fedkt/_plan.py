@@ -30,11 +30,11 @@ class FedKTPlan(Plan):
     teacher: BaseEstimator
     student: BaseEstimator
     final: BaseEstimator
-    n_partitions: int
-    n_subsets: int
+    n_students: int
+    n_teachers: int
     votes: "SoftVotes | HardVotes"
     student_data: str
-    soft_labels: "bool | str"
+    soft_labels: "str | None"
     distill: bool
     privacy: object
 
@@ -46,13 +46,13 @@ class FedKTPlan(Plan):
         privacy = estimator.privacy
         plan = cls(
             teacher=teacher, student=student, final=final,
-            n_partitions=estimator.n_partitions, n_subsets=estimator.n_subsets,
+            n_students=estimator.n_students, n_teachers=estimator.n_teachers,
             votes=resolved_votes(estimator.voting, privacy),
             student_data=estimator.student_data, soft_labels=estimator.soft_labels,
             distill=estimator.distill, privacy=privacy, n_jobs=estimator.n_jobs,
             verbose=estimator.verbose,
         )
-        plan._check(estimator.voting)
+        plan._check()
         return plan
 
     @property
@@ -75,17 +75,12 @@ class FedKTPlan(Plan):
     def learns_soft_labels(self, tier):
         """Whether the learners of `tier` ("students" or "final") learn vote
         distributions rather than winning classes."""
-        return self.soft_labels is True or (tier == "students"
-                                            and self.soft_labels == "students")
+        return self.soft_labels == "all" or (tier == "students"
+                                             and self.soft_labels == "students")
 
-
-    def _check(self, voting):
+    def _check(self):
         private, votes = f"privacy={self.privacy!r}", self.votes
-        undistilled = ("distill=False predicts with the students' pooled soft votes on new "
-                       "rows")
-        if not self.distill and votes.kind == "hard":
-            raise ValueError(f"{undistilled}: it needs voting='soft' (voting={voting!r})."
-                             " Use distill=True, or soft votes.")
+        undistilled = "distill=False predicts with the students' pooled votes on new rows"
         if not self.distill and self.level == "L1":
             raise ValueError(
                 f"{undistilled}, but with ServerNoise only the server's noisy labels of the "
@@ -108,9 +103,9 @@ class FedKTPlan(Plan):
                 "PartyNoise needs students that learn from noisy teacher votes only. Use "
                 "student_data='public' with PartyNoise."
             )
-        if self.soft_labels in (True, "students"):
+        if self.soft_labels is not None:
             tiers = [("student_estimator", self.student, "the students")]
-            if self.soft_labels is True and self.distill:
+            if self.soft_labels == "all" and self.distill:
                 tiers.append(("final_estimator", self.final, "the final model"))
             for name, estimator, learner in tiers:
                 if sample_weight_param(estimator) is None:
@@ -118,7 +113,7 @@ class FedKTPlan(Plan):
                         f"soft_labels={self.soft_labels!r} teaches {learner} vote "
                         f"distributions through sample weights, but the {name} "
                         f"{type(estimator).__name__} takes no sample_weight in fit. Use "
-                        "soft_labels=False."
+                        "soft_labels=None."
                     )
 
     def tier_rows(self, X_public, root):

@@ -61,8 +61,8 @@ def check_upload(plan, checker, n_queries, bound):
     computes."""
     private = plan.level == "L2"
     checker.rows_and_counts(counts_required=not private)
-    checker.models("students", plan.n_partitions)
-    checker.shares("student_class_shares", plan.n_partitions)
+    checker.models("students", plan.n_students)
+    checker.shares("student_class_shares", plan.n_students)
     if checker.count("n_queries") != n_queries:
         checker.refuse("n_queries", f"{checker.manifest('n_queries')}, the agreed "
                        f"public set gives {n_queries}")
@@ -131,7 +131,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
     )
     votes = server_votes(
         plan.votes,
-        student_votes.reshape(n_parties, plan.n_partitions, *student_votes.shape[1:]),
+        student_votes.reshape(n_parties, plan.n_students, *student_votes.shape[1:]),
         n_classes, party_counts, warn_if_empty=plan.level != "L1",
     )
     query_votes = votes[server_rows]
@@ -152,7 +152,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
     )
     final_task = target_task(plan.final, final_targets, server_rows, n_labelled)
     plan.say(f"server: {plan.pooling if plan.soft_votes else 'hard'} vote of "
-             f"{n_parties * plan.n_partitions} students; " + (
+             f"{n_parties * plan.n_students} students; " + (
                  f"the final model learns {len(np.unique(final_task.y))} classes on "
                  "the public rows" if plan.distill else "they are the model"))
     fitted = dict(
@@ -204,16 +204,16 @@ def server_votes(votes, student_votes, n_classes, party_counts=None, warn_if_emp
     """Vote-2 histogram of the students' votes on the public set, as `votes` (resolved
     `SoftVotes` or `HardVotes`) pool them.
 
-    `student_votes` has shape (n_parties, n_partitions, n_public): class codes
-    (hard voting), or (n_parties, n_partitions, n_public, n_classes): class
+    `student_votes` has shape (n_parties, n_students, n_public): class codes
+    (hard voting), or (n_parties, n_students, n_public, n_classes): class
     probabilities (soft voting), summed over every student or pooled with the
     parties' class counts `party_counts` (needed for ``"prior-corrected"`` pooling
     only), then scaled to as many votes.
     """
     if student_votes.ndim == 4:
         if votes.pooling == "prior-corrected":
-            n_students = student_votes.shape[0] * student_votes.shape[1]
-            return n_students * prior_corrected_proba(
+            n_voters = student_votes.shape[0] * student_votes.shape[1]
+            return n_voters * prior_corrected_proba(
                 student_votes.mean(axis=1, dtype=np.float64), party_counts
             )
         return student_votes.sum(axis=(0, 1), dtype=np.float64)
@@ -232,7 +232,7 @@ def server_votes(votes, student_votes, n_classes, party_counts=None, warn_if_emp
         warnings.warn(
             "No party's students agree on any public example, so consistent voting "
             "leaves nothing to learn from; counting every student's vote instead. "
-            "More public data, more rows per teacher or fewer n_partitions avoid this.",
+            "More public data, more rows per teacher or fewer n_students avoid this.",
             UserWarning,
         )
         return every_student_votes
@@ -249,14 +249,21 @@ def pooled_student_proba(votes, students, codes, party_counts, share_offsets, X,
                          n_jobs=None):
     """The server's pooled, share-shifted vote of the parties' `students` (with their
     class `codes`) on `X`, normalised: what the final model learns on the public rows,
-    and ``distill=False`` predicts."""
+    and ``distill=False`` predicts. With hard votes, the vote shares; a row on which
+    consistent voting leaves no vote counts every student's."""
+    soft = votes.kind == "soft"
     student_votes = predict_votes(_student_models(students, codes), X, n_classes=n_classes,
-                                  soft_votes=True, n_jobs=n_jobs)
-    pooled = shifted(server_votes(
-        votes, student_votes.reshape(len(students), len(students[0]),
-                                     *student_votes.shape[1:]),
-        n_classes, party_counts,
-    ), share_offsets)
+                                  soft_votes=soft, n_jobs=n_jobs)
+    student_votes = student_votes.reshape(len(students), len(students[0]),
+                                          *student_votes.shape[1:])
+    pooled = server_votes(votes, student_votes, n_classes, party_counts,
+                          warn_if_empty=False).astype(np.float64)
+    if not soft:
+        # a row on which no party's students agree: every student's vote
+        unvoted = pooled.sum(axis=1) == 0
+        pooled[unvoted] = count_votes(student_votes.reshape(-1, len(pooled)),
+                                      n_classes)[unvoted]
+    pooled = shifted(pooled, share_offsets)
     return pooled / pooled.sum(axis=1, keepdims=True)
 
 
@@ -284,7 +291,7 @@ def _warn_on_collapse(plan, shares, classes, parties):
     remedy = (
         "Use voting='soft' (the default): it carries class probabilities through both tiers"
         if not plan.soft_votes else
-        "More public data, fewer n_subsets (more rows per teacher) or a teacher that "
+        "More public data, fewer n_teachers (more rows per teacher) or a teacher that "
         "predicts calibrated probabilities help"
     )
     # a student's labels follow the public data, not its party's class mix, so only
@@ -403,13 +410,13 @@ def _account(plan, party_privacy, parties, query_votes, n_queries):
     moments bound still decreased at the largest order)."""
     if plan.level == "L1" and plan.privacy.noise == "gaussian":
         # one party moves all s of its students' votes: sqrt(2) s in L2 norm
-        sensitivity = np.sqrt(2) * plan.n_partitions
+        sensitivity = np.sqrt(2) * plan.n_students
         epsilon = gaussian_epsilon(n_queries, sigma=1 / plan.privacy.gamma,
                                    delta=plan.privacy.delta, sensitivity=sensitivity)
         return np.nan, epsilon, None, sensitivity, False
     if plan.level == "L1":
         # one party moves all s of its students: a count moves by s (Theorem 1)
-        sensitivity = 2.0 * plan.n_partitions
+        sensitivity = 2.0 * plan.n_students
         accountant = dict(gamma=plan.privacy.gamma, delta=plan.privacy.delta,
                           orders=DEFAULT_ORDERS)
         with _largest_order_noted() as largest_order:

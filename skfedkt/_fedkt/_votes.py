@@ -87,7 +87,7 @@ class HardVotes(BaseEstimator):
     Parameters
     ----------
     consistent : bool, default=True
-        If True, a party casts its ``n_partitions`` votes for a class only when all its
+        If True, a party casts its ``n_students`` votes for a class only when all its
         students predict that class, and none otherwise (the paper's consistent
         voting); if False, every student casts one vote. When no party is unanimous on
         any public example, every student's vote is counted instead, with a warning.

@@ -5,7 +5,7 @@
 - `_party`: what runs at a party: its local model and, for ``selection="cv"``, that
   model's score on a held-out share of its rows.
 - `_server`: what runs at the server: the selection of the ensemble among the parties'
-  models, and its distillation into a student on public data.
+  models, and its distillation into one final model on public data.
 - `_classifier`: `OneShotEnsembleClassifier`, its parameters; `fit` runs both steps in
   one process, `fit_party` and `fit_server` one each with the deployment's checks.
 """

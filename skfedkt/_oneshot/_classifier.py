@@ -12,7 +12,7 @@ from .._engine._fitting import ClassCodeModel, ensemble_proba
 from .._engine._validation import pickled_bytes
 from .._privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
-from ._plan import OneShotPlan, local_template
+from ._plan import OneShotPlan, final_template, local_template
 from ._server import check_upload, server_step, warn_if_collapsed
 
 
@@ -22,8 +22,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     Every party with at least `min_samples` rows trains one model on its own rows and
     sends it to the server in a single round; smaller parties send nothing. The server
     keeps an ensemble of the local models chosen by `selection` and averages their
-    predictions. With a `student_estimator` and public (proxy) data, the server distills
-    the ensemble into one small model.
+    predictions. With ``distill=True`` and public (proxy) data, the server distils the
+    ensemble into one model, `final_estimator` (the paper's student).
 
     Parameters
     ----------
@@ -59,11 +59,16 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         contributes its vote); ``"hard"`` takes their majority, and ``predict_proba``
         gives the vote shares. Columns always follow the global ``classes_``, even when a
         party saw few classes.
-    student_estimator : estimator object, default=None
-        If given, distil the ensemble on the public data passed as ``X_unlabeled``: a
-        regressor learns the ensemble's class probabilities (one output per class, the
-        paper's kernel distillation), a classifier learns its hard labels. ``predict``
-        then uses the student alone.
+    distill : bool, default=False
+        Whether the server distils the ensemble into one final model on the public data
+        passed as ``X_unlabeled`` (which it then requires); ``predict`` then uses that
+        model alone. False keeps the ensemble, the paper's main method.
+    final_estimator : estimator object, default=None
+        The model the server distils into, with ``distill=True`` (the paper's student):
+        a regressor learns the ensemble's class probabilities (one output per class,
+        the paper's kernel distillation), a classifier its hard labels. ``None`` means
+        a clone of `estimator`. Its methods (``predict_proba``; a regressor's outputs
+        as ``decision_function``) are those this classifier offers.
     n_jobs : int, default=None
         Number of jobs for fitting the local models in parallel.
     random_state : int, RandomState instance or None, default=None
@@ -95,8 +100,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     local_scores_ : ndarray of shape (n_trained,)
         With ``selection="cv"`` only: each trained party's held-out score (NaN where
         undefined), aligned with ``trained_parties_``.
-    student_ : estimator
-        The distilled model, when `student_estimator` is given.
+    final_estimator_ : estimator
+        The distilled model, with ``distill=True``.
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent in the one round, aligned with ``parties_``: its local
         model, pickled, with `fit` (0 for a party too small to train; its size and
@@ -142,7 +147,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
 
     _needs_public_set = False  # only to distil
 
-    _private_fitted = ("_ensemble", "_local_codes", "_student")
+    _private_fitted = ("_ensemble", "_local_codes", "_final_model")
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), None],
@@ -152,7 +157,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "scoring": [str, callable, None],
         "voting": [StrOptions({"soft", "hard"})],
-        "student_estimator": [HasMethods(["fit", "predict"]), None],
+        "distill": ["boolean"],
+        "final_estimator": [HasMethods(["fit", "predict"]), None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -168,7 +174,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         validation_fraction=0.2,
         scoring=None,
         voting="soft",
-        student_estimator=None,
+        distill=False,
+        final_estimator=None,
         n_jobs=None,
         random_state=None,
         verbose=0,
@@ -180,22 +187,22 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self.validation_fraction = validation_fraction
         self.scoring = scoring
         self.voting = voting
-        self.student_estimator = student_estimator
+        self.distill = distill
+        self.final_estimator = final_estimator
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     def _base_estimators(self):
-        students = [] if self.student_estimator is None else [self.student_estimator]
-        return [local_template(self), *students]
+        return [local_template(self), *([final_template(self)] if self.distill else [])]
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
     def _check_public_set(self, plan, X_unlabeled, step):
-        if plan.student is not None and X_unlabeled is None:
+        if plan.final is not None and X_unlabeled is None:
             raise ValueError(
-                "student_estimator distils the ensemble on public data: pass the proxy "
-                "data as X_unlabeled (or drop student_estimator to keep the ensemble)."
+                "distill=True distils the ensemble on public data: pass the proxy data "
+                "as X_unlabeled (or distill=False to keep the ensemble)."
             )
 
     def _parties(self, plan, data, random_state_of):
@@ -247,34 +254,35 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             [upload.model()], n_classes,
         )]
 
-    def _student_outputs(self, X):
-        """The regressor student's per-class outputs, shape (n_samples, n_classes)."""
-        return np.asarray(self.student_.predict(X), dtype=float).reshape(_num_samples(X), -1)
+    def _regressor_outputs(self, X):
+        """A regressor final model's per-class outputs, shape (n_samples, n_classes)."""
+        return np.asarray(self.final_estimator_.predict(X),
+                          dtype=float).reshape(_num_samples(X), -1)
 
     def _predict_codes(self, X):
-        # the student if distilled, else the ensemble
-        if self.student_estimator is None:
+        # the final model if distilled, else the ensemble
+        if not self.distill:
             return self._proba(X).argmax(axis=1)
-        if self._student is None:
-            return self._student_outputs(X).argmax(axis=1)
-        return self._student.predict(X)
+        if self._final_model is None:
+            return self._regressor_outputs(X).argmax(axis=1)
+        return self._final_model.predict(X)
 
     def _offers(self, method):
-        # the ensemble's or a classifier student's probabilities; a regressor student's
+        # the ensemble's or a classifier final model's probabilities; a regressor's
         # outputs as decision scores
-        student = self.student_estimator
+        if not self.distill:
+            return method == "predict_proba"
+        final = final_template(self)
         if method == "predict_proba":
-            return student is None or (
-                not is_regressor(student) and hasattr(student, "predict_proba")
-            )
-        return student is not None and is_regressor(student)
+            return not is_regressor(final) and hasattr(final, "predict_proba")
+        return is_regressor(final)
 
     def _proba(self, X):
-        if self.student_estimator is None:
+        if not self.distill:
             return ensemble_proba(self._ensemble, X, len(self.classes_), self.voting)
-        return self._student.predict_proba(X, len(self.classes_))
+        return self._final_model.predict_proba(X, len(self.classes_))
 
     def _decision_scores(self, X):
         # one output per class; for two classes the difference between them
-        outputs = self._student_outputs(X)
+        outputs = self._regressor_outputs(X)
         return outputs[:, 1] - outputs[:, 0] if len(self.classes_) == 2 else outputs

@@ -24,7 +24,7 @@ class OneShotPlan(Plan):
     validation_fraction: float
     scorer: object
     voting: str
-    student: "BaseEstimator | None"
+    final: "BaseEstimator | None"
 
     @classmethod
     def of(cls, estimator):
@@ -33,13 +33,20 @@ class OneShotPlan(Plan):
         to fit, one to validate), the scorer (an unknown name fails here, before any
         fit)."""
         cv = estimator.selection == "cv"
+        if estimator.final_estimator is not None and not estimator.distill:
+            raise ValueError(
+                "final_estimator is the model the ensemble is distilled into, but "
+                "distill=False keeps the ensemble: pass distill=True to distil (or leave "
+                "final_estimator out)."
+            )
         return cls(
             local=local_template(estimator), selection=estimator.selection,
             n_selected=estimator.n_selected,
             min_rows=max(estimator.min_samples, 2) if cv else estimator.min_samples,
             validation_fraction=estimator.validation_fraction,
             scorer=_scorer(estimator.scoring) if cv else None,
-            voting=estimator.voting, student=estimator.student_estimator,
+            voting=estimator.voting,
+            final=final_template(estimator) if estimator.distill else None,
             n_jobs=estimator.n_jobs, verbose=estimator.verbose,
         )
 
@@ -48,6 +55,14 @@ class OneShotPlan(Plan):
 def local_template(estimator):
     """The local model of a `OneShotEnsembleClassifier`, a decision tree by default."""
     return DecisionTreeClassifier() if estimator.estimator is None else estimator.estimator
+
+
+def final_template(estimator):
+    """The model a `OneShotEnsembleClassifier` distils into: its `final_estimator`, or
+    like its local model."""
+    if estimator.final_estimator is None:
+        return local_template(estimator)
+    return estimator.final_estimator
 
 
 def _scorer(scoring):

@@ -21,7 +21,7 @@ def check_upload(checker):
 
 def server_step(plan, uploads, X_public, root, classes):
     """Selection among the trained parties' models, then distillation on `X_public`
-    (with a student). Returns the fitted attributes of `OneShotEnsembleClassifier`."""
+    (with ``distill=True``). Returns the fitted attributes of `OneShotEnsembleClassifier`."""
     check_some_party_trains(plan, [upload.manifest["n_rows"] for upload in uploads])
     trained = [upload for upload in uploads if upload.payload["model"] is not None]
     local_models = [upload.model() for upload in trained]
@@ -42,7 +42,7 @@ def server_step(plan, uploads, X_public, root, classes):
              f"{len(chosen)} ({plan.selection!r} selection)")
     fitted.update(selected_parties_=fitted["trained_parties_"][chosen],
                   _ensemble=[local_models[i] for i in chosen])
-    if plan.student is not None:
+    if plan.final is not None:
         fitted.update(_distil(plan, fitted["_ensemble"], X_public, len(classes), rng))
     return fitted
 
@@ -84,15 +84,15 @@ def _select(plan, sizes, scores, rng):
 
 
 def _distil(plan, ensemble, X_public, n_classes, rng):
-    """The student and its fitted attributes: a regressor learns the ensemble's class
+    """The final model and its fitted attributes: a regressor learns the ensemble's class
     probabilities on the public rows, a classifier its labels."""
     (seed,) = draw_seeds(rng, 1)
     targets = ensemble_proba(ensemble, X_public, n_classes, plan.voting)
-    if is_regressor(plan.student):
-        return dict(student_=seeded_clone(plan.student, seed).fit(X_public, targets),
-                    _student=None)
-    (student,) = fit_clones(
-        [Task(plan.student, targets.argmax(axis=1))], X_public, n_classes=n_classes,
+    if is_regressor(plan.final):
+        return dict(final_estimator_=seeded_clone(plan.final, seed).fit(X_public, targets),
+                    _final_model=None)
+    (final,) = fit_clones(
+        [Task(plan.final, targets.argmax(axis=1))], X_public, n_classes=n_classes,
         seeds=[seed],
     ).models
-    return dict(student_=student.estimator, _student=student)
+    return dict(final_estimator_=final.estimator, _final_model=final)

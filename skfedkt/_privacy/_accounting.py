@@ -161,7 +161,7 @@ def pate_epsilon(vote_counts, *, gamma, delta, sensitivity=2.0, orders=DEFAULT_O
         Failure probability.
     sensitivity : float, default=2.0
         Largest L1 change of one histogram when one protected unit changes: 2 for PATE
-        (one teacher moves its vote), ``2 * n_partitions`` for FedKT-L1 (one party moves
+        (one teacher moves its vote), ``2 * n_students`` for FedKT-L1 (one party moves
         all its students).
     orders : sequence of float, default=DEFAULT_ORDERS
         Moment orders to minimise over (PATE's code used ``range(1, 33)``).

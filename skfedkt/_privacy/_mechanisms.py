@@ -57,7 +57,7 @@ class ServerNoise(_VoteNoise):
 
     Noise is added to every count of the server's histogram of the students' votes, so
     the final model is differentially private at the *party* level (sensitivity
-    ``2 * n_partitions``: one party moves all its students' votes). The students the
+    ``2 * n_students``: one party moves all its students' votes). The students the
     parties upload are not covered.
 {_PARAMETERS}
     Examples

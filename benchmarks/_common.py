@@ -1,0 +1,49 @@
+"""What every benchmark shares: its command line, its tables and its models.
+
+Every script's docstring starts with what it measures and has a ``Produces:`` line that
+names the page and section of the documentation (or README) whose table it prints;
+``tests/test_benchmarks.py`` runs every script's ``main`` on tiny inputs.
+"""
+
+import argparse
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+
+
+def parser(doc, *, seeds=None, n_jobs=None, trees=None):
+    """The command line of a benchmark whose module docstring is `doc`: its first line
+    as the description, the rest (usage, the table it produces) shown by ``--help``,
+    and the options most benchmarks share, with the script's defaults."""
+    command = argparse.ArgumentParser(
+        description=doc.splitlines()[0], epilog="\n".join(doc.splitlines()[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    if seeds is not None:
+        command.add_argument("--seeds", type=int, default=seeds,
+                             help="random splits and partitions: mean ± std over them")
+    if n_jobs is not None:
+        command.add_argument("--n-jobs", type=int, default=n_jobs,
+                             help="runs in parallel (each fit single-threaded)")
+    if trees is not None:
+        command.add_argument("--trees", type=int, default=trees,
+                             help="trees of every random forest")
+    return command
+
+
+def forest(n_trees, max_depth=6):
+    """The benchmarks' random forest (the FedKT paper's depth)."""
+    return RandomForestClassifier(n_estimators=n_trees, max_depth=max_depth)
+
+
+def mean_std(values, digits=3):
+    """Mean ± std, as every table shows it."""
+    return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}"
+
+
+def print_table(header, rows):
+    """A Markdown table, as the README and the docs show it."""
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(str(cell) for cell in row) + " |")
