@@ -296,9 +296,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         Parameters
         ----------
         $party_data
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features), default=None
-            The agreed public unlabelled data; required by every algorithm but a
-            one-shot ensemble without a student.
+        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
+            The agreed public unlabelled data, of shape (n_public, n_features);
+            required by every algorithm but a one-shot ensemble that does not distil.
         message : str, path-like, bytes or PartyUpload, default=None
             Algorithms with rounds (``runs_rounds``): the server's message of the
             previous round (`server_round`), checked like an upload; None for round 0.
@@ -316,6 +316,27 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         -------
         upload : skfedkt.PartyUpload
             Save it with ``upload.save(path)`` and send the file to the server.
+
+        Examples
+        --------
+        Three parties and a server, and `fit` on their pooled rows, give one model:
+
+        >>> import numpy as np
+        >>> from sklearn.base import clone
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from skfedkt import FedKTClassifier
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> X_public, X, y = X[:100], X[100:], y[100:]
+        >>> party = np.arange(len(y)) % 3
+        >>> clf = FedKTClassifier(random_state=0)
+        >>> uploads = [clf.fit_party(X[party == p], y[party == p], party=p, classes=[0, 1],
+        ...                          X_unlabeled=X_public) for p in range(3)]
+        >>> [len(upload.payload["students"]) for upload in uploads]
+        [2, 2, 2]
+        >>> server = clone(clf).fit_server(uploads, X_public)
+        >>> pooled = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+        >>> bool((server.predict_proba(X) == pooled.predict_proba(X)).all())
+        True
         """
         self._validate_params()
         plan = self._plan_type.of(self)
@@ -400,9 +421,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         Parameters
         ----------
         $uploads
-        X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features), default=None
-            The agreed public unlabelled data; required by every algorithm but a
-            one-shot ensemble without a student.
+        X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
+            The agreed public unlabelled data, of shape (n_public, n_features);
+            required by every algorithm but a one-shot ensemble that does not distil.
         message : PartyUpload, str or path-like, default=None
             Algorithms with rounds: the server's last message, the one that said done.
         $upload_checks

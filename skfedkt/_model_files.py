@@ -40,8 +40,8 @@ def save_model(estimator, path):
     >>> path = os.path.join(tempfile.mkdtemp(), "model.skops")
     >>> save_model(clf, path) > 0
     True
-    >>> (load_model(path).predict(X) == clf.predict(X)).all()
-    np.True_
+    >>> bool((load_model(path).predict(X) == clf.predict(X)).all())
+    True
     """
     import skops.io  # two seconds to import: only where a model is written
 

@@ -40,8 +40,8 @@ from skfedkt.privacy import BitFlips
                                   random_state=0),
         OneShotEnsembleClassifier(selection="random", n_selected=2, voting="hard",
                                   random_state=0),
-        # a student needs public data, which check_estimator never passes: distillation
-        # is tested in test_oneshot.py
+        # distillation needs public data, which check_estimator never passes: it is
+        # tested in test_oneshot.py
     ]
 )
 # the checks' toy data is too small and too skewed for federated labels not to collapse

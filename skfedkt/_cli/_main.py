@@ -128,7 +128,8 @@ def add_algorithm_arguments(parser):
     fedkt.add_argument("--students", type=_positive(int), default=2,
                        help="students per party (the paper's s: partitions of its rows)")
     fedkt.add_argument("--teachers", type=_positive(int), default=5,
-                       help="teachers per student, each on a disjoint subset of the party's rows (the paper's t)")
+                       help="teachers per student, each on a disjoint subset of the party's "
+                       "rows (the paper's t)")
     fedkt.add_argument("--voting", choices=["soft", "hard"], default="soft",
                        help="FedKT's votes: class probabilities (soft) or the paper's "
                        "hard votes")

@@ -53,8 +53,8 @@ def jittered_rows(X, n_rows, random_state):
     >>> from skfedkt._engine._augment import jittered_rows
     >>> X = np.array([[0.0, 1], [1.0, 3], [2.0, 5]])
     >>> rows = jittered_rows(X, 7, random_state=0)
-    >>> rows.shape, np.isin(rows[:, 1], [1, 2, 3, 4, 5]).all()  # integers stay integers
-    ((4, 2), np.True_)
+    >>> rows.shape, bool(np.isin(rows[:, 1], [1, 2, 3, 4, 5]).all())  # integers stay integers
+    ((4, 2), True)
     """
     n_public = _num_samples(X)
     if n_rows <= n_public or sp.issparse(X):

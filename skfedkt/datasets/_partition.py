@@ -92,8 +92,8 @@ def dirichlet_partition(
     >>> from skfedkt.datasets import dirichlet_partition
     >>> y = np.repeat([0, 1, 2], 100)
     >>> parties = dirichlet_partition(y, n_parties=5, beta=0.5, random_state=0)
-    >>> parties.shape, np.bincount(parties).min() >= 10
-    ((300,), np.True_)
+    >>> parties.shape, bool(np.bincount(parties).min() >= 10)
+    ((300,), True)
     """
     y = column_or_1d(y)
     n_samples = y.shape[0]
