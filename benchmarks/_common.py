@@ -6,9 +6,12 @@ names the page and section of the documentation (or README) whose table it print
 """
 
 import argparse
+import sys
 
 import numpy as np
+from joblib import Parallel
 from sklearn.ensemble import RandomForestClassifier
+from tqdm import tqdm
 
 
 def parser(doc, *, seeds=None, n_jobs=None, trees=None):
@@ -47,3 +50,17 @@ def print_table(header, rows):
     print("|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(str(cell) for cell in row) + " |")
+
+
+def progress(iterable, what, total=None):
+    """`iterable`, with a progress bar on stderr saying `what` is running."""
+    return tqdm(iterable, desc=what, total=total, file=sys.stderr, unit="run",
+                dynamic_ncols=True)
+
+
+def run_parallel(calls, n_jobs, what):
+    """The results of joblib's delayed `calls`, in order, `n_jobs` at a time, with a
+    progress bar saying `what` runs."""
+    calls = list(calls)
+    return list(progress(Parallel(n_jobs=n_jobs, return_as="generator")(calls), what,
+                         total=len(calls)))

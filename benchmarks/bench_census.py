@@ -28,8 +28,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table
-from joblib import Parallel, delayed
+from _common import forest, mean_std, parser, print_table, run_parallel
+from joblib import delayed
 from sklearn.base import clone
 from sklearn.tree import DecisionTreeClassifier
 
@@ -96,10 +96,10 @@ def main(argv=None):
     args = command.parse_args(argv)
 
     start = time.perf_counter()
-    runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run_seed)(args.path, args.parties, beta, seed, method, args.trees)
-        for beta in args.betas for seed in range(args.seeds) for method in args.methods
-    )
+    runs = run_parallel(
+        (delayed(run_seed)(args.path, args.parties, beta, seed, method, args.trees)
+         for beta in args.betas for seed in range(args.seeds) for method in args.methods),
+        args.n_jobs, "census fits (beta, seed, method)")
     results = defaultdict(list)
     for beta, method, *values in (row for rows in runs for row in rows):
         results[beta, method].append(values)

@@ -21,7 +21,7 @@ Produces: doc/performance.rst, "Scale-out with Dask".
 import time
 
 import numpy as np
-from _common import forest, parser
+from _common import forest, parser, progress
 from joblib import parallel_config
 from sklearn.datasets import make_classification
 
@@ -42,9 +42,11 @@ def main(argv=None):
     party = np.arange(len(y_train)) % args.parties
     clf = FedKTClassifier(forest(args.trees), random_state=0)
 
+    bar = progress(None, "FedKT fits: n_jobs=1, then on the dask cluster", total=2)
     start = time.perf_counter()
     sequential = clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public).predict(X)
     sequential_seconds = time.perf_counter() - start
+    bar.update()
     with LocalCluster(n_workers=args.workers, threads_per_worker=1,
                       processes=True) as cluster, Client(cluster):
         start = time.perf_counter()
@@ -52,6 +54,8 @@ def main(argv=None):
             distributed = clf.fit(X_train, y_train, groups=party,
                                   X_unlabeled=X_public).predict(X)
         dask_seconds = time.perf_counter() - start
+    bar.update()
+    bar.close()
     print(f"n_jobs=1: {sequential_seconds:.1f} s; dask, {args.workers} workers: "
           f"{dask_seconds:.1f} s")
     print(f"identical predictions: {np.array_equal(sequential, distributed)}")

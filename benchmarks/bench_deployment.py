@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import skops.io  # noqa: F401  (imported once, before any step is timed)
-from _common import forest, parser
+from _common import forest, parser, progress
 from sklearn.base import clone
 
 from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
@@ -82,24 +82,28 @@ def main(argv=None):
     print("| dataset | algorithm | rounds | upload | per party (kB) | party step (s) | "
           "server step (s) | same model as fit |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in args.datasets:
-        data = load_federated(name, n_parties=args.parties, beta=0.5, random_state=0)
-        for label, make in ALGORITHMS.items():
-            clf = make(args.trees)
-            with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                rounds, server, phases = deploy(clf, data, Path(folder))
-                fitted = clone(clf).fit(data.X_train, data.y_train, groups=data.groups,
-                                        X_unlabeled=data.X_public)
-            same = np.array_equal(server.predict_proba(data.X_test),
-                                  fitted.predict_proba(data.X_test))
-            for phase, (sizes, party_s, server_s) in phases.items():
-                what = {"labels": "labels, each round", "model": WHAT[label]}[phase]
-                sizes = np.array(sizes) / 1000
-                print(f"| {name} | {label} | {rounds} | {what} | {sizes.mean():.1f} ± "
-                      f"{sizes.std():.1f} (max {sizes.max():.1f}) | {np.mean(party_s):.2f} ± "
-                      f"{np.std(party_s):.2f} | {np.mean(server_s):.2f} ± "
-                      f"{np.std(server_s):.2f} | {same} |", flush=True)
+    datasets = {name: load_federated(name, n_parties=args.parties, beta=0.5, random_state=0)
+                for name in args.datasets}
+    runs = progress([(name, label, make) for name in args.datasets
+                     for label, make in ALGORITHMS.items()],
+                    "deployments through files (dataset, algorithm)")
+    for name, label, make in runs:
+        data = datasets[name]
+        clf = make(args.trees)
+        with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rounds, server, phases = deploy(clf, data, Path(folder))
+            fitted = clone(clf).fit(data.X_train, data.y_train, groups=data.groups,
+                                    X_unlabeled=data.X_public)
+        same = np.array_equal(server.predict_proba(data.X_test),
+                              fitted.predict_proba(data.X_test))
+        for phase, (sizes, party_s, server_s) in phases.items():
+            what = {"labels": "labels, each round", "model": WHAT[label]}[phase]
+            sizes = np.array(sizes) / 1000
+            print(f"| {name} | {label} | {rounds} | {what} | {sizes.mean():.1f} ± "
+                  f"{sizes.std():.1f} (max {sizes.max():.1f}) | {np.mean(party_s):.2f} ± "
+                  f"{np.std(party_s):.2f} | {np.mean(server_s):.2f} ± "
+                  f"{np.std(server_s):.2f} | {same} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ Produces: doc/user_guide/fedct.rst, "Costs" (the paper's Tables 2 and 3).
 """
 
 import numpy as np
-from _common import mean_std, parser
+from _common import mean_std, parser, progress
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
@@ -68,7 +68,7 @@ def main(argv=None):
                          help="only these rows of the table (0: decision tree, ..., 3: mixed)")
     args = command.parse_args(argv)
     rows = list(models().items())
-    for index in args.models or range(len(rows)):
+    for index in progress(args.models or range(len(rows)), "models of the table"):
         name, estimator = rows[index]
         print(f"{name:<42} {mean_std(accuracies(estimator, args.seeds))}", flush=True)
 

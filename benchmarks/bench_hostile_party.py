@@ -18,7 +18,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table
+from _common import forest, mean_std, parser, print_table, progress
 from bench_label_skew import BETAS, PARTIES, PARTIES_AT, load
 
 import skfedkt._fedkt._server as fedkt_server
@@ -102,15 +102,16 @@ def main(argv=None):
                 ("one class, bounded", "one class", True),
                 ("one class, unbounded", "one class", False)]
     rows = []
-    for dataset in args.datasets:
+    for dataset, (name, lie, bounded) in progress(
+            [(dataset, setting) for dataset in args.datasets for setting in settings],
+            "consortia (dataset, uploads)"):
         n_parties = CONSORTIA[dataset]
-        for name, lie, bounded in settings:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                results = [run(dataset, n_parties, 0.5, seed, lie, args.factor, bounded,
-                               args.trees) for seed in range(args.seeds)]
-            rows.append([dataset, n_parties, name, mean_std([r[0] for r in results]),
-                         f"{np.mean([r[1] for r in results]):.3f}"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = [run(dataset, n_parties, 0.5, seed, lie, args.factor, bounded,
+                           args.trees) for seed in range(args.seeds)]
+        rows.append([dataset, n_parties, name, mean_std([r[0] for r in results]),
+                     f"{np.mean([r[1] for r in results]):.3f}"])
     print(f"FedKT's default, random forests ({args.trees} trees, depth 6), Dirichlet(0.5) "
           "parties; "
           f"the lie multiplies the liar's claimed rows by {args.factor:g}; test accuracy "

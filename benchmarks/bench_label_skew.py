@@ -32,8 +32,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table
-from joblib import Parallel, delayed
+from _common import forest, mean_std, parser, print_table, run_parallel
+from joblib import delayed
 from sklearn.base import clone
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
@@ -169,10 +169,10 @@ def main(argv=None):
     compared = methods[:5]
 
     start = time.perf_counter()
-    runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run_seed)(dataset, beta, seed, methods, args.trees)
-        for dataset in args.datasets for beta in args.betas for seed in range(args.seeds)
-    )
+    runs = run_parallel(
+        (delayed(run_seed)(dataset, beta, seed, methods, args.trees)
+         for dataset in args.datasets for beta in args.betas for seed in range(args.seeds)),
+        args.n_jobs, f"splits (dataset, beta, seed), {len(methods)} methods each")
     table = defaultdict(list)
     for dataset, beta, n_parties, seed, truth, results in runs:
         table[dataset, beta, n_parties].append((truth, results))

@@ -36,8 +36,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, parser, print_table
-from joblib import Parallel, delayed
+from _common import forest, parser, print_table, run_parallel
+from joblib import delayed
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
@@ -217,12 +217,12 @@ def main(argv=None):
             protocols.insert(0, (census_protocol, args.seeds or 2))
         methods = [method for method in args.methods
                    if not args.uploads_only or "upload" in METHODS[method][1]]
-        runs = Parallel(n_jobs=args.n_jobs)(
-            delayed(audit_method)(protocol, args.beta, seed, method, args.references,
-                                  uploads_only=args.uploads_only, n_trees=args.trees)
-            for protocol, n_seeds in protocols for seed in range(n_seeds)
-            for method in methods
-        )
+        runs = run_parallel(
+            (delayed(audit_method)(protocol, args.beta, seed, method, args.references,
+                                   uploads_only=args.uploads_only, n_trees=args.trees)
+             for protocol, n_seeds in protocols for seed in range(n_seeds)
+             for method in methods),
+            args.n_jobs, "audits (protocol, seed, method)")
         print_results([row for rows in runs for row in rows], args)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
 
@@ -286,11 +286,11 @@ def fedct_claim(args):
             for dataset in ("breast_cancer", "digits") for estimator_name in estimators
             for method in ("FedCT", "one-shot ensemble")
             for seed in range(args.seeds or 3)]
-    runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(audit_method)(iid(dataset), None, seed, method, args.references,
-                              estimators[estimator_name]())
-        for dataset, estimator_name, method, seed in jobs
-    )
+    runs = run_parallel(
+        (delayed(audit_method)(iid(dataset), None, seed, method, args.references,
+                               estimators[estimator_name]())
+         for dataset, estimator_name, method, seed in jobs),
+        args.n_jobs, "audits (dataset, model, method, seed)")
     table = defaultdict(list)
     for (dataset, estimator_name, *_), rows in zip(jobs, runs):
         for _, method, release, attack, auc, *_ in rows:

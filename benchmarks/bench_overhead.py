@@ -23,7 +23,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import parser
+from _common import parser, progress
 from sklearn.base import clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
@@ -127,7 +127,7 @@ def main(argv=None):
         ("FedCT (3 rounds)", fedct, None),
     ]
     ensembles = []
-    for name, estimator, direct in cases:
+    for name, estimator, direct in progress(cases, "algorithms against direct calls"):
         public = {} if isinstance(estimator, OneShotEnsembleClassifier) else fit
         package, fitted = cpu_seconds(
             lambda: clone(estimator).fit(X, y, groups=party, **public), args.repeats)

@@ -31,8 +31,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, parser, print_table
-from joblib import Parallel, delayed
+from _common import forest, parser, print_table, run_parallel
+from joblib import delayed
 from scipy.optimize import brentq
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
@@ -132,11 +132,11 @@ def main(argv=None):
         command.error("census needs --census-path; pass --tasks cod-rna to run without it")
     start = time.perf_counter()
     rows = [row for row in PAPER_ROWS if row[0] in tasks and row[1] in args.levels]
-    runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run)(row, method, seed, args.census_path, args.queries_factor, args.trees,
-                     args.cod_rna_rows)
-        for row in rows for method in ("paper", "skfedkt") for seed in range(args.seeds)
-    )
+    runs = run_parallel(
+        (delayed(run)(row, method, seed, args.census_path, args.queries_factor, args.trees,
+                      args.cod_rna_rows)
+         for row in rows for method in ("paper", "skfedkt") for seed in range(args.seeds)),
+        args.n_jobs, "private fits (Table 2 row, method, seed)")
     results = defaultdict(list)
     for row, method, *values in runs:
         results[row, method].append(values)

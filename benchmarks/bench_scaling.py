@@ -29,7 +29,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import parser
+from _common import parser, progress
 
 ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
 ROWS_PER_PARTY = 114  # the parties of the cross-device papers: tens to hundreds of rows
@@ -157,28 +157,29 @@ def main(argv=None):
     results = []
     sweeps = [("parties", p, p * ROWS_PER_PARTY) for p in args.parties]
     sweeps += [("rows", PARTIES_FOR_ROWS, r) for r in args.rows]
-    for algorithm in args.algorithms:
-        for sweep, parties, rows in sweeps:
-            run = subprocess.run(
-                [sys.executable, __file__, "--one", algorithm, str(parties), str(rows),
-                 "--n-jobs", str(args.n_jobs),
-                 *([] if args.direct_max_rows is None
-                   else ["--direct-max-rows", str(args.direct_max_rows)])],
-                capture_output=True, text=True,
-            )
-            if run.returncode != 0:
-                print(f"{algorithm:<11} {parties:>8} {rows:>9}  failed: "
-                      f"{(run.stderr.strip().splitlines() or ['killed'])[-1]}", flush=True)
-                continue
-            r = json.loads(run.stdout.strip().splitlines()[-1])
-            r["sweep"] = sweep
-            results.append(r)
-            cpu = r["main_cpu"] + r["worker_cpu"]
-            print(f"{algorithm:<11} {parties:>8} {r['rows']:>9} {r['wall']:>7.1f} "
-                  f"{r['main_cpu']:>7.1f} {r['worker_cpu']:>8.1f} {r['direct_cpu']:>7.1f} "
-                  f"{cpu / r['direct_cpu']:>6.2f} {r['main_peak_mib']:>9.0f} "
-                  f"{r['main_peak_mib'] / r['x_mib']:>6.2f} {r['worker_peak_mib']:>11.0f}",
-                  flush=True)
+    for algorithm, (sweep, parties, rows) in progress(
+            [(algorithm, sweep) for algorithm in args.algorithms for sweep in sweeps],
+            "configurations (algorithm, parties, rows), each in its own process"):
+        run = subprocess.run(
+            [sys.executable, __file__, "--one", algorithm, str(parties), str(rows),
+             "--n-jobs", str(args.n_jobs),
+             *([] if args.direct_max_rows is None
+               else ["--direct-max-rows", str(args.direct_max_rows)])],
+            capture_output=True, text=True,
+        )
+        if run.returncode != 0:
+            print(f"{algorithm:<11} {parties:>8} {rows:>9}  failed: "
+                  f"{(run.stderr.strip().splitlines() or ['killed'])[-1]}", flush=True)
+            continue
+        r = json.loads(run.stdout.strip().splitlines()[-1])
+        r["sweep"] = sweep
+        results.append(r)
+        cpu = r["main_cpu"] + r["worker_cpu"]
+        print(f"{algorithm:<11} {parties:>8} {r['rows']:>9} {r['wall']:>7.1f} "
+              f"{r['main_cpu']:>7.1f} {r['worker_cpu']:>8.1f} {r['direct_cpu']:>7.1f} "
+              f"{cpu / r['direct_cpu']:>6.2f} {r['main_peak_mib']:>9.0f} "
+              f"{r['main_peak_mib'] / r['x_mib']:>6.2f} {r['worker_peak_mib']:>11.0f}",
+              flush=True)
     print("\ngrowth exponents (1 = linear): CPU, main-process memory")
     for algorithm in args.algorithms:
         for sweep, key in (("parties", "parties"), ("rows", "rows")):

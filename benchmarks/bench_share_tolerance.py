@@ -21,9 +21,9 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table
+from _common import forest, mean_std, parser, print_table, run_parallel
 from bench_label_skew import BETAS, PARTIES, PARTIES_AT, load
-from joblib import Parallel, delayed
+from joblib import delayed
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -69,11 +69,11 @@ def main(argv=None):
     command.add_argument("--betas", nargs="+", type=float, default=list(BETAS))
     args = command.parse_args(argv)
     start = time.perf_counter()
-    runs = Parallel(n_jobs=args.n_jobs)(
-        delayed(run)(task, beta, seed, tolerance, args.trees)
-        for task in args.datasets for beta in args.betas for seed in range(args.seeds)
-        for tolerance in TOLERANCES
-    )
+    runs = run_parallel(
+        (delayed(run)(task, beta, seed, tolerance, args.trees)
+         for task in args.datasets for beta in args.betas for seed in range(args.seeds)
+         for tolerance in TOLERANCES),
+        args.n_jobs, "fits (task, beta, seed, tolerance)")
     scores = defaultdict(list)
     for task, beta, tolerance, score in runs:
         scores[task, beta, tolerance].append(score)

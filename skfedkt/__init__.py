@@ -7,7 +7,7 @@ data, exchanging models or labels on public unlabelled data instead.
 from . import baselines, datasets, privacy
 from ._deployment._archive import UploadLimits
 from ._deployment._upload import PartyUpload, UploadError, read_upload
-from ._engine._validation import LabelCollapseWarning, PublicSet
+from ._engine._validation import AssumptionWarning, LabelCollapseWarning, PublicSet
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
 from ._model_files import load_model, save_model
@@ -15,6 +15,7 @@ from ._oneshot import OneShotEnsembleClassifier
 from ._version import __version__
 
 __all__ = [
+    "AssumptionWarning",
     "FedCTClassifier",
     "FedKTClassifier",
     "HardVotes",

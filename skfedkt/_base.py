@@ -15,7 +15,7 @@ from sklearn.base import (
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._deployment._protocol import (
     PartyData,
@@ -24,14 +24,16 @@ from ._deployment._protocol import (
     require_public_set,
     server_expectations,
 )
+from ._deployment._upload import check_uploadable
+from ._engine._fitting import warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
     FederatedData,
     _check_groups,
     _framed_like,
     _keep_frame,
-    _warn_if_groups_lost_to_a_splitter,
     _warn_if_public_shifted,
+    warn_about_assumptions,
 )
 
 # parameter descriptions that several methods share, substituted for "$name" lines
@@ -131,7 +133,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
       fitted attributes, by name;
     - ``_after_fit(plan, uploads, X_public, data)``: warnings from the fitted model
       (`data`: the pooled rows in `fit`, None in `fit_server`);
-    - ``_sent_bytes(uploads)``: what each party sent, counted in `fit`;
+    - ``_uploaded_estimators(plan, party)`` and ``_upload_kind``: what a party's upload
+      holds, checked before any training;
+    - ``_sent_bytes()``: what each party sent in `fit`, from the fitted attributes;
     - ``_predict_codes``, ``_offers``, ``_proba``, ``_decision_scores``: the predict side.
 
     Subclasses also list their base estimators in ``_base_estimators``: this class
@@ -161,7 +165,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         tags.input_tags.allow_nan = all(t.input_tags.allow_nan for t in base_tags)
         return tags
 
-    # private attributes a fit sets, beyond the public ones that end in "_"
+    # private attributes a fit sets, beyond the public ones that end in "_" (and
+    # `_upload_bytes`, which every fit sets)
     _private_fitted = ()
 
     def _clear_fitted_state(self):
@@ -171,8 +176,18 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         # (callback contexts, metadata requests, output configuration)
         for name in list(vars(self)):
             if (name.endswith("_") and not name.startswith("_")
-                    or name in self._private_fitted):
+                    or name in self._private_fitted or name == "_upload_bytes"):
                 delattr(self, name)
+
+    @property
+    def upload_bytes_(self):
+        """Bytes each party sent, aligned with ``parties_`` (see the class's Attributes):
+        after `fit`, its upload's payload as skops writes it, measured when first read;
+        after `fit_server`, the size of each upload file."""
+        check_is_fitted(self)
+        if self._upload_bytes is None:
+            self._upload_bytes = self._sent_bytes()
+        return self._upload_bytes
 
     # parameters that take the package's parameter objects, which check their own
     _parameter_objects = ()
@@ -201,7 +216,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         self.classes_, y_codes = np.unique(y, return_inverse=True)
 
         if groups is None:
-            _warn_if_groups_lost_to_a_splitter(type(self).__name__)
             groups = np.zeros(len(y_codes), dtype=np.int64)
         else:
             groups = _check_groups(groups, len(y_codes))
@@ -242,6 +256,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     @_fit_context(prefer_skip_nested_validation=False)
     @shared_docs
+    @warnings_once_per_call
     def fit(self, X, y, groups=None, X_unlabeled=None):
         """Run the algorithm: every party's step, in one flat parallel batch per tier,
         then the server's (round after round where the algorithm has rounds).
@@ -262,6 +277,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         plan = self._plan_type.of(self)  # options refused before any work
         self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        warn_about_assumptions(type(self).__name__, groups, X_unlabeled,
+                               self._needs_public_set)
         X_public = data.X_public  # the rows of X where no public set was given
         if not self._needs_public_set:
             X_public = None if X_unlabeled is None else data.X_public
@@ -280,13 +297,16 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                                              self.classes_, None)
         fitted = self._server_step(plan, uploads, X_public, root, self.classes_, message,
                                    reused)
-        self._set_fitted(dict(fitted, upload_bytes_=self._sent_bytes(uploads, fitted)))
+        # what each party sent is measured when asked for: skops takes far longer than
+        # the fits of small models
+        self._set_fitted(dict(fitted, _upload_bytes=None))
         self._after_fit(plan, uploads, X_public, data)
         return self
 
     # --- the deployed steps --------------------------------------------------------------
 
     @shared_docs
+    @warnings_once_per_call
     def fit_party(self, X, y, *, party, classes, X_unlabeled=None, message=None,
                   share_model=None, party_seed=None):
         """The party step, on one party's machine; returns what the party sends.
@@ -347,6 +367,10 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             )
         self._check_public_set(plan, X_unlabeled, "party step")
         data = PartyData(self, X, y, classes, X_unlabeled, party)
+        name = type(self).__name__.removesuffix("Classifier")
+        for estimator in (self._uploaded_estimators(plan, data.party)
+                          if share_model is not False else ()):
+            check_uploadable(estimator, self._upload_kind, f"{name}'s party step")
         if message is not None:
             message = checked_message(message, data.expectations(self),
                                       check=self._message_check(plan, data.X_public))
@@ -367,6 +391,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     @available_if(lambda self: self.runs_rounds)
     @shared_docs
+    @warnings_once_per_call
     def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
                      trusted=(), min_parties=None, limits=None):
         """The server's step of one round, for algorithms with rounds.
@@ -408,6 +433,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                                   dict(expected, classes=classes))
 
     @shared_docs
+    @warnings_once_per_call
     def fit_server(self, uploads, X_unlabeled=None, *, message=None, classes=None,
                    trusted=(), min_parties=None, limits=None):
         """The server step: check every upload before loading it, then fit the model.
@@ -459,7 +485,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         self._set_fitted(dict(
             fitted, classes_=classes, left_out_parties_=left_out,
             parties_=np.array([upload.party for upload in uploads]),
-            upload_bytes_=np.array([upload.n_bytes for upload in uploads]),
+            _upload_bytes=np.array([upload.n_bytes for upload in uploads]),
         ))
         self._after_fit(plan, uploads, X_public, None)
         return self

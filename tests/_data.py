@@ -1,7 +1,10 @@
 """Shared test data."""
 
+import warnings
+
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
+from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import PartyNoise, ServerNoise
@@ -27,3 +30,12 @@ def noise_at(level, **params):
     """FedKT's `privacy` parameter for one of its privacy levels: None at "L0", else the
     mechanism of "L1" (`ServerNoise`) or "L2" (`PartyNoise`) with `params`."""
     return None if level == "L0" else {"L1": ServerNoise, "L2": PartyNoise}[level](**params)
+
+
+class WarningTree(DecisionTreeClassifier):
+    """A decision tree that warns, as scikit-learn's estimators do, every time it is fit:
+    importable, so that loky workers can fit it."""
+
+    def fit(self, X, y, sample_weight=None):
+        warnings.warn(f"a clone warned: it saw {len(y)} rows", UserWarning)
+        return super().fit(X, y, sample_weight=sample_weight)

@@ -14,7 +14,12 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import InvalidParameterError
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+    PublicSet,
+)
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import BitFlips, bit_flip_probability, laplace_epsilon
 
@@ -151,14 +156,13 @@ def test_search_with_routing_off_warns_that_groups_never_reach_fit(data, make):
     party = np.arange(80) % 4
     search = GridSearchCV(make(DecisionTreeClassifier(max_depth=2)),
                           {"estimator__max_depth": [2]}, cv=GroupKFold(n_splits=2))
-    with pytest.warns(UserWarning, match="cross-validation without groups.*routing off"):
+    with pytest.warns(UserWarning, match="with metadata routing off.*turn routing on"):
         search.fit(X, y, groups=party)
-    # with routing on the groups arrive, and a plain fit without groups is a choice
+    # with routing on the groups (and the public set) arrive: nothing is assumed
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with config_context(enable_metadata_routing=True):
-            search.fit(X, y, groups=party)
-        make(DecisionTreeClassifier(max_depth=2)).fit(X, y)
+            search.fit(X, y, groups=party, X_unlabeled=PublicSet(X_public))
 
 
 @pytest.mark.parametrize("make", [

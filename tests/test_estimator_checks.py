@@ -46,5 +46,7 @@ from skfedkt.privacy import BitFlips
 )
 # the checks' toy data is too small and too skewed for federated labels not to collapse
 @pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")
+# they fit without groups or a public set: every fit says what it assumed
+@pytest.mark.filterwarnings("ignore::skfedkt.AssumptionWarning")
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -1,10 +1,12 @@
 """FedKTClassifier behaviour: labels, parallelism, scikit-learn workflows and errors."""
 
 import pickle
+import zipfile
 
 import numpy as np
 import pandas as pd
 import pytest
+import skops.io
 from _data import federated_digits
 from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
@@ -27,6 +29,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from xgboost import XGBClassifier
 
 from skfedkt import (
+    AssumptionWarning,
     FedCTClassifier,
     FedKTClassifier,
     OneShotEnsembleClassifier,
@@ -109,7 +112,7 @@ def test_decision_function_matches_predict_and_flags_unseen_classes():
     party = np.repeat([0, 0, 1], 20)
     clf = FedKTClassifier(LogisticRegression(), n_teachers=2, voting=SoftVotes(match_shares=False),
                           random_state=0)
-    clf.fit(X, y, groups=party)
+    clf.fit(X, y, groups=party, X_unlabeled=X)
     scores = clf.decision_function(X)
     assert scores.shape == (60, 3)
     assert_array_equal(clf.classes_[scores.argmax(axis=1)], clf.predict(X))
@@ -198,13 +201,15 @@ def test_pickle_round_trip(federated_data):
 
 def test_no_public_data_uses_training_rows(federated_data):
     X, y, party, _ = federated_data
-    clf = FedKTClassifier(random_state=0).fit(X, y, groups=party)
+    with pytest.warns(AssumptionWarning, match="X_unlabeled=None, so the training rows"):
+        clf = FedKTClassifier(random_state=0).fit(X, y, groups=party)
     assert clf.vote_counts_.shape == (len(X), 3)
 
 
 def test_no_groups_is_one_party(federated_data):
     X, y, _, X_public = federated_data
-    clf = FedKTClassifier(random_state=0).fit(X, y, X_unlabeled=X_public)
+    with pytest.warns(AssumptionWarning, match="groups=None, so every row is one party's"):
+        clf = FedKTClassifier(random_state=0).fit(X, y, X_unlabeled=X_public)
     assert_array_equal(clf.parties_, [0])
     assert len(clf.students_) == 1
 
@@ -234,7 +239,7 @@ def test_grid_search_with_group_kfold_and_routing(federated_data):
         search.fit(X, y, groups=party, X_unlabeled=X_public)
     assert_array_equal(search.best_estimator_.parties_, np.unique(party))
     # without routing, groups only reach the splitter, and fit says so
-    with pytest.warns(UserWarning, match="cross-validation without groups"):
+    with pytest.warns(AssumptionWarning, match="with metadata routing off.*turn routing on"):
         search.fit(X, y, groups=party)
     assert_array_equal(search.best_estimator_.parties_, [0])
 
@@ -376,10 +381,13 @@ def test_fedkt_beats_local_training_on_digits():
     assert fedkt.score(X_test, y_test) >= solo + 0.10
 
 
-def test_upload_bytes_are_the_pickled_students(federated_data):
+def test_upload_bytes_are_the_payloads_a_deployment_sends(federated_data):
     X, y, party, X_public = federated_data
     clf = FedKTClassifier(random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
-    expected = [sum(len(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL)) for s in students)
-                for students in clf.students_]
-    assert_array_equal(clf.upload_bytes_, expected)
+    assert "_upload_bytes" in vars(clf)  # measured when first read, not in fit
+    expected = [len(skops.io.dumps(clf.fit_party(
+        X[party == p], y[party == p], party=p, classes=clf.classes_, X_unlabeled=X_public,
+    ).payload, compression=zipfile.ZIP_DEFLATED)) for p in clf.parties_]
+    # skops writes object ids, which compress a few bytes differently in each process
+    assert_allclose(clf.upload_bytes_, expected, rtol=0.01)
     assert clf.upload_bytes_.shape == clf.parties_.shape

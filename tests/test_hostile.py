@@ -695,7 +695,8 @@ def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data, factor)
     liar = uploads[0].manifest
     counts = [c * factor for c in liar["class_counts"]]
     liar.update(class_counts=counts, n_rows=sum(counts))
-    with pytest.warns(UserWarning, match=r"Parties \[0\] claim more rows than 20 times"):
+    with pytest.warns(UserWarning, match=r"Parties claim more rows than 20 times the median "
+                                         r"party .*\(0 \d+ rows\): the fit went on"):
         server = clf.fit_server([u.to_bytes() for u in uploads], data[3])
     totals = np.array([sum(u.manifest["class_counts"]) for u in uploads], dtype=float)
     totals[0] = min(totals[0], MAX_PARTY_WEIGHT * np.median(totals), totals[1:].sum())

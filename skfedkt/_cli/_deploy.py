@@ -7,10 +7,13 @@ one-shot ensembles) or, for FedCT, the round's message back to the parties.
 """
 
 import argparse
+import sys
 import time
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
 from .._deployment._upload import read_upload
@@ -19,11 +22,18 @@ from ..datasets import DATASETS, load_federated, load_local_file
 from ..datasets._loaders import feature_names_of
 from ..privacy import party_membership_audit
 from ._registry import DEPLOYED, ESTIMATORS, make_estimator
+from ._runner import StagesOnBar
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default once: not where there is none, where the option is
     required, or where its help already says it."""
+
+    def _fill_text(self, text, width, indent):
+        # an epilog of examples keeps its lines: a command is copied as it stands
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
 
     def _get_help_string(self, action):
         if action.default is None or action.required or "default" in (action.help or ""):
@@ -52,7 +62,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
         "party and server commands.",
     )
     split.add_argument("dataset", choices=DATASETS)
-    split.add_argument("--parties", type=positive(int), default=3)
+    split.add_argument("--parties", type=positive(int), default=4)
     split.add_argument("--beta", type=positive(float), default=0.5,
                        help="Dirichlet concentration of the label skew")
     split.add_argument("--iid", action="store_true", help="split rows evenly at random")
@@ -116,6 +126,12 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
         "(labelled rows the party did not train on) of the same classes as non-members; "
         "the loss attack and LiRA with --references reference runs of the party step. "
         "Prints the attacks' AUC (0.5 is a guess).",
+    )
+    audit.epilog = (
+        "example, in the folder that 'skfedkt split breast_cancer --out-dir consortium' "
+        "writes:\n"
+        "  skfedkt audit fedkt --data party-2.csv --holdout test.csv --public public.csv "
+        "--classes 0 1 --name hospital-2\n"
     )
     audit.add_argument("--data", required=True, help="this party's labelled rows")
     audit.add_argument("--holdout", required=True,
@@ -185,8 +201,22 @@ def run_split(args):
 
 
 def _estimator(args):
-    return make_estimator(args.algorithm, ESTIMATORS[args.estimator](), args.options, args.random_state,
-                 args.n_jobs, 0)
+    # verbose: its stages are shown on the command's progress line (`_showing_stages`)
+    return make_estimator(args.algorithm, ESTIMATORS[args.estimator](), args.options,
+                          args.random_state, args.n_jobs, 1)
+
+
+@contextmanager
+def _showing_stages(what):
+    """A progress line on stderr saying `what` runs, and the time it has taken, with the
+    estimator's current stage as its text."""
+    line = tqdm(total=None, desc=what, file=sys.stderr,
+                bar_format="{desc}: {elapsed}{postfix}")
+    try:
+        with redirect_stdout(StagesOnBar(line)):
+            yield
+    finally:
+        line.close()
 
 
 def _public(args, required):
@@ -239,7 +269,8 @@ def run_party(args):
     elif args.message is not None:
         raise ValueError("--message is for fedct's rounds.")
     start = time.perf_counter()
-    upload = clf.fit_party(X, y, **options)
+    with _showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"):
+        upload = clf.fit_party(X, y, **options)
     seconds = time.perf_counter() - start
     size = upload.save(args.out)
     what = {"fedkt": "students", "oneshot": "local model", "fedct": "labels"}[args.algorithm]
@@ -261,7 +292,9 @@ def run_server(args):
         done = args.message is not None and read_upload(
             args.message, limits=checks["limits"]).manifest.get("done")
         if not done:
-            message = clf.server_round(args.uploads, X_public, message=args.message, **checks)
+            with _showing_stages(f"server: {args.algorithm}'s round"):
+                message = clf.server_round(args.uploads, X_public, message=args.message,
+                                           **checks)
             message.save(args.out)
             history = message.manifest["history"]
             change = (f"{history[-1]['consensus_changed']:.1%} of the consensus labels "
@@ -275,11 +308,11 @@ def run_server(args):
             print(f"server: {len(args.uploads)} uploads in {time.perf_counter() - start:.1f} "
                   f"s; {change}{next_step}")
             return 0
-        clf.fit_server(args.uploads, X_public, message=args.message, **checks)
-    else:
+        checks["message"] = args.message
+    with _showing_stages(f"server: {args.algorithm}'s server step"):
         clf.fit_server(args.uploads, X_public, **checks)
     seconds = time.perf_counter() - start
-    size = save_model(clf, args.out)
+    size = save_model(clf.set_params(verbose=0), args.out)
     print(f"server: final model of {len(clf.parties_)} parties "
           f"({', '.join(str(p) for p in clf.parties_)}) in {seconds:.1f} s; wrote {args.out} "
           f"({size / 1000:.1f} kB)")
@@ -297,12 +330,15 @@ def run_audit(args):
     X, y = load_local_file(args.data)
     X_holdout, y_holdout = load_local_file(args.holdout)
     upload = None if args.upload is None else read_upload(args.upload, trusted=args.trust)
-    audit = party_membership_audit(
-        _estimator(args), X, y, party=args.name, classes=args.classes,
-        X_unlabeled=_public(args, required=args.algorithm != "oneshot"),
-        X_holdout=X_holdout, y_holdout=y_holdout, upload=upload, party_seed=args.party_seed,
-        n_reference=args.references, random_state=args.random_state,
-    )
+    with _showing_stages(f"audit of party {args.name!r}: its party step and "
+                         f"{args.references} reference runs"):
+        audit = party_membership_audit(
+            _estimator(args), X, y, party=args.name, classes=args.classes,
+            X_unlabeled=_public(args, required=args.algorithm != "oneshot"),
+            X_holdout=X_holdout, y_holdout=y_holdout, upload=upload,
+            party_seed=args.party_seed, n_reference=args.references,
+            random_state=args.random_state,
+        )
     print(audit)
     return 0
 

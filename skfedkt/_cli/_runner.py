@@ -73,7 +73,8 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
         return (float(np.mean(scores)), time.perf_counter() - start, upload, np.nan,
                 *_NO_AUDIT, np.nan)
     model = make_estimator(algorithm, estimator, options, seed, n_jobs, verbose)
-    groups = None if algorithm == "pate" else data.groups
+    # PATE: one party holding every row, said explicitly
+    groups = np.zeros(len(data.y_train)) if algorithm == "pate" else data.groups
     model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
     seconds = time.perf_counter() - start
     upload = np.nan if algorithm == "pate" else float(np.mean(model.upload_bytes_))
@@ -98,7 +99,7 @@ def _still_changing(model):
 _NO_AUDIT = (np.nan, np.nan)
 
 
-class _StagesOnBar(io.TextIOBase):
+class StagesOnBar(io.TextIOBase):
     """Stdout that shows each line an estimator prints as the progress bar's postfix."""
 
     def __init__(self, progress):
@@ -147,7 +148,7 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
             # warnings are counted in the table, and the fit's stages (teachers,
             # students, server; FedCT's rounds) shown on the bar, rather than printed
             with warnings.catch_warnings(record=True) as caught, redirect_stdout(
-                _StagesOnBar(progress)
+                StagesOnBar(progress)
             ):
                 warnings.simplefilter("always", LabelCollapseWarning)
                 accuracy, seconds, upload, epsilon, *others = run_trial(

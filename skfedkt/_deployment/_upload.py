@@ -11,8 +11,10 @@ import hashlib
 import io
 import json
 import struct
+import warnings
 import zipfile
 from dataclasses import dataclass, field
+from types import FunctionType
 from numbers import Integral, Real
 
 import numpy as np
@@ -169,9 +171,7 @@ class PartyUpload:
 
     def to_bytes(self):
         """The upload file's bytes: a zip of the manifest and the skops payload."""
-        import skops.io
-
-        payload = skops.io.dumps(self.payload, compression=zipfile.ZIP_DEFLATED)
+        payload = _skops_bytes(self.payload)
         manifest = dict(self.manifest, payload_sha256=hashlib.sha256(payload).hexdigest())
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
@@ -183,6 +183,44 @@ class PartyUpload:
         """Write the upload file; returns its size in bytes."""
         self.n_bytes = write_atomically(path, self.to_bytes())
         return self.n_bytes
+
+
+def _skops_bytes(payload):
+    import skops.io  # two seconds to import: only where an upload is written
+
+    return skops.io.dumps(payload, compression=zipfile.ZIP_DEFLATED)
+
+
+def payload_bytes(payload):
+    """The bytes `payload` takes in an upload file (skops, compressed, as `to_bytes`
+    writes it); NaN, with a warning that says why, where skops cannot write it."""
+    try:
+        return len(_skops_bytes(payload))
+    except Exception as exc:  # skops's own errors name the object it could not write
+        warnings.warn(f"upload_bytes_ is unknown for a party: skops cannot write what it "
+                      f"uploads ({type(exc).__name__}: {exc}), so a deployment could not "
+                      "send it.", UserWarning)
+        return np.nan
+
+
+def check_uploadable(estimator, what, step):
+    """Refuse, before any training, an estimator whose fitted clones a party uploads but
+    a server could not load: skops saves functions by name, and a lambda or a function
+    defined inside another has none the server can import."""
+    unnamed = [
+        f"{name}={value.__qualname__}"
+        for name, value in (estimator.get_params(deep=True).items()
+                            if hasattr(estimator, "get_params") else ())
+        if isinstance(value, FunctionType)
+        and ("<lambda>" in value.__qualname__ or "<locals>" in value.__qualname__)
+    ]
+    if unnamed:
+        raise ValueError(
+            f"{step} uploads its {what} with skops, which saves a function by its module "
+            f"and name, and {', '.join(unnamed)} has no name a server can import. Define it "
+            "at "
+            "module level (def to_float32(X): return X.astype('float32')) and pass that."
+        )
 
 
 def _trusted(type_name, trusted):

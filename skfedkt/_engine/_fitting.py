@@ -1,8 +1,14 @@
 """Fitting many clones of base estimators in parallel, each on labels it can digest."""
 
+import contextvars
 import copy
+import functools
+import os
+import re
 import sys
-from contextlib import nullcontext
+import threading
+import warnings
+from contextlib import contextmanager, nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -327,9 +333,77 @@ def clone_votes(model, X, n_classes, soft_votes):
 
 def predict_votes(models, X, *, n_classes, soft_votes, n_jobs=None):
     """`clone_votes` of every fitted clone, in one flat parallel batch, stacked."""
-    return np.stack(Parallel(n_jobs=n_jobs)(
-        delayed(clone_votes)(model, X, n_classes, soft_votes) for model in models
-    ))
+    main = os.getpid()
+    votes = []
+    for model_votes, caught in Parallel(n_jobs=n_jobs)(
+        delayed(_recorded)(main, clone_votes, model, X, n_classes, soft_votes)
+        for model in models
+    ):
+        issue_worker_warnings(caught)
+        votes.append(model_votes)
+    return np.stack(votes)
+
+
+# the kinds of warning already issued from worker processes in the current call of a
+# meta-estimator's method (see `warnings_once_per_call`)
+_issued = contextvars.ContextVar("skfedkt_worker_warnings", default=None)
+
+
+def warnings_once_per_call(method):
+    """Within `method`, each kind of warning that worker processes raise (category and
+    message, numbers aside) is issued once in the calling process."""
+    @functools.wraps(method)
+    def once(*args, **kwargs):
+        token = _issued.set(set())
+        try:
+            return method(*args, **kwargs)
+        finally:
+            _issued.reset(token)
+
+    return once
+
+
+def _kind(category, message):
+    return category, re.sub(r"\d+(\.\d+)?", "#", message)
+
+
+@contextmanager
+def _caught_in_worker(main_pid):
+    """In a worker process, record the warnings rather than print them there, where
+    the user's filters do not reach; in the calling process and its threads (whose
+    filters are the caller's) let them through. Yields the list it fills with one
+    ``(category, message)`` per kind."""
+    caught = []
+    if os.getpid() == main_pid or threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield caught
+    kinds = {}
+    for record in records:
+        kinds.setdefault(_kind(record.category, str(record.message)),
+                         (record.category, str(record.message)))
+    caught.extend(kinds.values())
+
+
+def _recorded(main_pid, function, *args, **kwargs):
+    """``function(*args, **kwargs)`` and the warnings it raised in a worker process."""
+    with _caught_in_worker(main_pid) as caught:
+        result = function(*args, **kwargs)
+    return result, caught
+
+
+def issue_worker_warnings(caught):
+    """Issue here, under the caller's filters, warnings that worker processes recorded:
+    within `warnings_once_per_call`, each kind once per call."""
+    issued = _issued.get()
+    for category, message in caught:
+        if issued is not None:
+            if _kind(category, message) in issued:
+                continue
+            issued.add(_kind(category, message))
+        warnings.warn(message, category, stacklevel=2)
 
 
 def _fit_clone(task, template, seed, X, n_classes, X_predict, soft_votes, keep_model,
@@ -403,7 +477,7 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
                        soft_votes)
     shared = dict(X=X, n_classes=n_classes, X_predict=X_predict, soft_votes=soft_votes,
                   keep_model=keep_models, score_training=score_training)
-    jobs = [delayed(_fit_batch)(work[start : start + size], **shared)
+    jobs = [delayed(_recorded)(os.getpid(), _fit_batch, work[start : start + size], **shared)
             for start in range(0, len(work), size)]
     with limits:
         try:
@@ -413,7 +487,8 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
                 raise
             # e.g. joblib's multiprocessing backend: the whole list at once
             batches = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
-        for batch in batches:
+        for batch, caught in batches:
+            issue_worker_warnings(caught)
             yield from batch
 
 

@@ -1,9 +1,10 @@
 """Validation of what a fit receives (rows, labels, parties, public data) and the
 warnings every algorithm gives about it and about the classes its models lose."""
 
-import pickle
+import os
 import sys
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,18 @@ def _lost_classes(learned, reference, ratio=0.5):
     """Classes holding at least `_MIN_CLASS_SHARE` of `reference` but under `ratio` of
     that share in `learned` (both arrays of class shares)."""
     return np.flatnonzero((reference >= _MIN_CLASS_SHARE) & (learned < ratio * reference))
+
+
+class AssumptionWarning(UserWarning):
+    """`fit` assumed what it was not told: with ``groups=None`` that every row is one
+    party's, with ``X_unlabeled=None`` (FedKT, FedCT) that the training rows, without
+    their labels, are the public set, so that nothing is private.
+
+    Raised once per fit, naming the argument to pass; inside scikit-learn's
+    cross-validation (``GridSearchCV``, ``cross_validate`` ...) once per search. Filter
+    it, as any warning, with ``warnings.filterwarnings("ignore",
+    category=skfedkt.AssumptionWarning)`` where the assumption is meant.
+    """
 
 
 class LabelCollapseWarning(UserWarning):
@@ -112,11 +125,6 @@ class FederatedData:
     pooled = True
 
 
-def pickled_bytes(estimators):
-    """Bytes of the estimators as a party would send them (pickled)."""
-    return sum(len(pickle.dumps(e, protocol=pickle.HIGHEST_PROTOCOL)) for e in estimators)
-
-
 def stack_rows(*blocks):
     """The rows of every block, one block after the other, in one matrix or DataFrame."""
     if all(hasattr(block, "iloc") for block in blocks):
@@ -180,28 +188,87 @@ def _warn_if_public_shifted(X, X_public):
         )
 
 
-def _warn_if_groups_lost_to_a_splitter(name):
-    """Warn when scikit-learn's cross-validation fits us without groups, routing off.
+# the searches (or the estimators a cross_validate call was given) already warned about
+_warned_searches = weakref.WeakSet()
+# in a worker process of a parallel search, where the search itself is out of reach
+_warned_in_this_process = []
 
-    Then GridSearchCV, cross_validate and their kin give ``groups`` to the splitter only,
-    and every candidate would silently be fit as a single party.
-    """
-    if get_config()["enable_metadata_routing"]:
-        return
-    frame = sys._getframe(1)
+_CROSS_VALIDATORS = ("cross_validate", "cross_val_score", "cross_val_predict",
+                     "learning_curve", "validation_curve", "permutation_test_score")
+
+
+def _running_search():
+    """The scikit-learn search, or the estimator a cross_validate-like call was given,
+    that is fitting us; True inside cross-validation whose caller is out of reach (a
+    worker process); None outside cross-validation."""
+    search, frame = None, sys._getframe(2)
     while frame is not None:
         code = frame.f_code
-        if code.co_name == "_fit_and_score" and "model_selection" in code.co_filename:
-            warnings.warn(
-                f"{name} is fit by scikit-learn's cross-validation without groups: with "
-                "metadata routing off, GridSearchCV, cross_validate and their kin give "
-                "groups to the splitter only, so every candidate is fit as one single "
-                "party. Turn routing on, sklearn.set_config(enable_metadata_routing=True): "
-                "skfedkt's estimators request groups and X_unlabeled by default.",
-                UserWarning,
-            )
-            return
+        if "model_selection" in code.co_filename:
+            local = frame.f_locals
+            owner = local.get("self")
+            if code.co_name in _CROSS_VALIDATORS:
+                search = local.get("estimator", search)
+            elif owner is not None and hasattr(owner, "cv") and hasattr(owner, "fit"):
+                search = owner
+            elif search is None and code.co_name == "_fit_and_score":
+                search = True
         frame = frame.f_back
+    return search
+
+
+def warn_about_assumptions(name, groups, X_unlabeled, public_set_labelled):
+    """One `AssumptionWarning` for what `fit` assumed that it was not told: a single party
+    (`groups` None), the training rows as the public set (`X_unlabeled` None, where
+    `public_set_labelled`: the algorithm labels a public set). Inside cross-validation,
+    once per search, saying whether routing dropped `groups`."""
+    assumed = []
+    if groups is None:
+        assumed.append("groups=None, so every row is one party's (centralized training). "
+                       "Pass groups=, the party of each row")
+    if X_unlabeled is None and public_set_labelled:
+        assumed.append(
+            "X_unlabeled=None, so the training rows, without their labels, are the public "
+            "set the parties' models label, and nothing is private. Pass the public data "
+            "as X_unlabeled"
+        )
+    if not assumed:
+        return
+    search = _running_search()
+    if search is True:
+        if _warned_in_this_process:
+            return
+        _warned_in_this_process.append(True)
+    elif search is not None:
+        if search in _warned_searches:
+            return
+        _warned_searches.add(search)
+    if search is not None and not get_config()["enable_metadata_routing"]:
+        assumed.append(
+            "with metadata routing off, GridSearchCV, cross_validate and their kin give "
+            "groups to the splitter only: turn routing on, sklearn.set_config("
+            "enable_metadata_routing=True), and skfedkt's estimators receive groups and "
+            "X_unlabeled, which they request by default"
+        )
+    where = "" if search is None else " (once for this cross-validation)"
+    warnings.warn(f"{name}.fit assumed{where}: " + "; ".join(assumed) + ".",
+                  AssumptionWarning, stacklevel=_stacklevel_of_the_caller())
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _stacklevel_of_the_caller():
+    """The ``stacklevel`` that makes a warning point at the code that called the
+    package (past its own frames and scikit-learn's fit wrapper), as a user reads it."""
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and (
+        frame.f_code.co_filename.startswith(_PACKAGE)
+        or frame.f_code.co_name == "wrapper" and frame.f_code.co_filename.endswith(
+            os.path.join("sklearn", "base.py"))
+    ):
+        level, frame = level + 1, frame.f_back
+    return level
 
 
 def _check_groups(groups, n_rows):

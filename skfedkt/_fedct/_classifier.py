@@ -239,10 +239,15 @@ class FedCTClassifier(BaseFederatedClassifier):
     def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
         return finished(plan, uploads, message, classes)
 
-    def _sent_bytes(self, uploads, fitted):
-        n_public = len(uploads[0].payload["labels"])
-        return np.full(len(uploads), fitted["n_rounds_"] * label_bytes(n_public,
-                                                                         len(self.classes_)))
+    _upload_kind = "final model"
+
+    def _uploaded_estimators(self, plan, party):
+        return [plan.own_estimator(party)]
+
+    def _sent_bytes(self):
+        # every round, one bit per public row and class
+        return np.full(len(self.parties_), self.n_rounds_ * label_bytes(
+            len(self.consensus_mask_), len(self.classes_)))
 
     def _after_fit(self, plan, uploads, X_public, data):
         if data is not None:

@@ -6,8 +6,8 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._base import BaseFederatedClassifier
+from .._deployment._upload import payload_bytes
 from .._engine._fitting import ClassCodeModel
-from .._engine._validation import pickled_bytes
 from .._engine._voting import class_shares
 from .._privacy._accounting import DEFAULT_ORDERS
 from .._privacy._mechanisms import PartyNoise, ServerNoise
@@ -164,10 +164,12 @@ class FedKTClassifier(BaseFederatedClassifier):
     final_estimator_ : estimator
         The server's fitted final model, trained on class positions like the students.
         Not set with ``distill=False``.
-    upload_bytes_ : ndarray of int of shape (n_parties,)
+    upload_bytes_ : ndarray of shape (n_parties,)
         Bytes each party sent, aligned with ``parties_``: its students, the only
-        communication of FedKT (the final model's trip back is not counted). `fit`
-        counts them pickled; `fit_server` gives the size of each upload file.
+        communication of FedKT (the final model's trip back is not counted). After
+        `fit`, its students as skops writes them into an upload file, measured when
+        first read (NaN, with a warning, where skops cannot write them); after
+        `fit_server`, the size of each upload file.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
@@ -352,9 +354,15 @@ class FedKTClassifier(BaseFederatedClassifier):
     def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
         return server_step(plan, uploads, X_public, root, classes, reused)
 
-    def _sent_bytes(self, uploads, fitted):
+    _upload_kind = "students"
+
+    def _uploaded_estimators(self, plan, party):
+        return [plan.student]
+
+    def _sent_bytes(self):
         # the students are all that a party sends
-        return np.array([pickled_bytes(upload.payload["students"]) for upload in uploads])
+        return np.array([payload_bytes({"students": students, "codes": codes})
+                         for students, codes in zip(self.students_, self._student_codes)])
 
     def _after_fit(self, plan, uploads, X_public, data):
         if data is not None and plan.level == "L2":

@@ -89,12 +89,15 @@ def _bounded_counts(counts, parties, claimed):
     but says nothing (`claimed` False): there the counts are the data's."""
     bounded, capped = bounded_party_counts(counts)
     if capped.size and claimed:
+        claims = ", ".join(f"{party!r} {int(np.sum(counts[index]))}"
+                           for party, index in zip(parties[capped].tolist(), capped))
         warnings.warn(
-            f"Parties {parties[capped].tolist()} claim more rows than "
-            f"{MAX_PARTY_WEIGHT:g} times the median party or than all the other "
-            "parties together; the server weighs each as the smaller of the two "
-            "when it pools votes and sets the class shares, so that no party's "
-            "claim can outweigh the rest.", UserWarning,
+            f"Parties claim more rows than {MAX_PARTY_WEIGHT:g} times the median party or "
+            f"than all the other parties together ({claims} rows): the fit went on, "
+            "weighing each such party as the smaller of the two where the server pools "
+            "votes and sets class shares. The bound keeps a party that overstates its rows "
+            "from outweighing the rest; a party that really is that large only counts a "
+            "little less than its rows.", UserWarning,
         )
     return bounded
 

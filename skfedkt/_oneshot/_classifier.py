@@ -8,8 +8,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
 from .._base import BaseFederatedClassifier
+from .._deployment._upload import payload_bytes
 from .._engine._fitting import ClassCodeModel, ensemble_proba
-from .._engine._validation import pickled_bytes
 from .._privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
 from ._plan import OneShotPlan, final_template, local_template
@@ -102,11 +102,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         undefined), aligned with ``trained_parties_``.
     final_estimator_ : estimator
         The distilled model, with ``distill=True``.
-    upload_bytes_ : ndarray of int of shape (n_parties,)
-        Bytes each party sent in the one round, aligned with ``parties_``: its local
-        model, pickled, with `fit` (0 for a party too small to train; its size and
-        validation score are a few bytes and not counted); the size of its upload file
-        with `fit_server`.
+    upload_bytes_ : ndarray of shape (n_parties,)
+        Bytes each party sent in the one round, aligned with ``parties_``. After `fit`,
+        its local model as skops writes it into an upload file, measured when first
+        read (0 for a party too small to train: its size and validation score are a
+        few bytes, not counted); after `fit_server`, the size of its upload file.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
@@ -222,11 +222,18 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
         return server_step(plan, uploads, X_public, root, classes)
 
-    def _sent_bytes(self, uploads, fitted):
-        # a trained party sends its local model
+    _upload_kind = "local model"
+
+    def _uploaded_estimators(self, plan, party):
+        return [plan.local]
+
+    def _sent_bytes(self):
+        # a trained party sends its local model; a party too small to train, its size
+        sent = dict(zip(self.trained_parties_.tolist(), zip(self.estimators_,
+                                                            self._local_codes)))
         return np.array([
-            0 if upload.payload["model"] is None else pickled_bytes([upload.payload["model"]])
-            for upload in uploads
+            payload_bytes(dict(zip(("model", "codes"), sent[party]))) if party in sent else 0
+            for party in self.parties_.tolist()
         ])
 
     def _after_fit(self, plan, uploads, X_public, data):

@@ -1,0 +1,154 @@
+"""What a scikit-learn user meets first: no failure after training, no silent assumption,
+warnings issued once where the user's filters apply."""
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+import sklearn
+from _data import WarningTree
+from sklearn.datasets import load_breast_cancer
+from sklearn.model_selection import GridSearchCV, GroupKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from skfedkt import (
+    AssumptionWarning,
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+)
+
+ESTIMATORS = [FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    return X[100:], y[100:], np.arange(len(y) - 100) % 3, X[:100]
+
+
+def _with_a_lambda():
+    return make_pipeline(StandardScaler(), FunctionTransformer(lambda a: a),
+                         DecisionTreeClassifier(max_depth=3))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_a_lambda_trains_in_process_and_its_uploads_are_measured(estimator, data):
+    X, y, party, X_public = data
+    clf = estimator(_with_a_lambda(), random_state=0).fit(X, y, groups=party,
+                                                           X_unlabeled=X_public)
+    assert (clf.upload_bytes_ > 0).all()  # measured as skops writes them, when asked
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_a_party_with_a_lambda_is_refused_before_training(estimator, data):
+    X, y, party, X_public = data
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"functiontransformer__func=.*<lambda> has no name "
+                                         r"a server can import\. Define it at module level"):
+        estimator(_with_a_lambda()).fit_party(X, y, party=0, classes=[0, 1],
+                                               X_unlabeled=X_public)
+    assert time.perf_counter() - start < 1
+
+
+@pytest.mark.parametrize("estimator, public_set_labelled",
+                         [(FedKTClassifier, True), (FedCTClassifier, True),
+                          (OneShotEnsembleClassifier, False)])
+def test_fit_says_once_what_it_assumed(estimator, public_set_labelled, data):
+    X, y, party, X_public = data
+    tree = DecisionTreeClassifier(max_depth=3)
+    with pytest.warns(AssumptionWarning) as record:
+        estimator(tree, random_state=0).fit(X, y)
+    (warning,) = [w for w in record if w.category is AssumptionWarning]
+    assert "groups=None, so every row is one party's" in str(warning.message)
+    assert ("X_unlabeled=None" in str(warning.message)) == public_set_labelled
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssumptionWarning)
+        estimator(tree, random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("routing", [False, True])
+def test_a_search_warns_once_not_per_candidate(routing, data):
+    X, y, party, _ = data
+    search = GridSearchCV(FedKTClassifier(DecisionTreeClassifier(), random_state=0),
+                          {"n_teachers": [1, 2, 3, 4, 5]}, cv=GroupKFold(2))
+    with sklearn.config_context(enable_metadata_routing=routing), \
+            pytest.warns(AssumptionWarning) as record:
+        search.fit(X, y, groups=party)
+    (warning,) = [w for w in record if w.category is AssumptionWarning]
+    message = str(warning.message)
+    assert "once for this cross-validation" in message
+    assert ("turn routing on" in message) != routing
+    assert ("groups=None" in message) != routing  # with routing on, the groups arrive
+
+
+def test_warnings_in_worker_processes_reach_the_caller_once_per_kind(data):
+    X, y, party, X_public = data
+    with pytest.warns(UserWarning, match="a clone warned: it saw") as record:
+        FedKTClassifier(WarningTree(max_depth=3), n_jobs=2, random_state=0).fit(
+            X, y, groups=party, X_unlabeled=X_public)
+    # 30 teachers and 6 students in two worker processes: one warning, issued here; the
+    # final model, fit in this process, warns for itself
+    from_workers = [w for w in record if "a clone warned" in str(w.message)
+                    and w.filename.endswith("_fitting.py")]
+    assert len(from_workers) == 1
+
+
+@pytest.fixture(scope="module")
+def consortium(tmp_path_factory):
+    from skfedkt._cli import main
+
+    folder = tmp_path_factory.mktemp("consortium")
+    assert main(["split", "breast_cancer", "--out-dir", str(folder)]) == 0
+    return folder
+
+
+def test_commands_show_what_they_do_on_stderr(consortium, tmp_path, capsys):
+    from skfedkt._cli import main
+
+    capsys.readouterr()
+    assert main(["party", "fedkt", "--estimator", "dt", "--data",
+                 str(consortium / "party-1.csv"), "--public", str(consortium / "public.csv"),
+                 "--classes", "0", "1", "--name", "hospital-1",
+                 "--out", str(tmp_path / "upload.skfedkt")]) == 0
+    printed = capsys.readouterr()
+    assert "party 'hospital-1': fedkt's party step" in printed.err
+    assert "party tier:" in printed.err  # the stage it is at
+    assert printed.out.startswith("party 'hospital-1': ")  # the result, on stdout
+
+
+def test_the_audit_command_shows_an_example(capsys):
+    from skfedkt._cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["audit", "--help"])
+    assert exit_info.value.code == 0
+    assert ("  skfedkt audit fedkt --data party-2.csv --holdout test.csv --public public.csv "
+            "--classes 0 1 --name hospital-2\n") in capsys.readouterr().out
+
+
+def test_the_split_of_the_demo_is_within_the_servers_bound(consortium):
+    # the README's four hospitals: honest sizes draw no warning from the server's guard
+    from skfedkt._engine._voting import bounded_party_counts
+    from skfedkt.datasets import load_local_file
+
+    counts = [np.bincount(load_local_file(consortium / f"party-{p}.csv")[1], minlength=2)
+              for p in range(4)]
+    assert bounded_party_counts(counts)[1].size == 0
+
+
+def test_what_the_documented_commands_write_is_ignored_by_git():
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = ["consortium/model.skops", "results.csv", "results.png", "doc/_build/index.html"]
+    ignored = subprocess.run(["git", "check-ignore", *paths], cwd=root, capture_output=True,
+                             text=True).stdout.split()
+    assert ignored == paths
