@@ -61,12 +61,13 @@ print(f"FedKT (paper) test accuracy: {paper.score(data.X_test, data.y_test):.3f}
 # Against the baselines
 # ---------------------
 # *SOLO*: every party trains alone (we average their test accuracies). *PATE*: the
-# paper's FedKT with a single party holding all rows (``groups=None``): knowledge
+# paper's FedKT with a single party holding all rows (every row in party 0): knowledge
 # transfer without label skew. *Centralized*: one model on all training rows, the
 # unattainable ideal.
 solo = solo_scores(model, data.X_train, data.y_train, data.groups, data.X_test,
                    data.y_test, random_state=0)
-pate = clone(paper).fit(data.X_train, data.y_train, X_unlabeled=data.X_public)
+pate = clone(paper).fit(data.X_train, data.y_train, groups=np.zeros(len(data.y_train)),
+                        X_unlabeled=data.X_public)
 central = clone(model).fit(data.X_train, data.y_train)
 scores = {
     "SOLO (mean)": solo.mean(),

@@ -206,12 +206,29 @@ def _estimator(args):
                           args.random_state, args.n_jobs, 1)
 
 
+class _StageLine:
+    """A progress line on stderr saying `what` runs, the time it has taken and the
+    estimator's current stage; shown from the first stage on, so that a command refused
+    before any work prints its error alone."""
+
+    def __init__(self, what):
+        self.what, self.line = what, None
+
+    def set_postfix_str(self, stage):
+        if self.line is None:
+            self.line = tqdm(total=None, desc=self.what, file=sys.stderr,
+                             bar_format="{desc}: {elapsed}{postfix}")
+        self.line.set_postfix_str(stage)
+
+    def close(self):
+        if self.line is not None:
+            self.line.close()
+
+
 @contextmanager
 def _showing_stages(what):
-    """A progress line on stderr saying `what` runs, and the time it has taken, with the
-    estimator's current stage as its text."""
-    line = tqdm(total=None, desc=what, file=sys.stderr,
-                bar_format="{desc}: {elapsed}{postfix}")
+    """The estimator's stages on a progress line saying `what` runs (`_StageLine`)."""
+    line = _StageLine(what)
     try:
         with redirect_stdout(StagesOnBar(line)):
             yield
