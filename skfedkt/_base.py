@@ -123,9 +123,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
       (`FederatedData` in `fit`, one party's `PartyData` on its machine), refusing
       sizes it cannot fit before any work;
     - ``_party_step(plan, parties, data, root, message, manifests, share_model)``: what
-      every party
-      of `parties` uploads, their models in one flat parallel batch; returns the
-      uploads and what the server step may reuse in the same process (or None);
+      every party of `parties` uploads, their models in one flat parallel batch;
+      returns the uploads and what the server step may reuse in the same process (or
+      None);
     - ``_upload_check(plan, X_public, root, final)``: the check of one upload's fields;
     - ``_server_round(plan, uploads, message, X_public, root, classes, manifest)`` and
       ``_message_check(plan, X_public)``: with rounds, the server's message of a round;
