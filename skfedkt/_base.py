@@ -61,6 +61,9 @@ party : str or int
     The party's name, as the server will know it.
 classes : array-like of shape (n_classes,)
     The class labels every party and the server agreed on.""",
+    "predict_data": """\
+X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+    The input samples.""",
     "uploads": """\
 uploads : list of str, path-like, bytes or PartyUpload
     The parties' upload files.""",
@@ -367,10 +370,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             )
         self._check_public_set(plan, X_unlabeled, "party step")
         data = PartyData(self, X, y, classes, X_unlabeled, party)
-        name = type(self).__name__.removesuffix("Classifier")
         for estimator in (self._uploaded_estimators(plan, data.party)
                           if share_model is not False else ()):
-            check_uploadable(estimator, self._upload_kind, f"{name}'s party step")
+            check_uploadable(estimator, self._upload_kind, f"{self._name}'s party step")
         if message is not None:
             message = checked_message(message, data.expectations(self),
                                       check=self._message_check(plan, data.X_public))
@@ -509,8 +511,12 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     def _check_public_set(self, plan, X_unlabeled, step):
         """Refuse a missing public set, before any work, where `step` needs it."""
         if self._needs_public_set:
-            name = type(self).__name__.removesuffix("Classifier")
-            require_public_set(X_unlabeled, f"{name}'s {step}")
+            require_public_set(X_unlabeled, f"{self._name}'s {step}")
+
+    @property
+    def _name(self):
+        """The algorithm's name in messages: FedKT, FedCT, OneShotEnsemble."""
+        return type(self).__name__.removesuffix("Classifier")
 
     def _party_noise(self, plan):
         """The name of the privacy mechanism whose noise a party draws, or None."""
@@ -550,14 +556,14 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """Decision scores of validated rows, in scikit-learn's layout."""
         raise NotImplementedError
 
+    @shared_docs
     def predict(self, X):
         """Predict class labels for the rows of `X` with the fitted model (see the
         class's description: a final model, a student, or the parties' vote).
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
+        $predict_data
 
         Returns
         -------
@@ -568,14 +574,14 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         return self.classes_[self._predict_codes(self._validate_predict_data(X))]
 
     @available_if(_if_offered("predict_proba"))
+    @shared_docs
     def predict_proba(self, X):
         """Class probabilities of the fitted model, one column per class of ``classes_``
         (see the class's description: a final model, a student, or the parties' vote).
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
+        $predict_data
 
         Returns
         -------
@@ -587,13 +593,13 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         return self._proba(self._validate_predict_data(X))
 
     @available_if(_if_offered("predict_proba"))
+    @shared_docs
     def predict_log_proba(self, X):
         """Logarithm of `predict_proba`.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
+        $predict_data
 
         Returns
         -------
@@ -604,13 +610,13 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             return np.log(self.predict_proba(X))
 
     @available_if(_if_offered("decision_function"))
+    @shared_docs
     def decision_function(self, X):
         """Decision scores of the fitted model, in scikit-learn's layout for ``classes_``.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-            The input samples.
+        $predict_data
 
         Returns
         -------
