@@ -23,6 +23,7 @@ from bench_label_skew import BETAS, PARTIES, PARTIES_AT, load
 
 import skfedkt._fedkt._server as fedkt_server
 from skfedkt import FedKTClassifier, PartyUpload
+from skfedkt._fedkt._plan import FedKTPlan
 
 
 def inflate(manifest, factor):
@@ -54,7 +55,10 @@ def run(dataset, n_parties, beta, seed, lie, factor, bounded, n_trees=50):
         # the liar: the party holding the most rows of the rarest class
         rare = np.argmin(np.bincount(data.y_train))
         liar = int(np.argmax([u.manifest["class_counts"][rare] for u in uploads]))
-        LIES[lie](uploads[liar].manifest, factor)
+        manifest = uploads[liar].manifest
+        LIES[lie](manifest, factor)
+        # consistently: the teachers the claimed rows give
+        manifest["n_teachers"] = FedKTPlan.of(clf).teachers_for(manifest["n_rows"])
     files = [PartyUpload(u.manifest, u.payload).to_bytes() for u in uploads]
     fedkt_server.bounded_party_counts = bound if bounded else no_bound
     try:

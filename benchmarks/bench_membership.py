@@ -86,6 +86,18 @@ METHODS = {
         lambda seed, n_trees: FedKTClassifier(
             forest(n_trees), soft_labels="students", random_state=seed),
         FEDKT_RELEASES),
+    "FedKT, five teachers per partition": (
+        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=5,
+                                              random_state=seed),
+        FEDKT_RELEASES),
+    "FedKT, three teachers per partition": (
+        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=3,
+                                              random_state=seed),
+        FEDKT_RELEASES),
+    "FedKT, two teachers per partition": (
+        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=2,
+                                              random_state=seed),
+        FEDKT_RELEASES),
     "FedKT, one teacher per partition": (
         lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=1,
                                               random_state=seed),

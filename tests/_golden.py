@@ -43,7 +43,10 @@ def _fedkt(**params):
 
 
 CASES = {
+    # n_teachers="auto" (teachers sized by rows) became the default; the earlier default,
+    # five teachers, keeps its recorded outputs
     "fedkt default": _fedkt(),
+    "fedkt five teachers": _fedkt(n_teachers=5),
     "fedkt paper": _fedkt(voting="hard"),
     "fedkt L1": _fedkt(privacy=ServerNoise(gamma=0.5)),
     "fedkt L1 hard": _fedkt(privacy=ServerNoise(gamma=0.5), voting="hard"),
@@ -51,19 +54,20 @@ CASES = {
     "fedkt L2 queries": _fedkt(privacy=PartyNoise(gamma=0.5, query_fraction=0.5)),
     "fedkt L2 hard": _fedkt(privacy=PartyNoise(gamma=0.5), voting="hard"),
     "fedkt paper, every student votes": _fedkt(voting=HardVotes(consistent=False)),
-    "fedkt undistilled": _fedkt(distill=False),
-    "fedkt soft labels": _fedkt(soft_labels="all"),
-    "fedkt soft student labels": _fedkt(soft_labels="students"),
-    "fedkt summed votes": _fedkt(voting=SoftVotes(pooling="sum")),
-    "fedkt unmatched shares": _fedkt(voting=SoftVotes(match_shares=False)),
+    "fedkt undistilled": _fedkt(distill=False, n_teachers=5),
+    "fedkt soft labels": _fedkt(soft_labels="all", n_teachers=5),
+    "fedkt soft student labels": _fedkt(soft_labels="students", n_teachers=5),
+    "fedkt summed votes": _fedkt(voting=SoftVotes(pooling="sum"), n_teachers=5),
+    "fedkt unmatched shares": _fedkt(voting=SoftVotes(match_shares=False), n_teachers=5),
     "fedkt one teacher": _fedkt(n_teachers=1),
-    "fedkt one partition": _fedkt(n_students=1),
-    "fedkt no public copies": _fedkt(voting=SoftVotes(min_public_rows=0)),
+    "fedkt one partition": _fedkt(n_students=1, n_teachers=5),
+    "fedkt no public copies": _fedkt(voting=SoftVotes(min_public_rows=0), n_teachers=5),
     "fedkt students learn party rows": _fedkt(student_data="party+public", n_teachers=1,
                                               soft_labels="students",
                                               voting=SoftVotes(min_public_rows=0)),
     "fedkt logistic": FedKTClassifier(make_pipeline(StandardScaler(), LogisticRegression()),
-                                      student_estimator=DecisionTreeClassifier(max_depth=4)),
+                                      student_estimator=DecisionTreeClassifier(max_depth=4),
+                                      n_teachers=5),
     "oneshot all": OneShotEnsembleClassifier(_forest(), selection="all"),
     "oneshot all hard": OneShotEnsembleClassifier(_forest(), selection="all", voting="hard"),
     "oneshot cv": OneShotEnsembleClassifier(_forest(), selection="cv", n_selected=2),
@@ -76,7 +80,7 @@ CASES = {
 }
 # cases also run through party and server steps with files; test_deployment checks
 # more settings against fit, these pin that the deployed model equals the recorded one
-DEPLOYED = ["fedkt default", "fedkt L2 queries", "oneshot cv"]
+DEPLOYED = ["fedkt default", "fedkt five teachers", "fedkt L2 queries", "oneshot cv"]
 
 
 def dataset(name, seed=0):

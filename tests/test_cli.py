@@ -243,7 +243,7 @@ def test_verbose_fits_say_their_stages(capsys):
     FedCTClassifier(n_rounds=2, verbose=1, random_state=0).fit(X[:80], y[:80], **fit)
     OneShotEnsembleClassifier(verbose=1).fit(X[:80], y[:80], groups=fit["groups"])
     out = capsys.readouterr().out
-    assert "[FedKTClassifier] party tier: 40 teachers (4 parties x 2 partitions x 5 " in out
+    assert "[FedKTClassifier] party tier: 24 teachers (4 parties x 2 partitions x 3 " in out
     assert "[FedKTClassifier] server: prior-corrected vote of 8 students" in out
     assert "[FedCTClassifier] round 1: " in out and "consensus labels changed" in out
     assert "[OneShotEnsembleClassifier] 4 parties trained a local model" in out
@@ -274,7 +274,7 @@ def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
     )
     assert ("description", "trial 1/1: fedkt") in recorder.calls
     stages = [text for kind, text in recorder.calls if kind == "stage"]
-    assert any(text.startswith("party tier: 30 teachers") for text in stages)
+    assert any(text.startswith("party tier: 18 teachers") for text in stages)
     assert any(text.startswith("round 1:") for text in stages)
     assert capsys.readouterr().out == ""  # the stages went to the bar, not to stdout
     assert all(len(text) <= 48 for text in stages)  # short enough for any terminal

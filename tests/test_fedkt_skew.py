@@ -246,12 +246,32 @@ def test_share_matching_is_off_by_default_and_refused_where_unsupported(two_clas
 def test_every_party_feeds_its_disjoint_teachers(two_class_data):
     X, y, party, X_public = two_class_data
     tiny = np.r_[np.zeros(len(X) - 3), np.ones(3)]  # party 1 holds only three rows
-    for options in (dict(), dict(voting="hard"), dict(privacy=PartyNoise())):
+    for options in (dict(n_teachers=5), dict(voting="hard"), dict(privacy=PartyNoise())):
         with pytest.raises(ValueError, match="Party 1.0 has 3 sample.*n_teachers=5"):
             FedKTClassifier(**options).fit(X, y, groups=tiny, X_unlabeled=X_public)
-    # one teacher per partition, which three rows can feed
-    _fit_quietly(FedKTClassifier(n_teachers=1, random_state=0), X, y, groups=tiny,
-                 X_unlabeled=X_public)
+    # one teacher per partition, or with "auto" as many as it has rows, up to three
+    for n_teachers, expected in ((1, 1), ("auto", 3)):
+        clf = _fit_quietly(FedKTClassifier(n_teachers=n_teachers, random_state=0), X, y,
+                           groups=tiny, X_unlabeled=X_public)
+        assert clf.n_teachers_[-1] == expected
+
+
+def test_auto_teachers_are_sized_by_the_party_rows(capsys):
+    X, y = make_classification(n_samples=1000, random_state=0)
+    # 50, 450 and 500 rows: at least three teachers, at most five, of 100 rows or more
+    party = np.repeat([0, 1, 2], [50, 450, 500])
+    fit = dict(groups=party, X_unlabeled=X[:100])
+    clf = _fit_quietly(FedKTClassifier(random_state=0, verbose=1), X, y, **fit)
+    assert_array_equal(clf.n_teachers_, [3, 4, 5])
+    assert "24 teachers (3 parties x 2 partitions x 3-5 subsets)" in capsys.readouterr().out
+    # the paper's five with hard votes and with noise: part of the algorithm or its analysis
+    for options in (dict(voting="hard"), dict(privacy=ServerNoise())):
+        clf = _fit_quietly(FedKTClassifier(random_state=0, **options), X, y, **fit)
+        assert_array_equal(clf.n_teachers_, [5, 5, 5])
+    # a party's step decides alone, and the server checks it against the party's rows
+    upload = FedKTClassifier(random_state=0).fit_party(
+        X[party == 1], y[party == 1], party=1, classes=[0, 1], X_unlabeled=X[:100])
+    assert upload.manifest["n_teachers"] == 4
 
 
 @pytest.mark.parametrize("student_data, party_rows", [("public", False),

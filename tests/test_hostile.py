@@ -458,6 +458,9 @@ MANIFESTS = {
     "class shares of one student": ("student_class_shares",
                                     _manifest_set("student_class_shares", [[0.5, 0.5]])),
     "fewer queries": ("n_queries", _manifest_set("n_queries", 3)),
+    "teachers its rows do not give": ("n_teachers", _manifest_set("n_teachers", 4)),
+    "no teachers": ("n_teachers", _manifest_set("n_teachers", 0)),
+    "teachers as text": ("n_teachers", _manifest_set("n_teachers", "auto")),
     "a guarantee at L0": ("privacy", _manifest_set("privacy", {"epsilon": 0.1})),
     "a party name that is an object": ("party", _manifest_set("party", {"a": 1})),
     "a party name that is a list": ("party", _manifest_set("party", [0])),
@@ -689,12 +692,15 @@ def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data, factor)
     # 1000 times: past twenty times the median party; 3 times: past the other parties
     # together, which in a small consortium binds first
     from skfedkt._engine._voting import MAX_PARTY_WEIGHT
+    from skfedkt._fedkt._plan import FedKTPlan
 
     clf = _fedkt()
     uploads = _uploads(clf, data)
     liar = uploads[0].manifest
     counts = [c * factor for c in liar["class_counts"]]
-    liar.update(class_counts=counts, n_rows=sum(counts))
+    # a liar keeps its manifest consistent: the teachers its claimed rows would give
+    teachers = FedKTPlan.of(clf).teachers_for(sum(counts))
+    liar.update(class_counts=counts, n_rows=sum(counts), n_teachers=teachers)
     with pytest.warns(UserWarning, match=r"Parties claim more rows than 20 times the median "
                                          r"party .*\(0 \d+ rows\): the fit went on"):
         server = clf.fit_server([u.to_bytes() for u in uploads], data[3])

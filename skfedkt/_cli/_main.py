@@ -43,6 +43,10 @@ def _positive(kind):
     return parse
 
 
+def _teachers(text):
+    return "auto" if text == "auto" else _positive(int)(text)
+
+
 def _non_negative(text):
     return 0 if text.strip() == "0" else _positive(int)(text)
 
@@ -127,9 +131,10 @@ def add_algorithm_arguments(parser):
     fedkt = parser.add_argument_group("FedKT")
     fedkt.add_argument("--students", type=_positive(int), default=2,
                        help="students per party (the paper's s: partitions of its rows)")
-    fedkt.add_argument("--teachers", type=_positive(int), default=5,
+    fedkt.add_argument("--teachers", type=_teachers, default="auto",
                        help="teachers per student, each on a disjoint subset of the party's "
-                       "rows (the paper's t)")
+                       "rows (the paper's t), or 'auto': from 1 to 5 by the party's rows "
+                       "(5 with hard votes or privacy)")
     fedkt.add_argument("--voting", choices=["soft", "hard"], default="soft",
                        help="FedKT's votes: class probabilities (soft) or the paper's "
                        "hard votes")

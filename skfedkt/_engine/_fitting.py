@@ -9,6 +9,7 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager, nullcontext
+from itertools import islice
 from typing import NamedTuple
 
 import numpy as np
@@ -331,17 +332,24 @@ def clone_votes(model, X, n_classes, soft_votes):
     return model.predict(X).astype(code_dtype(n_classes))
 
 
-def predict_votes(models, X, *, n_classes, soft_votes, n_jobs=None):
-    """`clone_votes` of every fitted clone, in one flat parallel batch, stacked."""
+def map_in_parallel(function, items, n_jobs=None):
+    """``function(item)`` of every item, in order, in one flat parallel batch; warnings
+    raised in worker processes are issued in this one (`issue_worker_warnings`)."""
     main = os.getpid()
-    votes = []
-    for model_votes, caught in Parallel(n_jobs=n_jobs)(
-        delayed(_recorded)(main, clone_votes, model, X, n_classes, soft_votes)
-        for model in models
+    results = []
+    for result, caught in Parallel(n_jobs=n_jobs)(
+        delayed(_recorded)(main, function, item) for item in items
     ):
         issue_worker_warnings(caught)
-        votes.append(model_votes)
-    return np.stack(votes)
+        results.append(result)
+    return results
+
+
+def predict_votes(models, X, *, n_classes, soft_votes, n_jobs=None):
+    """`clone_votes` of every fitted clone, in one flat parallel batch, stacked."""
+    votes_of = functools.partial(clone_votes, X=X, n_classes=n_classes,
+                                 soft_votes=soft_votes)
+    return np.stack(map_in_parallel(votes_of, models, n_jobs))
 
 
 # the kinds of warning already issued from worker processes in the current call of a
@@ -546,15 +554,15 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     )
 
 
-def group_votes(clone_fits, group_size, n_classes):
-    """Vote histogram of each run of `group_size` consecutive clones, as they finish.
+def group_votes(clone_fits, group_sizes, n_classes):
+    """Vote histogram of each run of consecutive clones, as they finish.
 
     Parameters
     ----------
     clone_fits : iterable of (model, predictions, training_accuracy, score)
         As yielded by `iter_clone_fits` with an ``X_predict``.
-    group_size : int
-        Clones per histogram (the teachers of one partition, say).
+    group_sizes : iterable of int
+        Clones in each histogram, in order (the teachers of each partition, say).
     n_classes : int
         Number of global classes.
 
@@ -563,16 +571,16 @@ def group_votes(clone_fits, group_size, n_classes):
     votes : ndarray of shape (n_predict, n_classes)
         Summed class probabilities (soft votes) or vote counts (class codes).
     """
-    votes = None
-    for index, (_, predictions, _, _) in enumerate(clone_fits):
-        if predictions.ndim == 1:
-            predictions = count_votes(predictions[None], n_classes)
-        else:
-            predictions = predictions.astype(np.float64)
-        votes = predictions if votes is None else votes + predictions
-        if (index + 1) % group_size == 0:
-            yield votes
-            votes = None
+    clone_fits = iter(clone_fits)
+    for group_size in group_sizes:
+        votes = None
+        for _, predictions, _, _ in islice(clone_fits, group_size):
+            if predictions.ndim == 1:
+                predictions = count_votes(predictions[None], n_classes)
+            else:
+                predictions = predictions.astype(np.float64)
+            votes = predictions if votes is None else votes + predictions
+        yield votes
 
 
 def ensemble_proba(models, X, n_classes, voting):

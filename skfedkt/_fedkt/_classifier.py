@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._base import BaseFederatedClassifier
-from .._deployment._upload import payload_bytes
+from .._deployment._upload import payloads_bytes
 from .._engine._fitting import ClassCodeModel
 from .._engine._voting import class_shares
 from .._privacy._accounting import DEFAULT_ORDERS
@@ -59,13 +59,18 @@ class FedKTClassifier(BaseFederatedClassifier):
     n_students : int, default=2
         Students per party, all of which it uploads: the party's rows are partitioned
         once per student (the paper's ``s``, its number of partitions).
-    n_teachers : int, default=5
+    n_teachers : int or "auto", default="auto"
         Teachers per student, each trained on a disjoint subset of the party's rows of
-        that partition, one vote each (the paper's ``t``, its 5). Every party needs at
-        least `n_teachers` rows. A row shapes one teacher of each student, one vote of
-        `n_teachers`, which keeps a party's rows from showing in its upload; 1 makes
-        stronger teachers whose labels the students copy, and the upload leaks
-        (measured in :doc:`/privacy`).
+        that partition, one vote each (the paper's ``t``, its 5). A row shapes one
+        teacher of each student, one vote of `n_teachers`, which keeps a party's rows
+        from showing in its upload; fewer teachers are stronger, and their labels carry
+        more of the party's rows into its students (measured in :doc:`/privacy`).
+        ``"auto"``: each party as many teachers as give each at least 100 rows, from 3
+        to 5, so that a small party trains teachers that know something rather than
+        five that vote one class (and costs less); fewer than three let membership
+        attacks on census uploads through (:doc:`/privacy`). With ``voting="hard"`` or a
+        privacy mechanism, 5, the paper's. ``n_teachers_`` holds each party's count.
+        An integer: every party that many, and each party needs at least as many rows.
     voting : {"soft", "hard"}, SoftVotes or HardVotes, default="soft"
         How teachers and students vote, and how the server pools their votes.
         ``"soft"`` (`skfedkt.SoftVotes()`): class probabilities, corrected at the server
@@ -152,6 +157,9 @@ class FedKTClassifier(BaseFederatedClassifier):
         Names of features seen during fit. Defined only when `X` has string column names.
     parties_ : ndarray of shape (n_parties,)
         The party labels found in ``groups``, sorted.
+    n_teachers_ : ndarray of shape (n_parties,)
+        Teachers per partition of each party, aligned with ``parties_`` (see
+        `n_teachers`).
     voting_ : SoftVotes or HardVotes
         The votes that ran, every ``"auto"`` part resolved (with soft votes, the
         server's pooling and whether it matched class shares).
@@ -266,10 +274,12 @@ class FedKTClassifier(BaseFederatedClassifier):
     FedKTClassifier(random_state=0)
     >>> clf.parties_
     array([0, 1, 2, 3])
+    >>> clf.n_teachers_  # about 80 rows a party: three teachers of its rows per student
+    array([3, 3, 3, 3])
     >>> clf.vote_counts_.shape  # the server's votes on the public set
     (107, 2)
     >>> clf.class_shares_["final"].round(2)  # the classes the final model learned
-    array([0.37, 0.63])
+    array([0.36, 0.64])
     >>> print(f"{clf.score(X_test, y_test):.2f}")
     0.9...
     """
@@ -285,7 +295,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         "student_estimator": [HasMethods(["fit", "predict"]), None],
         "final_estimator": [HasMethods(["fit", "predict"]), None],
         "n_students": [Interval(Integral, 1, None, closed="left")],
-        "n_teachers": [Interval(Integral, 1, None, closed="left")],
+        "n_teachers": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "voting": [StrOptions({"soft", "hard"}), SoftVotes, HardVotes],
         "student_data": [StrOptions({"public", "party+public"})],
         "soft_labels": [StrOptions({"students", "all"}), None],
@@ -303,7 +313,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         student_estimator=None,
         final_estimator=None,
         n_students=2,
-        n_teachers=5,
+        n_teachers="auto",
         voting="soft",
         student_data="public",
         soft_labels=None,
@@ -361,8 +371,9 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     def _sent_bytes(self):
         # the students are all that a party sends
-        return np.array([payload_bytes({"students": students, "codes": codes})
-                         for students, codes in zip(self.students_, self._student_codes)])
+        return payloads_bytes([{"students": students, "codes": codes}
+                               for students, codes in zip(self.students_, self._student_codes)],
+                              self.n_jobs)
 
     def _after_fit(self, plan, uploads, X_public, data):
         if data is not None and plan.level == "L2":

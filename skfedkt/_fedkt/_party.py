@@ -83,13 +83,14 @@ class FedKTParty:
 
     def __init__(self, plan, party, rows, y, random_state):
         self.plan, self.party, self.rows, self.y = plan, party, rows, y
+        self.n_teachers = plan.teachers_for(len(rows))
         self.noise_rng, self.tie_rng = (
             np.random.RandomState(seed) for seed in draw_seeds(random_state, 2)
         )
         self.teacher_rows = [
             subset
             for _ in range(plan.n_students)
-            for subset in np.array_split(random_state.permutation(rows), plan.n_teachers)
+            for subset in np.array_split(random_state.permutation(rows), self.n_teachers)
         ]
         self.teacher_seeds = draw_seeds(random_state, len(self.teacher_rows))
         self.student_seeds = draw_seeds(random_state, plan.n_students)
@@ -145,6 +146,7 @@ class FedKTParty:
                 class_counts=None if private else self.class_counts.tolist(),
                 student_class_shares=np.asarray(self.student_shares).tolist(),
                 n_queries=self.n_queries,
+                n_teachers=self.n_teachers,
                 privacy=party_guarantee(self.plan, self.log_moments, self.n_queries)
                 if private else None,
                 privacy_note=PARTY_ROWS_NOTE
@@ -167,9 +169,12 @@ def party_step(plan, parties, X, tiers, n_classes, manifests):
     students' votes and `tiers`.
     """
     X_labelled, party_rows, _ = tiers
+    teachers = np.array([party.n_teachers for party in parties])
+    per_partition = (f"{teachers[0]}" if np.all(teachers == teachers[0])
+                     else f"{teachers.min()}-{teachers.max()}")
     plan.say(
         f"party tier: {sum(len(party.teacher_rows) for party in parties)} teachers "
-        f"({len(parties)} parties x {plan.n_students} partitions x {plan.n_teachers} "
+        f"({len(parties)} parties x {plan.n_students} partitions x {per_partition} "
         f"subsets) vote on {len(party_rows)} public rows, {plan.votes.kind} votes"
     )
     student_models, student_votes = party_tier(plan, parties, X, X_labelled, party_rows,
@@ -198,7 +203,11 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
         keep_models=False,
         **fit_options,
     )
-    histograms = group_votes(teacher_fits, plan.n_teachers, n_classes)
+    histograms = group_votes(
+        teacher_fits,
+        [party.n_teachers for party in parties for _ in range(plan.n_students)],
+        n_classes,
+    )
     student_tasks = [
         task
         for party in parties
@@ -225,11 +234,11 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
 def check_party_sizes(plan, parties, party_rows):
     """Refuse, before any fit, a party with fewer rows than teachers per partition."""
     for party, rows in zip(parties, party_rows):
-        if len(rows) < plan.n_teachers:
+        if len(rows) < plan.teachers_for(len(rows)):
             raise ValueError(
                 f"Party {party!r} has {len(rows)} sample(s), fewer than "
-                f"n_teachers={plan.n_teachers}: each of its teachers needs at least "
-                "one sample."
+                f"n_teachers={plan.teachers_for(len(rows))}: each of its teachers needs "
+                "at least one sample. Use fewer n_teachers, or n_teachers='auto'."
             )
 
 

@@ -19,6 +19,15 @@ from .._engine._validation import stack_rows
 from .._engine._voting import plurality_vote
 from ._votes import HardVotes, SoftVotes
 
+# the paper's teachers per partition (its t). With n_teachers="auto" a party trains from
+# FEWEST_TEACHERS to PAPER_TEACHERS, each on at least TEACHER_ROWS rows: fewer than three
+# let a membership attack on census uploads above an AUC of 0.55 (benchmarks/
+# bench_membership.py --uploads-only: LiRA 0.59 with one teacher, 0.56 with two, 0.54
+# with three, 0.52 with five)
+PAPER_TEACHERS = 5
+FEWEST_TEACHERS = 3
+TEACHER_ROWS = 100
+
 
 @dataclass(frozen=True)
 class FedKTPlan(Plan):
@@ -31,7 +40,7 @@ class FedKTPlan(Plan):
     student: BaseEstimator
     final: BaseEstimator
     n_students: int
-    n_teachers: int
+    n_teachers: "int | str"
     votes: "SoftVotes | HardVotes"
     student_data: str
     soft_labels: "str | None"
@@ -71,6 +80,18 @@ class FedKTPlan(Plan):
     @property
     def match_shares(self):
         return self.soft_votes and self.votes.match_shares
+
+    def teachers_for(self, n_rows):
+        """Teachers per partition of a party with `n_rows` rows: `n_teachers`, or with
+        ``"auto"`` as many as give each at least `TEACHER_ROWS` rows, from 1 to
+        `PAPER_TEACHERS`; the paper's `PAPER_TEACHERS` with hard votes or noise, where
+        the count is part of the algorithm or of its privacy analysis."""
+        if self.n_teachers != "auto":
+            return self.n_teachers
+        if not self.soft_votes or self.privacy is not None:
+            return PAPER_TEACHERS
+        fewest = min(FEWEST_TEACHERS, n_rows)
+        return int(np.clip(n_rows // TEACHER_ROWS, fewest, PAPER_TEACHERS))
 
     def learns_soft_labels(self, tier):
         """Whether the learners of `tier` ("students" or "final") learn vote

@@ -60,7 +60,11 @@ def check_upload(plan, checker, n_queries, bound):
     L2, a guarantee no better than the data-independent bound `bound` the server
     computes."""
     private = plan.level == "L2"
-    checker.rows_and_counts(counts_required=not private)
+    n_rows, _ = checker.rows_and_counts(counts_required=not private)
+    if checker.count("n_teachers", positive=True) != plan.teachers_for(n_rows):
+        checker.refuse("n_teachers", f"{checker.manifest('n_teachers')}, the agreed "
+                       f"n_teachers={plan.n_teachers!r} gives {plan.teachers_for(n_rows)} "
+                       f"for {n_rows} rows")
     checker.models("students", plan.n_students)
     checker.shares("student_class_shares", plan.n_students)
     if checker.count("n_queries") != n_queries:
@@ -164,6 +168,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
         # the codes, not the wrapped models: a skops file would hold every student twice
         _student_codes=[list(upload.payload["codes"]) for upload in uploads],
         _party_counts=party_counts,  # the pooling of the students' votes needs them
+        n_teachers_=np.array([upload.manifest["n_teachers"] for upload in uploads]),
         vote_counts_=votes[:n_public],
         share_offsets_=share_offsets,
     )

@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
 from .._base import BaseFederatedClassifier
-from .._deployment._upload import payload_bytes
+from .._deployment._upload import payloads_bytes
 from .._engine._fitting import ClassCodeModel, ensemble_proba
 from .._privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
@@ -229,12 +229,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
 
     def _sent_bytes(self):
         # a trained party sends its local model; a party too small to train, its size
-        sent = dict(zip(self.trained_parties_.tolist(), zip(self.estimators_,
-                                                            self._local_codes)))
-        return np.array([
-            payload_bytes(dict(zip(("model", "codes"), sent[party]))) if party in sent else 0
-            for party in self.parties_.tolist()
-        ])
+        sent = np.zeros(len(self.parties_))
+        sent[np.isin(self.parties_, self.trained_parties_)] = payloads_bytes(
+            [{"model": model, "codes": codes}
+             for model, codes in zip(self.estimators_, self._local_codes)], self.n_jobs)
+        return sent
 
     def _after_fit(self, plan, uploads, X_public, data):
         if X_public is not None:
