@@ -65,6 +65,15 @@ from skfedkt.privacy import (
 # method: (the estimator of a seed and forest size, which releases the table shows)
 FEDKT_RELEASES = ["upload", "final model"]
 FEDCT_RELEASES = ["labels", "local model", "final model"]
+
+
+def _fedkt(**params):
+    """A FedKT method: its estimator of a seed and forest size, and its releases."""
+    return (lambda seed, n_trees: FedKTClassifier(forest(n_trees), random_state=seed,
+                                                  **params),
+            FEDKT_RELEASES)
+
+
 METHODS = {
     "local forest (full depth)": (
         lambda seed, n_trees: OneShotEnsembleClassifier(
@@ -75,56 +84,21 @@ METHODS = {
         lambda seed, n_trees: OneShotEnsembleClassifier(
             forest(n_trees), selection="all", random_state=seed),
         FEDKT_RELEASES),
-    "FedKT (default)": (
-        lambda seed, n_trees: FedKTClassifier(forest(n_trees), random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, no public copies": (
-        lambda seed, n_trees: FedKTClassifier(
-            forest(n_trees), voting=SoftVotes(min_public_rows=0), random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, soft student labels": (
-        lambda seed, n_trees: FedKTClassifier(
-            forest(n_trees), soft_labels="students", random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, five teachers per partition": (
-        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=5,
-                                              random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, three teachers per partition": (
-        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=3,
-                                              random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, two teachers per partition": (
-        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=2,
-                                              random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, one teacher per partition": (
-        lambda seed, n_trees: FedKTClassifier(forest(n_trees), n_teachers=1,
-                                              random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, one teacher, soft student labels": (
-        lambda seed, n_trees: FedKTClassifier(
-            forest(n_trees), n_teachers=1, soft_labels="students", random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT, students learn party rows": (
-        lambda seed, n_trees: FedKTClassifier(
-            forest(n_trees), student_data="party+public", n_teachers=1,
-            soft_labels="students", random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT (paper, hard votes)": (
-        lambda seed, n_trees: FedKTClassifier(forest(n_trees), voting="hard",
-                                              random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT L1 (gamma 0.04, 81 queries)": (
-        lambda seed, n_trees: FedKTClassifier(
-            forest(n_trees), privacy=ServerNoise(gamma=0.04), n_students=1,
-            random_state=seed),
-        FEDKT_RELEASES),
-    "FedKT L2 (gamma 0.04, 81 queries)": (
-        lambda seed, n_trees: FedKTClassifier(
-            forest(n_trees), privacy=PartyNoise(gamma=0.04), n_students=1,
-            random_state=seed),
-        FEDKT_RELEASES),
+    "FedKT (default)": _fedkt(),
+    "FedKT, no public copies": _fedkt(voting=SoftVotes(min_public_rows=0)),
+    "FedKT, soft student labels": _fedkt(soft_labels="students"),
+    "FedKT, five teachers per partition": _fedkt(n_teachers=5),
+    "FedKT, three teachers per partition": _fedkt(n_teachers=3),
+    "FedKT, two teachers per partition": _fedkt(n_teachers=2),
+    "FedKT, one teacher per partition": _fedkt(n_teachers=1),
+    "FedKT, one teacher, soft student labels": _fedkt(n_teachers=1, soft_labels="students"),
+    "FedKT, students learn party rows": _fedkt(student_data="party+public", n_teachers=1,
+                                               soft_labels="students"),
+    "FedKT (paper, hard votes)": _fedkt(voting="hard"),
+    "FedKT L1 (gamma 0.04, 81 queries)": _fedkt(privacy=ServerNoise(gamma=0.04),
+                                                n_students=1),
+    "FedKT L2 (gamma 0.04, 81 queries)": _fedkt(privacy=PartyNoise(gamma=0.04),
+                                                n_students=1),
     "FedCT": (
         lambda seed, n_trees: FedCTClassifier(forest(n_trees), n_rounds=5,
                                               random_state=seed),

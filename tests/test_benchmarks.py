@@ -20,6 +20,8 @@ TINY = {
     "bench_deployment": (["--datasets", "breast_cancer", "--parties", "3", "--trees", "2"],
                          "| breast_cancer | fedct |"),
     "bench_fedct_tables": (["--seeds", "1", "--models", "0"], "decision tree (paper 0.89)"),
+    "bench_final_model": (["--datasets", "wine", "--seeds", "1", "--n-jobs", "1", "--trees",
+                           "2"], "| margin weights, 10000 rows |"),
     "bench_hostile_party": (["--seeds", "1", "--seeds-skew", "0", "--datasets",
                              "breast_cancer", "--trees", "2"],
                             "| breast_cancer | 5 | one class, unbounded |"),

@@ -1,0 +1,128 @@
+"""What FedKT's final model could learn from the students' pooled vote, and what it gains.
+
+The server's final model is FedKT's second distillation: it learns the students' pooled
+vote on the public rows (and their jittered copies). Nothing it learns reaches a party's
+upload, so any choice here is free of privacy cost; this script measures whether one
+carries more of the vote into the final model. For every dataset, beta and seed it fits
+FedKT's default once and then trains the final model anew (a forest like the default's)
+on the pooled vote of the same students, in several ways:
+
+- *default*: the fitted FedKT's own final model (winning class, public rows and copies up
+  to ``SoftVotes(min_public_rows)``);
+- *winning class, N rows*: the same, on the public rows and jittered copies up to N rows;
+- *confidence weights*: the winning class, each row weighted by its largest vote share;
+- *margin weights*: weighted by the gap between its two largest vote shares;
+- *soft targets*: every row once per class, weighted by the class's vote share (as
+  ``soft_labels="all"`` teaches it).
+
+Also the pooled vote itself on the test rows (*undistilled*, ``distill=False``) and the
+average of the parties' own forests (*ensemble*). Test accuracy, mean ± std over seeds.
+
+    python benchmarks/bench_final_model.py                       # 3 seeds, beta 0.5
+    python benchmarks/bench_final_model.py --betas 0.1 0.5 1 --census-path adult.data
+
+Produces: doc/performance.rst, "What the final model learns".
+"""
+
+import time
+import warnings
+from collections import defaultdict
+
+import numpy as np
+from _common import forest, mean_std, parser, print_table, run_parallel
+from joblib import delayed
+from sklearn.base import clone
+
+from skfedkt import FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt._engine._augment import jittered_rows
+from skfedkt.datasets import load_federated
+
+PARTIES = {"digits": 10, "wine": 4, "breast_cancer": 5, "adult": 50}
+ROWS = (2000, 10000)
+
+
+def _weights(shares, kind):
+    if kind == "confidence":
+        return shares.max(axis=1)
+    ranked = np.sort(shares, axis=1)
+    return ranked[:, -1] - ranked[:, -2] + 1e-3  # a tie still counts a little
+
+
+def final_models(fitted, X_public, seed, n_trees):
+    """{name: fitted final forest} learned from `fitted`'s pooled student vote."""
+    def learner():
+        return clone(forest(n_trees)).set_params(random_state=seed)
+
+    models = {}
+    for n_rows in ROWS:
+        copies = jittered_rows(X_public, n_rows, seed)
+        X = X_public if copies is None else np.vstack([X_public, copies])
+        shares = fitted._student_vote_proba(X)
+        winners = shares.argmax(axis=1)
+        models[f"winning class, {n_rows} rows"] = learner().fit(X, winners)
+        for kind in ("confidence", "margin"):
+            models[f"{kind} weights, {n_rows} rows"] = learner().fit(
+                X, winners, sample_weight=_weights(shares, kind))
+        rows, classes = np.nonzero(shares > 0)
+        models[f"soft targets, {n_rows} rows"] = learner().fit(
+            X[rows], classes, sample_weight=shares[rows, classes])
+    return models
+
+
+def run_seed(dataset, beta, seed, n_trees, census_path):
+    options = {"path": census_path} if dataset == "adult" else {}
+    data = load_federated(dataset, n_parties=PARTIES[dataset], beta=beta, min_party_size=5,
+                          random_state=seed, **options)
+    fit = dict(groups=data.groups, X_unlabeled=data.X_public)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = FedKTClassifier(forest(n_trees), random_state=seed).fit(
+            data.X_train, data.y_train, **fit)
+        ensemble = OneShotEnsembleClassifier(forest(n_trees), selection="all",
+                                             random_state=seed).fit(
+            data.X_train, data.y_train, **fit)
+    X_public = np.asarray(data.X_public, dtype=float)
+    codes = np.searchsorted(fitted.classes_, data.y_test)
+    results = {
+        "default": fitted.score(data.X_test, data.y_test),
+        "undistilled": np.mean(
+            fitted._student_vote_proba(data.X_test).argmax(axis=1) == codes),
+        "ensemble": ensemble.score(data.X_test, data.y_test),
+    }
+    for name, model in final_models(fitted, X_public, seed, n_trees).items():
+        results[name] = np.mean(model.classes_[model.predict_proba(data.X_test).argmax(1)]
+                                == codes)
+    return dataset, beta, results
+
+
+def main(argv=None):
+    command = parser(__doc__, seeds=3, n_jobs=2, trees=50)
+    command.add_argument("--datasets", nargs="+", choices=["digits", "wine", "breast_cancer"],
+                         default=["digits", "wine", "breast_cancer"])
+    command.add_argument("--betas", nargs="+", type=float, default=[0.5])
+    command.add_argument("--census-path", help="UCI adult.data or LIBSVM a9a (not shipped): "
+                         "adds the census task, 50 parties")
+    args = command.parse_args(argv)
+    datasets = args.datasets + (["adult"] if args.census_path else [])
+
+    start = time.perf_counter()
+    runs = run_parallel(
+        (delayed(run_seed)(dataset, beta, seed, args.trees, args.census_path)
+         for dataset in datasets for beta in args.betas for seed in range(args.seeds)),
+        args.n_jobs, "splits (dataset, beta, seed)")
+    table = defaultdict(list)
+    for dataset, beta, results in runs:
+        table[dataset, beta].append(results)
+    methods = list(runs[0][2])
+    print(f"FedKT's final model learned anew from its students' pooled vote; random forests "
+          f"({args.trees} trees, depth 6); test accuracy, mean ± std over {args.seeds} "
+          "seeds\n")
+    print_table(["method", *(f"{dataset} {beta:g}" for dataset, beta in table)], [
+        [method, *(mean_std([r[method] for r in rows]) for rows in table.values())]
+        for method in methods
+    ])
+    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
