@@ -133,7 +133,7 @@ def add_algorithm_arguments(parser):
                        help="students per party (the paper's s: partitions of its rows)")
     fedkt.add_argument("--teachers", type=_teachers, default="auto",
                        help="teachers per student, each on a disjoint subset of the party's "
-                       "rows (the paper's t), or 'auto': from 1 to 5 by the party's rows "
+                       "rows (the paper's t), or 'auto': from 3 to 5 by the party's rows "
                        "(5 with hard votes or privacy)")
     fedkt.add_argument("--voting", choices=["soft", "hard"], default="soft",
                        help="FedKT's votes: class probabilities (soft) or the paper's "
