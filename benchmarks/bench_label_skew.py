@@ -12,8 +12,10 @@ the best a single model that learns the public rows can do without more data. "F
 undistilled" is what ``FedKTClassifier(distill=False)`` predicts, computed from the same
 fit: the server's pooled vote of FedKT's students, which the final model learns on the
 public rows, applied to the test rows directly; the gap between it and FedKT is what
-distilling into one model through the public set costs. Last, how many rows FedKT's
-default wins against the paper's FedKT and the ensemble.
+distilling into one model through the public set costs. "FedKT, five teachers" is the
+default before teachers were sized by rows (``n_teachers=5`` for every party). Last, on
+how many rows FedKT's default is at least the paper's FedKT (and on how many it falls
+more than the paper's standard deviation below it) and at least the ensemble.
 
     python benchmarks/bench_label_skew.py                 # every dataset, 5 seeds
     python benchmarks/bench_label_skew.py --datasets digits --seeds 3

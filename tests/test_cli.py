@@ -86,6 +86,15 @@ def test_defaults_match_the_documented_main_job():
                                "solo", "pate", "central"]
 
 
+@pytest.mark.parametrize("argv, teachers", [([], "auto"), (["--teachers", "auto"], "auto"),
+                                            (["--teachers", "3"], 3)])
+def test_teachers_flag_reaches_fedkt(argv, teachers):
+    from skfedkt._cli._main import algorithm_options, build_parser
+
+    args = build_parser().parse_args(["run", *argv])
+    assert algorithm_options(args)["fedkt"]["n_teachers"] == teachers
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -94,6 +103,9 @@ def test_defaults_match_the_documented_main_job():
         (["--beta", "-1"], "argument --beta: must be > 0, got -1"),
         (["--trials", "many"], "argument --trials: 'many' is not a number"),
         (["--query-fraction", "2"], "argument --query-fraction: must be <= 1, got 2"),
+        (["--teachers", "0"], "argument --teachers: must be 'auto' or a number > 0, got '0'"),
+        (["--teachers", "many"],
+         "argument --teachers: must be 'auto' or a number > 0, got 'many'"),
     ],
 )
 def test_bad_arguments_exit_with_one_clear_line(argv, message, capsys):

@@ -381,9 +381,11 @@ def test_fedkt_beats_local_training_on_digits():
     assert fedkt.score(X_test, y_test) >= solo + 0.10
 
 
-def test_upload_bytes_are_the_payloads_a_deployment_sends(federated_data):
+@pytest.mark.parametrize("n_jobs", [None, 2])  # measured in worker processes with 2
+def test_upload_bytes_are_the_payloads_a_deployment_sends(federated_data, n_jobs):
     X, y, party, X_public = federated_data
-    clf = FedKTClassifier(random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
+    clf = FedKTClassifier(n_jobs=n_jobs, random_state=0).fit(X, y, groups=party,
+                                                              X_unlabeled=X_public)
     assert "_upload_bytes" in vars(clf)  # measured when first read, not in fit
     expected = [len(skops.io.dumps(clf.fit_party(
         X[party == p], y[party == p], party=p, classes=clf.classes_, X_unlabeled=X_public,

@@ -44,7 +44,13 @@ def _positive(kind):
 
 
 def _teachers(text):
-    return "auto" if text == "auto" else _positive(int)(text)
+    if text == "auto":
+        return text
+    try:
+        return _positive(int)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a number > 0, got {text!r}") \
+            from None
 
 
 def _non_negative(text):

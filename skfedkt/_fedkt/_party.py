@@ -234,11 +234,13 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
 def check_party_sizes(plan, parties, party_rows):
     """Refuse, before any fit, a party with fewer rows than teachers per partition."""
     for party, rows in zip(parties, party_rows):
-        if len(rows) < plan.teachers_for(len(rows)):
+        n_teachers = plan.teachers_for(len(rows))
+        if len(rows) < n_teachers:
             raise ValueError(
                 f"Party {party!r} has {len(rows)} sample(s), fewer than "
-                f"n_teachers={plan.teachers_for(len(rows))}: each of its teachers needs "
-                "at least one sample. Use fewer n_teachers, or n_teachers='auto'."
+                f"n_teachers={n_teachers}: each of its teachers needs at least one "
+                "sample. Use fewer n_teachers (with soft votes and no privacy mechanism, "
+                "n_teachers='auto' sizes them by each party's rows)."
             )
 
 

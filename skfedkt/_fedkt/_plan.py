@@ -83,9 +83,10 @@ class FedKTPlan(Plan):
 
     def teachers_for(self, n_rows):
         """Teachers per partition of a party with `n_rows` rows: `n_teachers`, or with
-        ``"auto"`` as many as give each at least `TEACHER_ROWS` rows, from 1 to
-        `PAPER_TEACHERS`; the paper's `PAPER_TEACHERS` with hard votes or noise, where
-        the count is part of the algorithm or of its privacy analysis."""
+        ``"auto"`` as many as give each at least `TEACHER_ROWS` rows, from
+        `FEWEST_TEACHERS` (or one a row, for fewer rows) to `PAPER_TEACHERS`; the
+        paper's `PAPER_TEACHERS` with hard votes or noise, where the count is part of
+        the algorithm or of its privacy analysis."""
         if self.n_teachers != "auto":
             return self.n_teachers
         if not self.soft_votes or self.privacy is not None:

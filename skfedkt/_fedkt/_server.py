@@ -61,10 +61,10 @@ def check_upload(plan, checker, n_queries, bound):
     computes."""
     private = plan.level == "L2"
     n_rows, _ = checker.rows_and_counts(counts_required=not private)
-    if checker.count("n_teachers", positive=True) != plan.teachers_for(n_rows):
-        checker.refuse("n_teachers", f"{checker.manifest('n_teachers')}, the agreed "
-                       f"n_teachers={plan.n_teachers!r} gives {plan.teachers_for(n_rows)} "
-                       f"for {n_rows} rows")
+    n_teachers, agreed = checker.count("n_teachers", positive=True), plan.teachers_for(n_rows)
+    if n_teachers != agreed:
+        checker.refuse("n_teachers", f"{n_teachers}, the agreed n_teachers="
+                       f"{plan.n_teachers!r} gives {agreed} for {n_rows} rows")
     checker.models("students", plan.n_students)
     checker.shares("student_class_shares", plan.n_students)
     if checker.count("n_queries") != n_queries:
