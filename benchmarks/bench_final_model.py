@@ -19,8 +19,8 @@ Also the pooled vote itself on the test rows (*undistilled*, ``distill=False``),
 average of the parties' own forests (*ensemble*), and that average taught to a forest
 like the final model through the same rows (*ensemble, distilled, N rows*: the winning
 class of the parties' averaged forests on the public rows and their copies). The last is
-what one model learned through the public set gets from the best teacher FedKT's two
-tiers could pass on: a bound on the final model, not a method. Test accuracy, mean ± std
+what one model learned through the public set gets from the parties' own models: what
+the public set itself costs, a reference rather than a method. Test accuracy, mean ± std
 over seeds.
 
     python benchmarks/bench_final_model.py                       # 3 seeds, beta 0.5
