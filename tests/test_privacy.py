@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 from _data import noise_at
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from scipy.stats import norm
 from sklearn.base import clone
 from sklearn.datasets import make_classification
@@ -14,12 +14,14 @@ from sklearn.model_selection import train_test_split
 
 from skfedkt import FedKTClassifier, HardVotes
 from skfedkt._fedkt._server import server_votes
+from skfedkt._privacy._accounting import _gnmax_log_q, _gnmax_rdp
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import (
     PartyNoise,
     ServerNoise,
     data_independent_epsilon,
     gaussian_epsilon,
+    gnmax_epsilon,
     laplace_epsilon,
     pate_epsilon,
     pate_epsilon_data_independent,
@@ -143,11 +145,84 @@ def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_te
     expected = norm.cdf(-gap * 0.5 / np.sqrt(2))
     assert flipped == pytest.approx(expected, abs=4 * np.sqrt(expected * (1 - expected) / 3000))
     report = clf.privacy_report_
-    assert report.mechanism == "gaussian" and np.isnan(report.data_dependent_epsilon)
+    assert report.mechanism == "gaussian"
     assert report.sensitivity == pytest.approx(np.sqrt(2))  # one party's one student (L1)
     assert clf.epsilon_ == pytest.approx(
         gaussian_epsilon(3000, sigma=2.0, delta=1e-5, sensitivity=np.sqrt(2)))
     assert "Gaussian standard deviation 1/gamma = 2" in report.statement
+    # votes this close save nothing: the data-dependent bound is the looser one, unsaid
+    assert report.data_dependent_epsilon > clf.epsilon_
+    assert "data-dependent" not in report.statement
+
+
+@pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")  # a 19-to-1 vote
+@pytest.mark.parametrize("level", ["L1", "L2"])
+def test_gaussian_noise_reports_what_agreeing_votes_cost(level):
+    # L1: 20 parties' students all vote their party's class, 19 to 1 on every query;
+    # L2: every partition's 20 teachers vote their party's class unanimously
+    classes = ("a",) * 19 + ("b",) if level == "L1" else ("a", "b")
+    X, y, party, X_public = _pure_parties(n_public=500, classes=classes)
+    n_teachers = 2 if level == "L1" else 20
+    clf = FedKTClassifier(n_students=1, n_teachers=n_teachers,
+                          privacy=noise_at(level, noise="gaussian", gamma=0.5), random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    report = clf.privacy_report_
+    votes = [19, 1] if level == "L1" else [20, 0]
+    expected = gnmax_epsilon(np.tile(votes, (500, 1)), sigma=2.0, delta=1e-5)
+    assert report.data_dependent_epsilon == pytest.approx(expected)
+    # the published guarantee stays the exact data-independent composition
+    assert clf.epsilon_ == pytest.approx(
+        gaussian_epsilon(500, sigma=2.0, delta=1e-5, sensitivity=np.sqrt(2)))
+    assert report.data_dependent_epsilon < clf.epsilon_ / 10
+    assert f"data-dependent epsilon of {expected:.4g}" in report.statement
+    assert "not published" in report.statement
+
+
+# ln q and the Renyi DP of one GNMax answer at orders 2, 3, 5, 9, 17, 33, 65, from the
+# reference code of Papernot et al. (2018) (tensorflow/privacy research/pate_2018/core.py,
+# compute_logq_gaussian and rdp_gaussian)
+_GNMAX_REFERENCE = [
+    ([90, 10], 10.0, -18.68092549266295,
+     [2.1179741202592164e-08, 2.8707297652444448e-08, 7.215274158895261e-08,
+      1.061312791442655e-06, 0.0005715189187478844, 0.29065265744561025, 0.65]),
+    ([45, 5, 0], 5.0, -18.66825314308061,
+     [7.23767798970441e-08, 1.6460210554345172e-07, 2.335085219058238e-06,
+      0.001350998599522354, 0.601509268348533, 1.32, 2.6]),
+    ([30, 20], 4.0, -3.255800842482071,
+     [0.10988269357021244, 0.14519324396245814, 0.27645639905285957, 0.5625, 1.0625,
+      2.0625, 4.0625]),
+    ([200, 3, 1, 0], 40.0, -7.309163459731758,
+     [0.00019376168957520952, 0.00020082587502847369, 0.00021707831363228044,
+      0.0002604789084320616, 0.00042068378287486485, 0.0016452627769790646,
+      0.025113421443881827]),
+    ([10, 9], 1.0, -1.4281583103970297, [2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0]),
+]
+
+
+@pytest.mark.parametrize("counts, sigma, log_q, rdp", _GNMAX_REFERENCE)
+def test_gnmax_renyi_dp_matches_the_reference_code(counts, sigma, log_q, rdp):
+    computed_log_q = _gnmax_log_q(np.array([counts], dtype=float), sigma)
+    assert computed_log_q[0] == pytest.approx(log_q, rel=1e-12)
+    orders = [2, 3, 5, 9, 17, 33, 65]
+    assert_allclose(_gnmax_rdp(computed_log_q, sigma, orders)[0], rdp, rtol=1e-9)
+
+
+def test_gnmax_log_q_by_hand_and_the_epsilon_it_gives():
+    # two classes 80 apart, sigma 10: q = P[N(0, 2 * 10^2) >= 80] = P[Z >= 5.657]
+    assert _gnmax_log_q(np.array([[90.0, 10.0]]), 10.0)[0] == pytest.approx(
+        norm.logsf(80 / np.sqrt(200)))
+    # an answer no noise can change costs nothing, a tie costs the data-independent bound
+    assert _gnmax_rdp(np.array([-np.inf]), 10.0, [2, 8])[0] == pytest.approx([0, 0])
+    assert_allclose(_gnmax_rdp(_gnmax_log_q(np.array([[5.0, 5.0]]), 10.0), 10.0, [2, 8])[0],
+                    [2 / 100, 8 / 100])
+    # a party of s votes with noise s sigma is accounted as one voter with noise sigma
+    counts = np.tile([40.0, 8.0, 2.0], (50, 1))
+    assert gnmax_epsilon(3 * counts, sigma=30.0, delta=1e-5, sensitivity=3 * np.sqrt(2)) == (
+        pytest.approx(gnmax_epsilon(counts, sigma=10.0, delta=1e-5)))
+    # agreeing votes cost far less than the exact data-independent composition
+    agreeing = np.tile([90.0, 10.0], (100, 1))
+    assert gnmax_epsilon(agreeing, sigma=10.0, delta=1e-5) < gaussian_epsilon(
+        100, sigma=10.0, delta=1e-5, sensitivity=np.sqrt(2)) / 3
 
 
 # parties of one class each: the final model learns one class, as it should here

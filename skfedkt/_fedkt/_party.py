@@ -27,6 +27,7 @@ from .._privacy._accounting import (
     data_independent_epsilon,
     epsilon_from_log_moments,
     gaussian_epsilon,
+    gnmax_log_moments,
     pate_log_moments,
 )
 from ._plan import target_task
@@ -112,11 +113,16 @@ class FedKTParty:
         self.n_queries = len(queries)
         self.log_moments = np.zeros(len(DEFAULT_ORDERS))
         histograms = list(partition_votes)
-        if plan.level == "L2" and not soft_labels and plan.privacy.noise == "laplace":
-            # each partition is a PATE over the party's rows (sensitivity 2)
+        if plan.level == "L2" and not soft_labels:
+            # each partition is a PATE over the party's rows: one example moves one
+            # teacher's vote (sensitivity 2 in L1 norm, sqrt(2) in L2 norm)
             for votes in histograms:
-                self.log_moments += pate_log_moments(
-                    votes, gamma=plan.privacy.gamma, sensitivity=2.0, orders=DEFAULT_ORDERS
+                self.log_moments += (
+                    pate_log_moments(votes, gamma=plan.privacy.gamma, sensitivity=2.0,
+                                     orders=DEFAULT_ORDERS)
+                    if plan.privacy.noise == "laplace" else
+                    gnmax_log_moments(votes, sigma=1 / plan.privacy.gamma,
+                                      sensitivity=np.sqrt(2), orders=DEFAULT_ORDERS)
                 )
         targets = [
             target.astype(np.float32 if soft_labels else code_dtype(n_classes))
@@ -250,15 +256,21 @@ def party_guarantee(plan, log_moments, n_queries):
     An example sits in one teacher of every partition: the party's partitions compose
     (their moments are summed), and sensitivity is 2 (L1 norm; sqrt(2) in L2 norm for
     Gaussian noise). With soft labels the whole histogram is released: only the
-    data-independent bound holds.
+    data-independent bound holds. With Gaussian noise the guarantee is the exact
+    composition, and the data-dependent value only reported.
     """
     privacy, n_releases = plan.privacy, plan.n_students * n_queries
+    soft_labels = plan.learns_soft_labels("students")
     if privacy.noise == "gaussian":
+        # the exact composition is the guarantee; the data-dependent value is reported
         epsilon = gaussian_epsilon(n_releases, sigma=1 / privacy.gamma, delta=privacy.delta,
                                    sensitivity=np.sqrt(2))
-        return dict(data_dependent_epsilon=np.nan, data_independent_epsilon=epsilon,
-                    epsilon=epsilon, largest_order=False)
-    soft_labels = plan.learns_soft_labels("students")
+        with _largest_order_noted() as largest_order:
+            data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
+                log_moments, delta=privacy.delta, orders=DEFAULT_ORDERS)
+        return dict(data_dependent_epsilon=float(data_dependent),
+                    data_independent_epsilon=epsilon, epsilon=epsilon,
+                    largest_order=bool(largest_order))
     with _largest_order_noted() as largest_order:
         data_independent = data_independent_epsilon(
             n_releases, sensitivity=2.0, gamma=privacy.gamma, delta=privacy.delta,

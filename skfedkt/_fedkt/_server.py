@@ -32,6 +32,7 @@ from .._privacy._accounting import (
     _largest_order_noted,
     data_independent_epsilon,
     gaussian_epsilon,
+    gnmax_epsilon,
     guarantee_strength,
     pate_epsilon,
 )
@@ -386,6 +387,14 @@ def privacy_report(plan, party_privacy, parties, query_votes, n_queries):
     if gaussian:
         bounds = ("Gaussian-DP queries composed exactly: data-independent, so it may be "
                   "published")
+        if data_dependent < epsilon:  # the votes agreed enough to cost less
+            bounds += (
+                f". The votes' agreement gives a data-dependent epsilon of "
+                f"{data_dependent:.4g} (Renyi DP of GNMax, Papernot et al. 2018"
+                + (f", still decreasing at the largest moment order {DEFAULT_ORDERS[-1]}"
+                   if largest_order else "")
+                + "), itself computed from private votes, so not published"
+            )
     elif soft_labels:
         bounds = (f"data-independent epsilon {data_independent:.4g} (the data-dependent "
                   "moments accountant covers argmax releases only)")
@@ -419,9 +428,13 @@ def _account(plan, party_privacy, parties, query_votes, n_queries):
     if plan.level == "L1" and plan.privacy.noise == "gaussian":
         # one party moves all s of its students' votes: sqrt(2) s in L2 norm
         sensitivity = np.sqrt(2) * plan.n_students
-        epsilon = gaussian_epsilon(n_queries, sigma=1 / plan.privacy.gamma,
-                                   delta=plan.privacy.delta, sensitivity=sensitivity)
-        return np.nan, epsilon, None, sensitivity, False
+        noise = {"sigma": 1 / plan.privacy.gamma, "delta": plan.privacy.delta,
+                 "sensitivity": sensitivity}
+        with _largest_order_noted() as largest_order:
+            data_dependent = np.nan if plan.learns_soft_labels("final") else gnmax_epsilon(
+                query_votes, **noise)
+        return (data_dependent, gaussian_epsilon(n_queries, **noise), None, sensitivity,
+                bool(largest_order))
     if plan.level == "L1":
         # one party moves all s of its students: a count moves by s (Theorem 1)
         sensitivity = 2.0 * plan.n_students

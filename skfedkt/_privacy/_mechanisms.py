@@ -41,9 +41,10 @@ _PARAMETERS = """
         data-dependent moments accountant and data-independent bounds, the smaller
         reported. ``"gaussian"`` (GNMax, Papernot et al. 2018) is ``mu``-Gaussian DP per
         query with ``mu = sqrt(2) s gamma`` or ``sqrt(2) gamma``, and queries compose
-        exactly (`skfedkt.privacy.gaussian_epsilon`): no data-dependent term, so the
-        epsilon may be published. For many queries it spends less privacy for the same
-        noise.
+        exactly (`skfedkt.privacy.gaussian_epsilon`): the epsilon depends on no vote, so
+        it may be published; the data-dependent Renyi-DP bound
+        (`skfedkt.privacy.gnmax_epsilon`) is reported beside it. For many queries it
+        spends less privacy for the same noise.
     query_fraction : float in (0, 1], default=1.0
         Fraction of the public set that the noisy tier labels; the other public
         examples are not used by that tier. Fewer queries cost less privacy.
