@@ -23,6 +23,7 @@ from .._engine._seeds import draw_seeds
 from .._engine._voting import class_shares
 from .._privacy._accounting import (
     DEFAULT_ORDERS,
+    ONE_VOTE_L2,
     _largest_order_noted,
     data_independent_epsilon,
     epsilon_from_log_moments,
@@ -122,7 +123,7 @@ class FedKTParty:
                                      orders=DEFAULT_ORDERS)
                     if plan.privacy.noise == "laplace" else
                     gnmax_log_moments(votes, sigma=1 / plan.privacy.gamma,
-                                      sensitivity=np.sqrt(2), orders=DEFAULT_ORDERS)
+                                      orders=DEFAULT_ORDERS)
                 )
         targets = [
             target.astype(np.float32 if soft_labels else code_dtype(n_classes))
@@ -260,29 +261,22 @@ def party_guarantee(plan, log_moments, n_queries):
     composition, and the data-dependent value only reported.
     """
     privacy, n_releases = plan.privacy, plan.n_students * n_queries
-    soft_labels = plan.learns_soft_labels("students")
-    if privacy.noise == "gaussian":
-        # the exact composition is the guarantee; the data-dependent value is reported
-        epsilon = gaussian_epsilon(n_releases, sigma=1 / privacy.gamma, delta=privacy.delta,
-                                   sensitivity=np.sqrt(2))
-        with _largest_order_noted() as largest_order:
-            data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
-                log_moments, delta=privacy.delta, orders=DEFAULT_ORDERS)
-        return dict(data_dependent_epsilon=float(data_dependent),
-                    data_independent_epsilon=epsilon, epsilon=epsilon,
-                    largest_order=bool(largest_order))
+    soft_labels, gaussian = plan.learns_soft_labels("students"), privacy.noise == "gaussian"
     with _largest_order_noted() as largest_order:
-        data_independent = data_independent_epsilon(
-            n_releases, sensitivity=2.0, gamma=privacy.gamma, delta=privacy.delta,
-            orders=DEFAULT_ORDERS,
-        )
         data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
             log_moments, delta=privacy.delta, orders=DEFAULT_ORDERS
         )
+    data_independent = (
+        gaussian_epsilon(n_releases, sigma=1 / privacy.gamma, delta=privacy.delta,
+                         sensitivity=ONE_VOTE_L2) if gaussian else
+        data_independent_epsilon(n_releases, sensitivity=2.0, gamma=privacy.gamma,
+                                 delta=privacy.delta, orders=DEFAULT_ORDERS)
+    )
     return dict(
         data_dependent_epsilon=float(data_dependent),
         data_independent_epsilon=float(data_independent),
-        epsilon=float(data_independent if soft_labels
+        # Gaussian noise: the exact composition, which may be published, is the guarantee
+        epsilon=float(data_independent if soft_labels or gaussian
                       else min(data_dependent, data_independent)),
         largest_order=bool(largest_order),
     )

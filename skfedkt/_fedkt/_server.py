@@ -28,6 +28,7 @@ from .._engine._voting import (
 )
 from .._privacy._accounting import (
     DEFAULT_ORDERS,
+    ONE_VOTE_L2,
     PrivacyReport,
     _largest_order_noted,
     data_independent_epsilon,
@@ -427,7 +428,7 @@ def _account(plan, party_privacy, parties, query_votes, n_queries):
     moments bound still decreased at the largest order)."""
     if plan.level == "L1" and plan.privacy.noise == "gaussian":
         # one party moves all s of its students' votes: sqrt(2) s in L2 norm
-        sensitivity = np.sqrt(2) * plan.n_students
+        sensitivity = ONE_VOTE_L2 * plan.n_students
         noise = {"sigma": 1 / plan.privacy.gamma, "delta": plan.privacy.delta,
                  "sensitivity": sensitivity}
         with _largest_order_noted() as largest_order:
@@ -455,5 +456,5 @@ def _account(plan, party_privacy, parties, query_votes, n_queries):
     data_dependent = max(report["data_dependent_epsilon"] for report in party_privacy)
     data_independent = party_privacy[0]["data_independent_epsilon"]
     largest_order = any(report["largest_order"] for report in party_privacy)
-    sensitivity = np.sqrt(2) if plan.privacy.noise == "gaussian" else 2.0
+    sensitivity = ONE_VOTE_L2 if plan.privacy.noise == "gaussian" else 2.0
     return data_dependent, data_independent, party_epsilons, sensitivity, largest_order
