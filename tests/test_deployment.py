@@ -315,9 +315,13 @@ def test_l2_party_step_asks_for_a_secret_seed(consortium):
         warnings.simplefilter("error", UserWarning)
         upload = clf.fit_party(X, y, party="a", classes=[0, 1], X_unlabeled=X_public,
                                party_seed=12345)
-    # at L2 a party sends no class counts, only its guarantee
-    assert upload.manifest["class_counts"] is None
+    # at L2 a party sends its class counts only with noise, and its guarantee covers them
+    assert sum(upload.manifest["class_counts"]) == len(y)
     assert upload.manifest["privacy"]["epsilon"] > 0
+    without_counts = clone(clf).set_params(privacy__counts_gamma=None).fit_party(
+        X, y, party="a", classes=[0, 1], X_unlabeled=X_public, party_seed=12345)
+    assert without_counts.manifest["class_counts"] is None
+    assert without_counts.manifest["privacy"]["epsilon"] < upload.manifest["privacy"]["epsilon"]
 
 
 def test_skorch_net_needs_the_operators_trust(consortium, tmp_path):

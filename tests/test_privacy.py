@@ -12,9 +12,17 @@ from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
 
-from skfedkt import FedKTClassifier, HardVotes
+from skfedkt import FedKTClassifier, HardVotes, SoftVotes
 from skfedkt._fedkt._server import server_votes
-from skfedkt._privacy._accounting import _gnmax_log_q, _gnmax_rdp
+from skfedkt._privacy._accounting import (
+    DEFAULT_ORDERS,
+    _gnmax_log_q,
+    _gnmax_rdp,
+    epsilon_from_log_moments,
+    gdp_epsilon,
+    gnmax_log_moments,
+)
+from skfedkt._privacy._mechanisms import noisy_class_counts
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import (
     PartyNoise,
@@ -27,6 +35,9 @@ from skfedkt.privacy import (
     pate_epsilon_data_independent,
     pate_log_moments,
 )
+
+# the server's plain sum of the votes: it uses no class counts, so no party releases them
+PLAIN_SUM = SoftVotes(pooling="sum", match_shares=False)
 
 # --- the accountant ---------------------------------------------------------------------
 
@@ -119,7 +130,7 @@ def test_l1_noise_flips_server_votes_at_the_laplace_rate():
 def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none():
     X, y, party, X_public = _pure_parties(classes=("a", "b"))
     clf = FedKTClassifier(n_students=1, n_teachers=4, privacy=PartyNoise(gamma=0.5),
-                          random_state=0)
+                          voting=PLAIN_SUM, random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     # party 'a' has 4 teachers voting 'a' (code 0): its student learned the noisy argmax
     student = clf.students_[0][0]
@@ -135,7 +146,8 @@ def test_l2_noise_flips_teacher_votes_at_the_laplace_rate_and_server_adds_none()
 def test_gaussian_noise_flips_votes_at_its_rate_and_composes_exactly(level, n_teachers, gap):
     X, y, party, X_public = _pure_parties(**({"classes": ("a", "b")} if level == "L2" else {}))
     clf = FedKTClassifier(n_students=1, n_teachers=n_teachers,
-                          privacy=noise_at(level, noise="gaussian", gamma=0.5), random_state=0)
+                          privacy=noise_at(level, noise="gaussian", gamma=0.5),
+                          voting=PLAIN_SUM, random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     if level == "L1":  # the server's histogram: 2 votes for 'a', 1 for 'b'
         flipped = np.mean(clf.public_labels_ == "b")
@@ -164,7 +176,8 @@ def test_gaussian_noise_reports_what_agreeing_votes_cost(level):
     X, y, party, X_public = _pure_parties(n_public=500, classes=classes)
     n_teachers = 2 if level == "L1" else 20
     clf = FedKTClassifier(n_students=1, n_teachers=n_teachers,
-                          privacy=noise_at(level, noise="gaussian", gamma=0.5), random_state=0)
+                          privacy=noise_at(level, noise="gaussian", gamma=0.5),
+                          voting=PLAIN_SUM, random_state=0)
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     report = clf.privacy_report_
     votes = [19, 1] if level == "L1" else [20, 0]
@@ -342,6 +355,80 @@ def test_gaussian_composition_matches_dp_accountings_pld(n_releases, sigma, sens
     assert gaussian_epsilon(n_releases, sigma=sigma, delta=1e-5, sensitivity=sensitivity) == (
         pytest.approx(accountant.get_epsilon(1e-5), rel=1e-6)
     )
+
+
+def test_mixed_gaussian_releases_compose_as_dp_accountings_pld():
+    # a party's 300 vote releases and its one count release of another noise
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import PLDAccountant
+
+    accountant = PLDAccountant()
+    accountant.compose(dp_accounting.GaussianDpEvent(25.0 / np.sqrt(2)), 300)
+    accountant.compose(dp_accounting.GaussianDpEvent(20.0 / np.sqrt(2)))
+    mu = np.sqrt(2) * np.hypot(np.sqrt(300) / 25.0, 1 / 20.0)
+    assert gdp_epsilon(mu, delta=1e-5) == pytest.approx(accountant.get_epsilon(1e-5), rel=1e-6)
+
+
+def test_noisy_class_counts_keep_the_rows_and_their_noise_level():
+    rng = np.random.RandomState(0)
+    released = np.array([noisy_class_counts(np.array([700, 300, 0]), gamma=0.1,
+                                            noise="gaussian", random_state=rng)
+                         for _ in range(2000)])
+    assert (released.sum(axis=1) == 1000).all() and (released >= 0).all()
+    # noise of standard deviation 10 on each count, a little less after the rescaling
+    assert 7 < released[:, 0].std() < 11
+    assert released[:, 0].mean() == pytest.approx(695, abs=5)
+
+
+@pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_l2_count_release_is_composed_into_every_partys_epsilon(noise):
+    X, y, party, X_public = _pure_parties(n_public=200, classes=("a", "b"))
+    fitted = {
+        counts_gamma: FedKTClassifier(
+            n_students=1, n_teachers=4, privacy=PartyNoise(0.5, noise=noise,
+                                                           counts_gamma=counts_gamma),
+            random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
+        for counts_gamma in (None, 0.1)
+    }
+    quiet, counted = fitted[None].privacy_report_, fitted[0.1].privacy_report_
+    assert "class counts" not in quiet.statement
+    assert "class counts with noise of scale 1/counts_gamma = 10" in counted.statement
+    assert_array_equal(fitted[0.1].class_shares_["training"].sum(), 1.0)
+    if noise == "laplace":  # pure 2 * counts_gamma, added
+        assert counted.epsilon == pytest.approx(quiet.epsilon + 0.2)
+        assert counted.data_independent_epsilon == pytest.approx(
+            quiet.data_independent_epsilon + 0.2)
+    else:  # one more Gaussian release, composed exactly and as Renyi DP
+        assert counted.epsilon == pytest.approx(
+            gdp_epsilon(np.sqrt(2) * np.hypot(np.sqrt(200) * 0.5, 0.1), delta=1e-5))
+        votes = np.tile([4, 0], (200, 1))
+        orders = np.asarray(DEFAULT_ORDERS, dtype=float)
+        moments = (gnmax_log_moments(votes, sigma=2.0) + orders * (orders + 1) * 0.1**2)
+        assert counted.data_dependent_epsilon == pytest.approx(
+            epsilon_from_log_moments(moments, delta=1e-5))
+
+
+def test_l2_counts_keep_the_final_model_off_the_majority_class():
+    # skewed parties whose noisy teachers mostly vote their own majority: summed, the
+    # votes lose the minority class; released counts let the server restore its share
+    X, y = make_classification(2400, n_features=8, n_informative=5, weights=[0.75],
+                               random_state=0)
+    X_train, X_public, y_train, _ = train_test_split(X, y, test_size=600, random_state=0)
+    party = dirichlet_partition(y_train, 6, beta=0.5, min_party_size=40, random_state=0)
+    shares = {}
+    for counts_gamma in (None, 0.05):
+        clf = FedKTClassifier(LogisticRegression(), n_teachers=10,
+                              privacy=PartyNoise(0.3, noise="gaussian",
+                                                 counts_gamma=counts_gamma),
+                              random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf.fit(X_train, y_train, groups=party, X_unlabeled=X_public)
+        shares[counts_gamma] = clf.class_shares_["final"][1]
+    assert clf.voting_.pooling == "prior-corrected" and clf.voting_.match_shares
+    assert shares[None] < 0.1
+    assert shares[0.05] == pytest.approx(np.mean(y_train), abs=0.05)
 
 
 def test_the_noise_is_one_parameter_settable_in_a_search():

@@ -298,6 +298,7 @@ def share_matching_offsets(proba, target_shares, *, tolerance=0.0, n_iter=300, s
     adjustable = proba.max(axis=0) > 0
     smoothing = 1.0 / n_samples
     offsets, best, best_gap = np.zeros(n_classes), np.zeros(n_classes), np.inf
+    steps, last_update = np.full(n_classes, float(step)), np.zeros(n_classes)
     for _ in range(n_iter):
         labels = (log_proba + offsets).argmax(axis=1)
         shares = np.bincount(labels, minlength=n_classes) / n_samples
@@ -307,7 +308,10 @@ def share_matching_offsets(proba, target_shares, *, tolerance=0.0, n_iter=300, s
             best, best_gap = offsets.copy(), gap
         if gap < smoothing:  # within the bands, to the row
             break
-        offsets += step * np.where(
-            adjustable, np.log((wanted + smoothing) / (shares + smoothing)), 0.0
-        )
+        update = np.where(adjustable, np.log((wanted + smoothing) / (shares + smoothing)), 0.0)
+        # a class that overshot its band: halve its step, so that votes whose
+        # log-probabilities all lie closer together than one step still converge
+        steps[update * last_update < 0] /= 2
+        offsets += steps * update
+        last_update = update
     return best

@@ -27,10 +27,11 @@ from .._privacy._accounting import (
     _largest_order_noted,
     data_independent_epsilon,
     epsilon_from_log_moments,
-    gaussian_epsilon,
+    gdp_epsilon,
     gnmax_log_moments,
     pate_log_moments,
 )
+from .._privacy._mechanisms import noisy_class_counts
 from ._plan import target_task
 
 # what an upload's manifest and the privacy report say when students learn party rows
@@ -143,14 +144,21 @@ class FedKTParty:
 
     def upload(self, student_models, manifest):
         """Line 13: what the party sends, its students, and the facts the server needs:
-        its class counts (not at L2, where they are not protected), its students' class
+        its class counts (at L2 only with noise, where its soft votes use them), its
+        students' class
         shares and, at L2, its privacy guarantee; and what the upload reveals when its
         students learned the party's rows."""
-        private = self.plan.level == "L2"
+        plan = self.plan
+        private = plan.level == "L2"
+        counts = self.class_counts
+        if plan.releases_counts:
+            counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
+                                        noise=plan.privacy.noise, random_state=self.noise_rng)
         return PartyUpload(
             manifest=dict(
                 manifest,
-                class_counts=None if private else self.class_counts.tolist(),
+                class_counts=None if private and not plan.releases_counts
+                else counts.tolist(),
                 student_class_shares=np.asarray(self.student_shares).tolist(),
                 n_queries=self.n_queries,
                 n_teachers=self.n_teachers,
@@ -258,20 +266,33 @@ def party_guarantee(plan, log_moments, n_queries):
     (their moments are summed), and sensitivity is 2 (L1 norm; sqrt(2) in L2 norm for
     Gaussian noise). With soft labels the whole histogram is released: only the
     data-independent bound holds. With Gaussian noise the guarantee is the exact
-    composition, and the data-dependent value only reported.
+    composition, and the data-dependent value only reported. The noisy class counts
+    (`FedKTPlan.releases_counts`, same sensitivity) are one more release: Gaussian-DP
+    composed exactly (and as Renyi DP into the moments), or Laplace's pure
+    ``2 * counts_gamma`` added.
     """
     privacy, n_releases = plan.privacy, plan.n_students * n_queries
     soft_labels, gaussian = plan.learns_soft_labels("students"), privacy.noise == "gaussian"
+    counts_gamma = plan.counts_gamma if plan.releases_counts else 0.0
+    if gaussian:
+        # Renyi DP of order l + 1 of the Gaussian counts: (l + 1) * 2 gamma^2 / 2
+        orders = np.asarray(DEFAULT_ORDERS, dtype=float)
+        log_moments = log_moments + orders * (orders + 1) * counts_gamma**2
     with _largest_order_noted() as largest_order:
         data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
             log_moments, delta=privacy.delta, orders=DEFAULT_ORDERS
         )
-    data_independent = (
-        gaussian_epsilon(n_releases, sigma=1 / privacy.gamma, delta=privacy.delta,
-                         sensitivity=ONE_VOTE_L2) if gaussian else
-        data_independent_epsilon(n_releases, sensitivity=2.0, gamma=privacy.gamma,
-                                 delta=privacy.delta, orders=DEFAULT_ORDERS)
-    )
+    if gaussian:
+        data_independent = gdp_epsilon(
+            ONE_VOTE_L2 * np.hypot(np.sqrt(n_releases) * privacy.gamma, counts_gamma),
+            delta=privacy.delta,
+        )
+    else:
+        pure_counts = 2.0 * counts_gamma
+        data_dependent += pure_counts
+        data_independent = pure_counts + data_independent_epsilon(
+            n_releases, sensitivity=2.0, gamma=privacy.gamma, delta=privacy.delta,
+            orders=DEFAULT_ORDERS)
     return dict(
         data_dependent_epsilon=float(data_dependent),
         data_independent_epsilon=float(data_independent),

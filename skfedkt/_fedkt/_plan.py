@@ -81,6 +81,19 @@ class FedKTPlan(Plan):
     def match_shares(self):
         return self.soft_votes and self.votes.match_shares
 
+    @property
+    def releases_counts(self):
+        """Whether the parties send noisy class counts: at L2, where the server's soft
+        votes use counts (prior-corrected pooling or share matching)."""
+        return self.level == "L2" and self.soft_votes and (
+            self.votes.pooling == "prior-corrected" or bool(self.votes.match_shares))
+
+    @property
+    def counts_gamma(self):
+        """Inverse noise scale of the parties' class counts where they release them."""
+        counts_gamma = self.privacy.counts_gamma
+        return self.privacy.gamma if counts_gamma == "gamma" else counts_gamma
+
     def teachers_for(self, n_rows):
         """Teachers per partition of a party with `n_rows` rows: `n_teachers`, or with
         ``"auto"`` as many as give each at least `TEACHER_ROWS` rows, from
@@ -109,15 +122,16 @@ class FedKTPlan(Plan):
                 f"public set are private, not those votes ({private}). Use distill=True, "
                 "or privacy None or PartyNoise."
             )
-        if votes.kind == "soft" and self.level != "L0":
-            # "auto" resolves to the safe part with noise: an unsafe one was asked for
+        if votes.kind == "soft" and not _counts_covered(self.privacy):
+            # "auto" resolves to the safe part: an unsafe one was asked for
             for part, value, unsafe in (("pooling", votes.pooling, "prior-corrected"),
                                         ("match_shares", votes.match_shares, True)):
                 if value == unsafe:
                     raise ValueError(
                         f"SoftVotes({part}={unsafe!r}) uses every party's class counts, "
-                        f"which no privacy accountant covers, so it is refused with "
-                        f"{private}. Leave {part}='auto'."
+                        f"which no privacy accountant covers with {private}, so it is "
+                        f"refused. Leave {part}='auto', or use PartyNoise with "
+                        "counts_gamma, which releases the counts with noise."
                     )
         if self.level == "L2" and self.student_data == "party+public":
             raise ValueError(
@@ -201,19 +215,26 @@ def learners(estimator):
 
 def resolved_votes(voting, privacy):
     """The votes that run: `voting` as an object ("soft" and "hard" are ``SoftVotes()``
-    and ``HardVotes()``), its "auto" parts resolved: a count-based correction without a
-    privacy mechanism, a plain sum with one."""
+    and ``HardVotes()``), its "auto" parts resolved: a count-based correction where the
+    counts may be used (no noise, or `PartyNoise` releasing them), else a plain sum."""
     if isinstance(voting, str):
         votes = SoftVotes() if voting == "soft" else HardVotes()
     else:
         votes = clone(voting)
     if votes.kind == "soft":
-        private = privacy is not None
+        counted = _counts_covered(privacy)
         if votes.pooling == "auto":
-            votes.set_params(pooling="sum" if private else "prior-corrected")
+            votes.set_params(pooling="prior-corrected" if counted else "sum")
         if votes.match_shares == "auto":
-            votes.set_params(match_shares=not private)
+            votes.set_params(match_shares=counted)
     return votes
+
+
+def _counts_covered(privacy):
+    """Whether the server may use the parties' class counts: without noise, or with
+    `PartyNoise` that releases them with noise of its own (an L1 party's counts are
+    all of it: no noise small enough to keep them useful covers them)."""
+    return privacy is None or getattr(privacy, "counts_gamma", None) is not None
 
 
 def target_task(estimator, targets, rows, n_rows):

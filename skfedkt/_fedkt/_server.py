@@ -57,12 +57,16 @@ def _student_models(students, codes):
 
 
 def check_upload(plan, checker, n_queries, bound):
-    """What a FedKT upload must hold: its rows and class counts (none at L2), as many
-    students as agreed with their class shares, the agreed number of queries and, at
-    L2, a guarantee no better than the data-independent bound `bound` the server
-    computes."""
+    """What a FedKT upload must hold: its rows and class counts (at L2 only where
+    they are released with noise), as many students as agreed with their class shares,
+    the agreed number of queries and, at L2, a guarantee no better than the
+    data-independent bound `bound` the server computes."""
     private = plan.level == "L2"
-    n_rows, _ = checker.rows_and_counts(counts_required=not private)
+    n_rows, counts = checker.rows_and_counts(
+        counts_required=not private or plan.releases_counts)
+    if private and not plan.releases_counts and counts is not None:
+        checker.refuse("class_counts", "sent at L2, where the agreed votes use none and no "
+                       "noise covers them")
     n_teachers, agreed = checker.count("n_teachers", positive=True), plan.teachers_for(n_rows)
     if n_teachers != agreed:
         checker.refuse("n_teachers", f"{n_teachers}, the agreed n_teachers="
@@ -414,6 +418,9 @@ def privacy_report(plan, party_privacy, parties, query_votes, n_queries):
         f"histogram tier, {'Gaussian standard deviation' if gaussian else 'Laplace scale'}"
         f" 1/gamma = {1 / plan.privacy.gamma:.4g}, {'L2' if gaussian else 'L1'} sensitivity "
         f"{sensitivity:.4g}; {bounds}." + (uploads if level == "L1" else "")
+        + (f" Each party also releases its class counts with noise of scale 1/counts_gamma "
+           f"= {1 / plan.counts_gamma:.4g}, composed into its epsilon."
+           if plan.releases_counts else "")
     )
     return PrivacyReport(
         level=level, unit="party" if level == "L1" else "example", gamma=plan.privacy.gamma,

@@ -42,9 +42,10 @@ class SoftVotes(BaseEstimator):
         own class shares and pools what remains, the evidence about the example, by
         least squares, then adds the global class shares back (user guide, "Under label
         skew"); a party that never saw a class says nothing about it instead of voting
-        against it. This uses every party's class counts, which no accountant covers, so
-        it is refused with a privacy mechanism. ``"auto"`` is ``"prior-corrected"``
-        without one, else ``"sum"``.
+        against it. This uses every party's class counts: allowed without a privacy
+        mechanism, and with ``PartyNoise(counts_gamma=...)``, whose parties release them
+        with noise. ``"auto"`` is ``"prior-corrected"`` where they may be used, else
+        ``"sum"``.
     match_shares : bool or "auto", default="auto"
         If True, the server adds one offset per class to the logarithm of its pooled
         votes, so that the share of every class among the labels it gives the public
@@ -52,8 +53,8 @@ class SoftVotes(BaseEstimator):
         training rows (from the parties' class counts): forests trained on skewed
         parties rank examples well but shrink a minority class's probability toward
         their own priors. This assumes the public data comes from the population of the
-        training rows, and uses the class counts: refused with a privacy mechanism.
-        ``"auto"`` is True without one, else False.
+        training rows, and uses the class counts, as `pooling` does. ``"auto"`` is True
+        where they may be used, else False.
 {_MIN_PUBLIC_ROWS_DOC.format(default=MIN_PUBLIC_ROWS)}
 
     Examples

@@ -344,7 +344,22 @@ def gaussian_epsilon(n_releases, *, sigma, delta, sensitivity):
     """
     if n_releases == 0:
         return 0.0
-    mu = np.sqrt(n_releases) * sensitivity / sigma
+    return gdp_epsilon(np.sqrt(n_releases) * sensitivity / sigma, delta=delta)
+
+
+def gdp_epsilon(mu, *, delta):
+    """The exact epsilon at `delta` of a ``mu``-Gaussian-DP guarantee (Balle and Wang,
+    2018): Gaussian releases of different noise compose to
+    ``mu = sqrt(sum(mu_i ** 2))``.
+
+    Examples
+    --------
+    >>> from skfedkt._privacy._accounting import gdp_epsilon
+    >>> round(gdp_epsilon(1.0, delta=1e-5), 3)
+    4.377
+    """
+    if mu == 0:
+        return 0.0
 
     def excess(epsilon):  # delta(epsilon) - delta, decreasing in epsilon
         return (norm.cdf(mu / 2 - epsilon / mu)

@@ -6,6 +6,8 @@ estimator without one (``privacy=None``) adds no noise and guarantees nothing.
 
 from numbers import Real
 
+import numpy as np
+
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -79,7 +81,19 @@ class PartyNoise(_VoteNoise):
     every party, so every student, and hence the final model, is differentially private
     at the *example* level, even towards the server. Each party's noise comes from its
     own secret ``party_seed`` in a deployment.
-{_PARAMETERS}
+{_PARAMETERS}    counts_gamma : float, "gamma" or None, default="gamma"
+        Inverse scale of the noise (the same kind as `noise`) on the class counts each
+        party releases beside its students when the server pools soft votes: with them
+        the server corrects the votes for the parties' class mixes and keeps the final
+        labels at the training rows' class shares (``SoftVotes``'s "auto" parts), so the
+        final model does not collapse to the majority class. One example moves two
+        counts by one (sensitivity 2 in L1 norm, ``sqrt(2)`` in L2 norm), as it moves a
+        vote: with ``"gamma"`` (the votes' own `gamma`) the counts cost what one more
+        vote histogram costs. The release is composed into every party's epsilon; the
+        noisy counts are rounded to non-negative integers summing to the party's rows.
+        ``None`` releases no counts: the server sums the votes and matches no shares.
+        Hard votes release none.
+
     Examples
     --------
     >>> from skfedkt import FedKTClassifier
@@ -89,6 +103,42 @@ class PartyNoise(_VoteNoise):
     """
 
     level = "L2"
+
+    _parameter_constraints = {
+        **_VoteNoise._parameter_constraints,
+        "counts_gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"gamma"}),
+                         None],
+    }
+
+    def __init__(self, gamma=0.05, *, noise="laplace", query_fraction=1.0, delta=1e-5,
+                 counts_gamma="gamma"):
+        super().__init__(gamma, noise=noise, query_fraction=query_fraction, delta=delta)
+        self.counts_gamma = counts_gamma
+
+
+def noisy_class_counts(counts, *, gamma, noise, random_state):
+    """`counts` with noise of scale ``1 / gamma`` (``"laplace"`` or ``"gaussian"``) on
+    every count, post-processed to non-negative integers with the same sum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfedkt._privacy._mechanisms import noisy_class_counts
+    >>> released = noisy_class_counts(np.array([900, 100, 0]), gamma=0.05,
+    ...                               noise="gaussian", random_state=np.random.RandomState(0))
+    >>> int(released.sum()), bool((released >= 0).all())
+    (1000, True)
+    """
+    counts = np.asarray(counts)
+    draw = random_state.laplace if noise == "laplace" else random_state.normal
+    noisy = np.clip(counts + draw(scale=1 / gamma, size=counts.shape), 0, None)
+    total = counts.sum()
+    shares = noisy / noisy.sum() if noisy.sum() > 0 else np.full(len(counts), 1 / len(counts))
+    # largest remainders: the rounded counts keep the party's number of rows
+    released = np.floor(shares * total).astype(int)
+    remainders = shares * total - released
+    released[np.argsort(-remainders, kind="stable")[: total - released.sum()]] += 1
+    return released
 
 
 class BitFlips(BaseEstimator):
