@@ -28,7 +28,7 @@ TINY = {
     "bench_label_skew": (["--datasets", "wine", "--betas", "1", "--seeds", "1", "--n-jobs",
                           "1", "--trees", "2"], "| wine | 1 | 4 |"),
     "bench_privacy": (["--tasks", "cod-rna", "--seeds", "1", "--n-jobs", "1", "--trees", "2",
-                       "--cod-rna-rows", "8000", "--levels", "L1"], "| cod-rna | L1 |"),
+                       "--cod-rna-rows", "8000"], "| cod-rna | L2 |"),
     "bench_scaling": (["--algorithms", "oneshot", "--parties", "4", "--rows", "--n-jobs",
                        "1"], "oneshot"),
     "bench_share_tolerance": (["--datasets", "wine", "--betas", "1", "--seeds", "1",
@@ -91,18 +91,23 @@ def test_privacy_benchmark_calibrates_gaussian_noise_to_the_papers_epsilons(monk
 
     for row in bench_privacy.PAPER_ROWS:
         task, level, gamma, n_queries, epsilon, *_ = row
-        _, paper, paper_queries = bench_privacy.configure(row, "paper", 2.0)
+        _, paper, paper_queries = bench_privacy.configure(row, "paper", 2.0, 10**6)
         assert (paper.level, paper.noise, paper.gamma, paper_queries) == (
             level, "laplace", gamma, n_queries)
-        _, ours, queries = bench_privacy.configure(row, "skfedkt", 2.0)
+        _, ours, queries = bench_privacy.configure(row, "skfedkt", 2.0, 10**6)
         assert ours.noise == "gaussian" and queries == 2 * n_queries
         _, s, _ = bench_privacy.LEVELS[level]
         # L1: one party moves its s votes per query; L2: every one of the s partitions
-        # answers every query, one example moving one teacher vote in each
+        # answers every query, one example moving one teacher vote in each, and the
+        # class counts are one more release of the same noise
         releases, sensitivity = ((queries, 2 ** 0.5 * s) if level == "L1"
-                                 else (queries * s, 2 ** 0.5))
+                                 else (queries * s + 1, 2 ** 0.5))
         assert np.isclose(gaussian_epsilon(releases, sigma=1 / ours.gamma, delta=1e-5,
                                            sensitivity=sensitivity), epsilon, rtol=1e-6)
+        # by default 10 times the paper's queries at L2, at most the public set
+        _, _, default_queries = bench_privacy.configure(row, "skfedkt", None, 5000)
+        factor = bench_privacy.QUERIES_FACTOR[level]
+        assert default_queries == min(round(factor * n_queries), 5000)
 
 
 def test_membership_benchmark_audits_uploads_by_their_party_step(monkeypatch, capsys):

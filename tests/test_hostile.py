@@ -14,6 +14,7 @@ import zipfile
 import numpy as np
 import pytest
 import skops.io
+from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.neighbors import KNeighborsClassifier
@@ -522,6 +523,20 @@ def test_a_false_party_guarantee_at_l2_is_refused(l2_uploads, data, privacy):
     error = _refused([crafted, *uploads[1:]], data, "privacy", clf=clf)
     assert error.field.startswith("privacy")
     assert _server(uploads, data, clf=clf).epsilon_ > 0
+
+
+def test_l2_class_counts_come_exactly_where_the_votes_release_them(l2_uploads, data):
+    clf, uploads = l2_uploads
+    # soft votes: each party releases noisy counts; one that withholds them is refused
+    crafted = _crafted(uploads[0], manifest=_manifest_set("class_counts", None))
+    assert _refused([crafted, *uploads[1:]], data, "class_counts", clf=clf).party == 0
+    # without a count release, counts sent anyway would go out unprotected: refused
+    quiet = clone(clf).set_params(privacy__counts_gamma=None)
+    quiet_uploads = [upload.to_bytes() for upload in _uploads(quiet, data)]
+    crafted = _crafted(quiet_uploads[0], manifest=lambda manifest: manifest.__setitem__(
+        "class_counts", [manifest["n_rows"], 0]))
+    error = _refused([crafted, *quiet_uploads[1:]], data, "class_counts", clf=quiet)
+    assert "no noise covers them" in str(error)
 
 
 @pytest.fixture(scope="module")
