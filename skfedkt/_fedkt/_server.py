@@ -42,7 +42,7 @@ from ._plan import target_task
 
 # standard errors by which the server's label shares may differ from the training's
 # before it shifts them (see match_shares). Measured on random public subsets
-# (benchmarks/bench_share_tolerance.py): 0 forces exact shares and costs up to 3 points
+# (benchmarks/bench_share_tolerance.py): 0 forces exact shares and costs up to 2 points
 # where the votes were right; 2 gains far less under strong skew.
 SHARE_TOLERANCE = 1.0
 
