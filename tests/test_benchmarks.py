@@ -104,7 +104,7 @@ def test_privacy_benchmark_calibrates_gaussian_noise_to_the_papers_epsilons(monk
                                  else (queries * s + 1, 2 ** 0.5))
         assert np.isclose(gaussian_epsilon(releases, sigma=1 / ours.gamma, delta=1e-5,
                                            sensitivity=sensitivity), epsilon, rtol=1e-6)
-        # by default 10 times the paper's queries at L2, at most the public set
+        # by default QUERIES_FACTOR times the paper's queries, at most the public set
         _, _, default_queries = bench_privacy.configure(row, "skfedkt", None, 5000)
         factor = bench_privacy.QUERIES_FACTOR[level]
         assert default_queries == min(round(factor * n_queries), 5000)
