@@ -145,9 +145,8 @@ class FedKTParty:
     def upload(self, student_models, manifest):
         """Line 13: what the party sends, its students, and the facts the server needs:
         its class counts (at L2 only with noise, where its soft votes use them), its
-        students' class
-        shares and, at L2, its privacy guarantee; and what the upload reveals when its
-        students learned the party's rows."""
+        students' class shares and, at L2, its privacy guarantee; and what the upload
+        reveals when its students learned the party's rows."""
         plan = self.plan
         private = plan.level == "L2"
         counts = self.class_counts
