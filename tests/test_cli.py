@@ -98,7 +98,7 @@ def test_teachers_flag_reaches_fedkt(argv, teachers):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--dataset", "mnist"], "argument --dataset: invalid choice: 'mnist'"),
+        (["--dataset", "imagenet"], "argument --dataset: invalid choice: 'imagenet'"),
         (["--beta", "0"], "argument --beta: must be > 0, got 0"),
         (["--beta", "-1"], "argument --beta: must be > 0, got -1"),
         (["--trials", "many"], "argument --trials: 'many' is not a number"),

@@ -1,5 +1,7 @@
 """load_federated, the local-file loaders and the SOLO baseline."""
 
+import gzip
+
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -142,8 +144,8 @@ def test_loader_errors(tmp_path):
     with pytest.raises(ValueError, match="Cannot split 112 training rows of 'iris'"):
         load_federated("iris", n_parties=500)
     with pytest.raises(ValueError, match="name"):
-        load_federated("mnist")
-    assert "mnist" not in DATASETS
+        load_federated("imagenet")
+    assert "imagenet" not in DATASETS and "mnist" in DATASETS
 
 
 def test_solo_scores_train_each_party_alone():
@@ -155,3 +157,87 @@ def test_solo_scores_train_each_party_alone():
     mixed = np.arange(len(y)) % 3
     assert (solo_scores(DecisionTreeClassifier(), X, y, mixed, X, y) > 0.8).all()
 
+
+
+# --- the paper's image datasets, from tiny files in their distributed formats -----------
+
+
+def _idx(array, magic):
+    header = magic.to_bytes(4, "big") + b"".join(
+        n.to_bytes(4, "big") for n in array.shape)
+    return header + array.astype(np.uint8).tobytes()
+
+
+def _write_mnist(folder, n_train=45, n_test=15, compress=False):
+    rng = np.random.RandomState(0)
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        for kind, array, magic in (
+            ("images-idx3-ubyte", rng.randint(0, 256, (n, 28, 28)), 0x0803),
+            ("labels-idx1-ubyte", np.arange(n) % 3, 0x0801),
+        ):
+            data = _idx(array, magic)
+            path = folder / f"{prefix}-{kind}"
+            if compress:
+                path.with_name(path.name + ".gz").write_bytes(gzip.compress(data))
+            else:
+                path.write_bytes(data)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_mnist_is_read_from_its_idx_files(tmp_path, compress):
+    _write_mnist(tmp_path, compress=compress)
+    data = load_federated("mnist", path=tmp_path, n_parties=2, min_party_size=1,
+                          random_state=0)
+    assert data.X_train.shape[1] == 784 and data.X_train.dtype == np.float32
+    assert 0 <= data.X_train.min() and data.X_train.max() <= 1
+    total = len(data.X_train) + len(data.X_public) + len(data.X_test)
+    assert total == 60
+
+
+def test_a_malformed_idx_file_is_named(tmp_path):
+    _write_mnist(tmp_path)
+    labels = tmp_path / "t10k-labels-idx1-ubyte"
+    labels.write_bytes(labels.read_bytes()[:-3])  # the header announces 15 labels
+    with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.*does not match"):
+        load_federated("mnist", path=tmp_path, n_parties=2, min_party_size=1)
+    (tmp_path / "train-images-idx3-ubyte").unlink()
+    with pytest.raises(FileNotFoundError, match="No train-images-idx3-ubyte"):
+        load_federated("mnist", path=tmp_path, n_parties=2, min_party_size=1)
+
+
+def test_svhn_is_read_from_its_matlab_files(tmp_path):
+    from scipy.io import savemat
+
+    rng = np.random.RandomState(0)
+    for name, n in (("train_32x32.mat", 24), ("test_32x32.mat", 16)):
+        savemat(tmp_path / name, {"X": rng.randint(0, 256, (32, 32, 3, n)).astype(np.uint8),
+                                  "y": (np.arange(n) % 10 + 1)[:, None]})
+    from skfedkt.datasets._images import load_svhn
+
+    X, y = load_svhn(tmp_path)
+    assert X.shape == (40, 32 * 32 * 3) and set(y) == set(range(10))  # label 10 is 0
+    savemat(tmp_path / "test_32x32.mat", {"X": np.zeros((8, 8, 3, 2), np.uint8),
+                                          "y": np.ones((2, 1))})
+    with pytest.raises(ValueError, match="test_32x32.mat does not hold SVHN"):
+        load_svhn(tmp_path)
+
+
+def test_cifar10_is_read_from_its_binary_batches(tmp_path):
+    from skfedkt.datasets._images import CIFAR10_FILES, load_cifar10
+
+    image = np.zeros((3, 32, 32), np.uint8)
+    image[0] = 255  # a red image: channels last, the first is 1 after scaling
+    for name in CIFAR10_FILES:
+        records = [np.concatenate([[label], image.ravel()]) for label in (3, 7)]
+        (tmp_path / name).write_bytes(np.array(records, np.uint8).tobytes())
+    X, y = load_cifar10(tmp_path)
+    assert X.shape == (12, 3072) and list(y[:2]) == [3, 7]
+    assert_array_equal(X[0].reshape(32, 32, 3)[0, 0], [1.0, 0.0, 0.0])
+    (tmp_path / "test_batch.bin").write_bytes(b"\x00" * 100)
+    with pytest.raises(ValueError, match="test_batch.bin is not a CIFAR-10 binary batch"):
+        load_cifar10(tmp_path)
+
+
+def test_image_datasets_take_a_folder_and_others_refuse_it(tmp_path):
+    with pytest.raises(ValueError, match="path is for the real datasets"):
+        load_federated("digits", path=tmp_path)

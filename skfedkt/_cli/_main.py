@@ -88,9 +88,11 @@ def build_parser():
 def _add_run_arguments(run):
     data = run.add_argument_group("data")
     data.add_argument("--dataset", choices=DATASETS, default="digits",
-                      help="adult, cod-rna and covtype need --data-path or the network")
+                      help="adult, cod-rna, covtype, mnist, svhn and cifar10 need "
+                      "--data-path or the network")
     data.add_argument("--data-path", help="local LIBSVM or CSV file (UCI's adult.data too) "
-                      "for adult, cod-rna, covtype")
+                      "for adult, cod-rna, covtype; the folder of the distributed files "
+                      "for mnist, svhn, cifar10")
     data.add_argument("--parties", type=_positive(int), default=None,
                       help="number of parties; default: "
                       + ", ".join(f"{n} for {d}" for d, n in DEFAULT_PARTIES.items())

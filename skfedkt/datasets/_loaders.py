@@ -21,6 +21,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.multiclass import type_of_target
 
+from ._images import IMAGE_LOADERS
 from ._partition import dirichlet_partition, iid_partition
 
 BUNDLED = {
@@ -31,7 +32,9 @@ BUNDLED = {
 }
 # the FedKT paper's tabular datasets (LIBSVM versions) and their OpenML ids
 REAL = {"adult": 1590, "cod-rna": 351, "covtype": 1596}
-DATASETS = sorted([*BUNDLED, "synthetic", *REAL])
+# its image datasets (read from their distributed files, see _images.py) and OpenML ids
+IMAGES = {"mnist": 554, "svhn": 41081, "cifar10": 40927}
+DATASETS = sorted([*BUNDLED, "synthetic", *REAL, *IMAGES])
 
 
 # how CSV files mark a missing feature value (UCI's census data uses "?")
@@ -220,20 +223,28 @@ def _load(name, *, path, n_samples, n_features, n_classes, random_state):
             n_samples=n_samples, n_features=n_features, n_informative=max(2, n_features // 2),
             n_classes=n_classes, random_state=random_state,
         )
+    if path is not None and name in IMAGE_LOADERS:
+        return IMAGE_LOADERS[name](path)
     if path is not None:
         # one file holds the whole dataset, so codes of text columns are consistent
         return load_local_file(path, text_features="ordinal")
     # needs the network; a local copy is read with `path`
+    local_copy = ("the folder of its distributed files" if name in IMAGES
+                  else "a local LIBSVM or CSV copy of it")
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="A network error occurred")
-            X, y = fetch_openml(data_id=REAL[name], return_X_y=True, as_frame=False)
+            X, y = fetch_openml(data_id={**REAL, **IMAGES}[name], return_X_y=True,
+                                as_frame=False)
     except OSError as exc:  # URLError and its kin, e.g. offline
         raise OSError(
             f"Could not download {name!r} from OpenML ({exc}). Without the network, pass "
-            "a local LIBSVM or CSV copy of it as path (--data-path on the command line)."
+            f"{local_copy} as path (--data-path on the command line)."
         ) from exc
-    return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float), y
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+    if name in IMAGES:  # pixels in [0, 1], as the local files give them
+        return (X / 255).astype(np.float32), np.asarray(y).astype(np.int64)
+    return X, y
 
 
 @validate_params(
@@ -278,11 +289,16 @@ def load_federated(
     Parameters
     ----------
     name : {"digits", "breast_cancer", "wine", "iris", "synthetic", "adult", "cod-rna", \
-"covtype"}
+"covtype", "mnist", "svhn", "cifar10"}
         The bundled scikit-learn datasets and ``"synthetic"`` (``make_classification``)
         work offline. ``"adult"`` (a9a), ``"cod-rna"`` and ``"covtype"``, the paper's
         tabular datasets, are read from `path` when given (LIBSVM or CSV, see
-        `load_local_file`), else fetched from OpenML, which needs the network.
+        `load_local_file`), else fetched from OpenML, which needs the network. So are
+        its image datasets ``"mnist"``, ``"svhn"`` and ``"cifar10"``, whose `path` is
+        the folder of their distributed files (MNIST's four IDX files, gzipped or not;
+        SVHN's ``train_32x32.mat`` and ``test_32x32.mat``; CIFAR-10's binary batches,
+        never its pickled python version): training and test rows are pooled before the
+        split, pixels scaled to [0, 1] and flattened, channels last.
     n_parties : int, default=10
         Number of parties.
     beta : float, default=0.5
@@ -316,8 +332,9 @@ def load_federated(
     >>> np.unique(data.groups)
     array([0, 1, 2, 3, 4])
     """
-    if path is not None and name not in REAL:
-        raise ValueError(f"path is for the real datasets {sorted(REAL)}, not {name!r}.")
+    if path is not None and name not in REAL and name not in IMAGES:
+        raise ValueError(
+            f"path is for the real datasets {sorted([*REAL, *IMAGES])}, not {name!r}.")
     if public_fraction + test_fraction >= 1:
         raise ValueError(
             f"public_fraction + test_fraction = {public_fraction + test_fraction:g} leaves "
