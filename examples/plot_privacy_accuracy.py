@@ -96,7 +96,11 @@ for level, gamma, n_queries, accuracy, epsilon, dependent, independent in rows:
 # parties' unanimous votes leave wide gaps that the noise rarely overturns. L2 protects
 # every example even from a curious server, but each teacher histogram has only
 # ``n_teachers`` votes, so it needs much less noise, hence a larger epsilon, for the same
-# accuracy: the price of the stronger threat model.
+# accuracy: the price of the stronger threat model. At L2 each party also releases its
+# class counts with the votes' noise (``PartyNoise(counts_gamma="gamma")``, one more
+# release inside its epsilon), so that the server can correct the votes for every
+# party's class mix; ``counts_gamma=None`` keeps them back, and the server then sums the
+# votes as they are.
 # one colour per gamma in both panels
 all_gammas = sorted({gamma for gammas in levels.values() for gamma in gammas})
 colours = dict(zip(all_gammas, plt.cm.viridis(np.linspace(0, 0.85, len(all_gammas)))))

@@ -185,6 +185,18 @@ def test_share_matching_offsets_reach_the_target_shares():
     assert np.abs(np.bincount(labels, minlength=4) / 2000 - target).sum() < 0.01
 
 
+def test_share_matching_converges_where_every_vote_lies_within_one_step():
+    # pooled votes that all lean to class 0 by log-ratios spread by 0.1 (a census L2 fit's
+    # were): a fixed step of 0.1 overshot back and forth and kept zero offsets, one class
+    rng = np.random.RandomState(0)
+    minority = 1 / (1 + np.exp(-rng.normal(-0.46, 0.1, size=4070)))
+    proba = np.column_stack([1 - minority, minority])
+    tolerance = np.sqrt(0.24 * 0.76 / 4070)
+    offsets = share_matching_offsets(proba, np.array([0.76, 0.24]), tolerance=tolerance)
+    labels = (np.log(proba) + offsets).argmax(axis=1)
+    assert abs(np.mean(labels) - 0.24) <= tolerance
+
+
 def test_share_matching_keeps_labels_that_already_match_and_classes_without_scores():
     proba = np.array([[0.9, 0.1, 0.0], [0.2, 0.8, 0.0], [0.7, 0.3, 0.0], [0.4, 0.6, 0.0]])
     assert_array_equal(share_matching_offsets(proba, np.array([0.5, 0.5, 0.0])), 0.0)

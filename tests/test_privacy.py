@@ -403,6 +403,7 @@ def test_l2_count_release_is_composed_into_every_partys_epsilon(noise):
         assert counted.epsilon == pytest.approx(
             gdp_epsilon(np.sqrt(2) * np.hypot(np.sqrt(200) * 0.5, 0.1), delta=1e-5))
         votes = np.tile([4, 0], (200, 1))
+        # Renyi DP of order l + 1 of the counts: (l + 1) * sqrt(2)^2 / (2 * 10^2)
         orders = np.asarray(DEFAULT_ORDERS, dtype=float)
         moments = (gnmax_log_moments(votes, sigma=2.0) + orders * (orders + 1) * 0.1**2)
         assert counted.data_dependent_epsilon == pytest.approx(

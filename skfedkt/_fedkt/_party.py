@@ -27,6 +27,7 @@ from .._privacy._accounting import (
     _largest_order_noted,
     data_independent_epsilon,
     epsilon_from_log_moments,
+    gaussian_log_moments,
     gdp_epsilon,
     gnmax_log_moments,
     pate_log_moments,
@@ -273,10 +274,9 @@ def party_guarantee(plan, log_moments, n_queries):
     privacy, n_releases = plan.privacy, plan.n_students * n_queries
     soft_labels, gaussian = plan.learns_soft_labels("students"), privacy.noise == "gaussian"
     counts_gamma = plan.counts_gamma if plan.releases_counts else 0.0
-    if gaussian:
-        # Renyi DP of order l + 1 of the Gaussian counts: (l + 1) * 2 gamma^2 / 2
-        orders = np.asarray(DEFAULT_ORDERS, dtype=float)
-        log_moments = log_moments + orders * (orders + 1) * counts_gamma**2
+    if gaussian and counts_gamma:
+        log_moments = log_moments + gaussian_log_moments(
+            sigma=1 / counts_gamma, sensitivity=ONE_VOTE_L2, orders=DEFAULT_ORDERS)
     with _largest_order_noted() as largest_order:
         data_dependent = np.nan if soft_labels else epsilon_from_log_moments(
             log_moments, delta=privacy.delta, orders=DEFAULT_ORDERS

@@ -17,6 +17,7 @@ from .._engine._plan import Plan
 from .._engine._seeds import derived_random_state
 from .._engine._validation import stack_rows
 from .._engine._voting import plurality_vote
+from .._privacy._mechanisms import add_noise
 from ._votes import HardVotes, SoftVotes
 
 # the paper's teachers per partition (its t). With n_teachers="auto" a party trains from
@@ -193,8 +194,8 @@ class FedKTPlan(Plan):
         noisy = self.level == level
         for votes in histograms:
             if noisy:
-                draw = noise_rng.laplace if self.privacy.noise == "laplace" else noise_rng.normal
-                votes = votes + draw(scale=1 / self.privacy.gamma, size=votes.shape)
+                votes = add_noise(votes, noise=self.privacy.noise, gamma=self.privacy.gamma,
+                                  random_state=noise_rng)
             if soft_labels:
                 votes = np.clip(votes, 0, None)
                 totals = votes.sum(axis=1, keepdims=True)

@@ -421,6 +421,20 @@ def _gnmax_rdp(log_q, sigma, orders):
     return np.where(np.isneginf(log_q), 0.0, rdp)
 
 
+def gaussian_log_moments(*, sigma, sensitivity, orders=DEFAULT_ORDERS):
+    """Log moments ``l * RDP(l + 1)`` of one Gaussian release: Renyi DP of order ``a``
+    is ``a * sensitivity^2 / (2 sigma^2)`` (Mironov, 2017).
+
+    Examples
+    --------
+    >>> from skfedkt._privacy._accounting import gaussian_log_moments
+    >>> gaussian_log_moments(sigma=1.0, sensitivity=2 ** 0.5, orders=[1, 2])
+    array([2., 6.])
+    """
+    orders = np.asarray(orders, dtype=float)
+    return orders * (orders + 1) * sensitivity**2 / (2 * sigma**2)
+
+
 def gnmax_log_moments(vote_counts, *, sigma, sensitivity=ONE_VOTE_L2, orders=DEFAULT_ORDERS):
     """Log moments ``alpha(l) = l * RDP(l + 1)`` of GNMax answers, summed over queries.
 

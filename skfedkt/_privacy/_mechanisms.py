@@ -7,7 +7,6 @@ estimator without one (``privacy=None``) adds no noise and guarantees nothing.
 from numbers import Real
 
 import numpy as np
-
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -116,6 +115,13 @@ class PartyNoise(_VoteNoise):
         self.counts_gamma = counts_gamma
 
 
+def add_noise(values, *, noise, gamma, random_state):
+    """`values` with independent noise of scale ``1 / gamma`` on every entry: Laplace
+    (``noise="laplace"``) or Gaussian of that standard deviation (``"gaussian"``)."""
+    draw = random_state.laplace if noise == "laplace" else random_state.normal
+    return values + draw(scale=1 / gamma, size=np.shape(values))
+
+
 def noisy_class_counts(counts, *, gamma, noise, random_state):
     """`counts` with noise of scale ``1 / gamma`` (``"laplace"`` or ``"gaussian"``) on
     every count, post-processed to non-negative integers with the same sum.
@@ -130,8 +136,8 @@ def noisy_class_counts(counts, *, gamma, noise, random_state):
     (1000, True)
     """
     counts = np.asarray(counts)
-    draw = random_state.laplace if noise == "laplace" else random_state.normal
-    noisy = np.clip(counts + draw(scale=1 / gamma, size=counts.shape), 0, None)
+    noisy = np.clip(add_noise(counts, noise=noise, gamma=gamma, random_state=random_state),
+                    0, None)
     total = counts.sum()
     shares = noisy / noisy.sum() if noisy.sum() > 0 else np.full(len(counts), 1 / len(counts))
     # largest remainders: the rounded counts keep the party's number of rows

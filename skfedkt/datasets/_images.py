@@ -11,6 +11,7 @@ import gzip
 from pathlib import Path
 
 import numpy as np
+from scipy.io import loadmat
 
 # IDX files: magic number of unsigned bytes with 1 or 3 dimensions
 _IDX_LABELS, _IDX_IMAGES = 0x0801, 0x0803
@@ -69,8 +70,6 @@ def load_mnist(folder):
 def load_svhn(folder):
     """SVHN's 99,289 rows from ``train_32x32.mat`` and ``test_32x32.mat`` in `folder`
     (label 10, the digit 0, becomes 0)."""
-    from scipy.io import loadmat
-
     folder, parts = Path(folder), []
     for name in ("train_32x32.mat", "test_32x32.mat"):
         path = _find(folder, [name])
