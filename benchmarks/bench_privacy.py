@@ -37,14 +37,13 @@ from collections import defaultdict
 import numpy as np
 from _common import forest, parser, print_table, run_parallel
 from joblib import delayed
-from scipy.optimize import brentq
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
 
 from skfedkt import FedKTClassifier
 from skfedkt.datasets import dirichlet_partition, load_federated
-from skfedkt.privacy import PartyNoise, ServerNoise, gaussian_epsilon
+from skfedkt.privacy import PartyNoise, ServerNoise, gaussian_sigma
 
 # the paper's Table 2: (task, level, gamma, queries, epsilon, accuracy, L0 accuracy)
 PAPER_ROWS = [
@@ -84,13 +83,6 @@ def load(task, n_parties, seed, census_path, n_rows=99535):
                  X_test=X_test, y_test=y_test)
 
 
-def gaussian_sigma(epsilon, n_queries, sensitivity):
-    """The noise standard deviation whose exact epsilon for `n_queries` is `epsilon`."""
-    return brentq(lambda sigma: gaussian_epsilon(n_queries, sigma=sigma, delta=1e-5,
-                                                 sensitivity=sensitivity) - epsilon,
-                  1e-3, 1e6)
-
-
 NOISE_AT = {"L1": ServerNoise, "L2": PartyNoise}
 
 
@@ -106,10 +98,12 @@ def configure(row, method, queries_factor, n_public):
     n_queries = min(int(round(factor * n_queries)), n_public)
     sensitivity = np.sqrt(2) * (s if level == "L1" else 1)
     if level == "L1":
-        sigma = gaussian_sigma(epsilon, n_queries, sensitivity)
+        sigma = gaussian_sigma(n_queries, epsilon=epsilon, delta=1e-5,
+                               sensitivity=sensitivity)
         return params, ServerNoise(1 / sigma, noise="gaussian"), n_queries
     # every partition's queries, and the class counts released with the same noise
-    sigma = gaussian_sigma(epsilon, n_queries * s + 1, sensitivity)
+    sigma = gaussian_sigma(n_queries * s + 1, epsilon=epsilon, delta=1e-5,
+                           sensitivity=sensitivity)
     params.pop("voting")
     return params, PartyNoise(1 / sigma, noise="gaussian", counts_gamma="gamma"), n_queries
 

@@ -11,8 +11,12 @@ from ._engine._fitting import ClassCodeModel
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
 from ._oneshot import OneShotEnsembleClassifier
-from ._privacy._accounting import BitFlipPrivacyReport, PrivacyReport
-from ._privacy._mechanisms import BitFlips, PartyNoise, ServerNoise
+from ._privacy._accounting import (
+    BitFlipPrivacyReport,
+    PrivacyReport,
+    TeacherVotesPrivacyReport,
+)
+from ._privacy._mechanisms import BitFlips, PartyNoise, ServerNoise, TeacherVotes
 
 
 def save_model(estimator, path):
@@ -85,5 +89,5 @@ def _model_file_types():
     never a name prefix (a prefix would admit the package's functions too)."""
     return {f"{cls.__module__}.{cls.__qualname__}" for cls in (
         FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier, ClassCodeModel,
-        PrivacyReport, BitFlipPrivacyReport, ServerNoise, PartyNoise, BitFlips, SoftVotes,
-        HardVotes)}
+        PrivacyReport, BitFlipPrivacyReport, TeacherVotesPrivacyReport, ServerNoise,
+        PartyNoise, BitFlips, TeacherVotes, SoftVotes, HardVotes)}

@@ -19,6 +19,8 @@ TINY = {
                     "--trees", "2"], "identical predictions: True"),
     "bench_deployment": (["--datasets", "breast_cancer", "--parties", "3", "--trees", "2"],
                          "| breast_cancer | fedct |"),
+    "bench_fedct_privacy": (["--seeds", "1", "--n-jobs", "1"],
+                            "| breast_cancer | TeacherVotes | 4 |"),
     "bench_fedct_tables": (["--seeds", "1", "--models", "0"], "decision tree (paper 0.89)"),
     "bench_final_model": (["--datasets", "wine", "--seeds", "1", "--n-jobs", "1", "--trees",
                            "2"], "| margin weights, 10000 rows |"),

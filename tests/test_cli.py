@@ -75,6 +75,16 @@ def test_privacy_options_reach_the_estimators(capsys):
         assert line.split()[-2] not in ("-", "inf")
 
 
+def test_fedct_teacher_votes_from_the_command_line(capsys):
+    status = main(["--dataset", "breast_cancer", "--estimator", "lr", "--trials", "1",
+                   "--quiet", "--algorithms", "fedct", "--dp-epsilon", "4", "--dp-teachers",
+                   "3", "--rounds", "2"])
+    assert status == 0
+    line = next(line for line in capsys.readouterr().out.splitlines()
+                if line.startswith("fedct"))
+    assert float(line.split()[-2]) == pytest.approx(4.0, abs=0.01)  # the whole budget
+
+
 def test_defaults_match_the_documented_main_job():
     args = build_parser().parse_args(["run"])
     assert (args.dataset, args.estimator, args.beta, args.trials) == ("digits", "rf", 0.5, 3)
@@ -123,6 +133,10 @@ def test_noise_flags_without_noise_are_refused(capsys):
                      "L1 or L2; at L0 no noise is added"]
     assert main(["--dp-sensitivity", "4"]) == 2
     assert "--dp-sensitivity sets the bit flips of --dp-epsilon" in capsys.readouterr().err
+    for flags in (["--dp-teachers", "5"],
+                  ["--dp-teachers", "5", "--dp-epsilon", "4", "--dp-sensitivity", "2"]):
+        assert main(flags) == 2
+        assert "--dp-teachers shares noisy teacher votes" in capsys.readouterr().err
 
 
 def test_impossible_partitions_exit_with_one_clear_line(capsys):

@@ -23,7 +23,7 @@ from skfedkt import (
     UploadError,
     read_upload,
 )
-from skfedkt.privacy import BitFlips, PartyNoise, ServerNoise
+from skfedkt.privacy import BitFlips, PartyNoise, ServerNoise, TeacherVotes
 
 N_PARTIES = 3
 
@@ -121,8 +121,10 @@ def _fedct_rounds(clf, consortium, tmp_path, share_model=None):
 
 
 @pytest.mark.parametrize("params", [dict(), dict(n_rounds=0),
-                                    dict(privacy=BitFlips(50.0), n_rounds=3)],
-                         ids=["default", "local-only", "bit-flips"])
+                                    dict(privacy=BitFlips(50.0), n_rounds=3),
+                                    dict(privacy=TeacherVotes(8.0, n_teachers=3,
+                                                              n_queries=20), n_rounds=3)],
+                         ids=["default", "local-only", "bit-flips", "teacher-votes"])
 def test_fedct_files_give_the_model_fit_gives(consortium, tmp_path, params):
     X, y, party, X_public, X_test = consortium
     clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), random_state=0, **params)

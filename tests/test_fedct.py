@@ -10,7 +10,7 @@ from joblib import parallel_config
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn import config_context
 from sklearn.base import clone
-from sklearn.datasets import make_classification
+from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_validate, train_test_split
@@ -20,8 +20,17 @@ from xgboost import XGBClassifier
 
 from skfedkt import FedCTClassifier
 from skfedkt._engine._voting import count_votes, plurality_vote
-from skfedkt._fedct._party import share_labels
-from skfedkt.privacy import BitFlips, bit_flip_epsilon, bit_flip_probability
+from skfedkt._fedct._party import FedCTParty, share_labels
+from skfedkt._fedct._plan import FedCTPlan
+from skfedkt.privacy import (
+    BitFlips,
+    TeacherVotes,
+    bit_flip_epsilon,
+    bit_flip_probability,
+    gaussian_epsilon,
+    gaussian_sigma,
+    unanimous_flip_probability,
+)
 
 
 @pytest.fixture(scope="module")
@@ -276,3 +285,87 @@ def test_upload_bytes_count_one_bit_per_public_example_class_and_round(parties_d
         X, y, groups=party, X_unlabeled=X_public
     )
     assert_array_equal(clf.upload_bytes_, [3 * int(np.ceil(150 * 3 / 8))] * 4)
+
+
+# --- teacher votes: a sensitivity bounded by construction --------------------------------
+
+
+def test_teacher_votes_report_composes_every_noisy_histogram(parties_data):
+    X, y, party, X_public = parties_data
+    privacy = TeacherVotes(4.0, n_teachers=5, n_queries=30)
+    clf = FedCTClassifier(LogisticRegression(), n_rounds=3, n_iter_no_change=10,
+                          privacy=privacy, random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    report = clf.privacy_report_
+    # the noise is set for every query of every round: a fit that ran them all spends
+    # exactly the budget
+    assert (report.n_queries, report.n_rounds, report.n_releases) == (30, 3, 90)
+    assert report.sigma == pytest.approx(
+        gaussian_sigma(90, epsilon=4.0, delta=1e-5, sensitivity=np.sqrt(2)))
+    assert clf.epsilon_ == pytest.approx(4.0)
+    assert report.flip_probability == pytest.approx(
+        unanimous_flip_probability(5, 3, report.sigma))
+    assert "5 teachers on disjoint parts" in str(report)
+    # the server labels only queried rows
+    assert clf.consensus_mask_.sum() <= 30
+
+
+def test_teacher_votes_stopping_early_spends_less(parties_data):
+    X, y, party, X_public = parties_data
+    clf = FedCTClassifier(LogisticRegression(), n_rounds=8, n_iter_no_change=1,
+                          privacy=TeacherVotes(4.0, n_teachers=5, n_queries=30),
+                          random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
+    assert clf.n_rounds_ < 8
+    assert clf.epsilon_ == pytest.approx(gaussian_epsilon(
+        30 * clf.n_rounds_, sigma=clf.privacy_report_.sigma, delta=1e-5,
+        sensitivity=np.sqrt(2)))
+    assert clf.epsilon_ < 4.0
+
+
+def test_teachers_learn_from_disjoint_parts_of_the_partys_rows(parties_data):
+    X, y, party, X_public = parties_data
+    clf = FedCTClassifier(n_rounds=1, privacy=TeacherVotes(4.0, n_teachers=7),
+                          random_state=0)
+    plan = FedCTPlan.of(clf)
+    rows = np.flatnonzero(party == "a")
+    member = FedCTParty(plan, "a", None, rows, y, np.random.RandomState(0))
+    parts = member.teacher_rows
+    assert len(parts) == 7
+    assert_array_equal(np.sort(np.concatenate(parts)), rows)  # each row in exactly one
+    # a party with fewer rows than teachers has one teacher a row
+    assert len(FedCTParty(plan, "b", None, rows[:3], y,
+                          np.random.RandomState(0)).teacher_rows) == 3
+
+
+def test_the_last_round_of_n_rounds_shares_nothing(parties_data):
+    # the server votes on rounds 0 .. n_rounds - 1 only: the final models' labels would
+    # be a release outside the accounting
+    X, y, party, X_public = parties_data
+    for privacy, key in [(BitFlips(1.0), "labels"), (TeacherVotes(4.0), "vote_counts")]:
+        clf = FedCTClassifier(LogisticRegression(), n_rounds=0, privacy=privacy,
+                              random_state=0)
+        upload = clf.fit_party(X[party == "a"], y[party == "a"], party="a", classes=[0, 1, 2],
+                               X_unlabeled=X_public)
+        assert upload.payload[key] is None
+        fitted = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+        assert fitted.epsilon_ == 0.0
+
+
+def test_teacher_votes_stay_near_non_private_where_bit_flips_fall_to_chance():
+    # the FedCT paper's BreastCancer protocol (5 parties sharing 85 rows, 370 public)
+    X, y = load_breast_cancer(return_X_y=True)
+    X_rest, X_test, y_rest, y_test = train_test_split(X, y, test_size=114, stratify=y,
+                                                      random_state=0)
+    X_train, X_public, y_train, _ = train_test_split(X_rest, y_rest, train_size=85,
+                                                     stratify=y_rest, random_state=0)
+    party = np.arange(85) % 5
+
+    def accuracy(**params):
+        clf = FedCTClassifier(DecisionTreeClassifier(max_depth=4), random_state=0, **params)
+        return clf.fit(X_train, y_train, groups=party,
+                       X_unlabeled=X_public).score(X_test, y_test)
+
+    plain = accuracy(n_rounds=5)
+    assert accuracy(n_rounds=5, privacy=BitFlips(4.0 / 5)) < plain - 0.2
+    assert accuracy(n_rounds=5, privacy=TeacherVotes(4.0, n_teachers=3, n_queries=20)) > (
+        plain - 0.05)

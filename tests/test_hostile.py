@@ -34,7 +34,7 @@ from skfedkt import (
     save_model,
 )
 from skfedkt._cli._main import main
-from skfedkt.privacy import PartyNoise
+from skfedkt.privacy import BitFlips, PartyNoise, TeacherVotes
 
 PARTIES = [0, 1, 2]
 
@@ -582,6 +582,47 @@ def test_false_fedct_labels_are_refused(fedct_round, data, change):
     clf, uploads, _ = fedct_round
     crafted = _crafted(uploads[0], payload=change)
     with pytest.raises(UploadError, match="Party 0.*(labels|model)"):
+        _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
+
+
+@pytest.fixture(scope="module")
+def fedct_teacher_round(data):
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=2,
+                          privacy=TeacherVotes(4.0, n_teachers=3, n_queries=20),
+                          random_state=0)
+    return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
+
+
+FEDCT_VOTE_COUNTS = {
+    # one party's huge counts would outvote every other party's
+    "counts beyond any plausible noise": lambda p: p["vote_counts"].__setitem__((0, 0), 1e9),
+    "counts of fewer queries": lambda p: p.update(vote_counts=p["vote_counts"][:-1]),
+    "counts that are not finite": lambda p: p["vote_counts"].__setitem__((0, 1), np.nan),
+    "counts that are integers": lambda p: p.update(
+        vote_counts=p["vote_counts"].astype(np.int64)),
+    "no counts": lambda p: p.update(vote_counts=None),
+    "labels instead of counts": lambda p: p.update(vote_counts=None,
+                                                   labels=np.zeros(100, dtype=np.int64)),
+}
+
+
+@pytest.mark.parametrize("change", FEDCT_VOTE_COUNTS.values(), ids=FEDCT_VOTE_COUNTS.keys())
+def test_false_teacher_vote_counts_are_refused(fedct_teacher_round, data, change):
+    clf, uploads = fedct_teacher_round
+    crafted = _crafted(uploads[0], payload=change)
+    with pytest.raises(UploadError, match="Party 0.*vote_counts"):
+        _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
+
+
+def test_labels_of_a_round_the_server_does_not_vote_on_are_refused(data):
+    # with n_rounds=0 the server votes on no round: labels sent anyway were released
+    # outside the accounting
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=0,
+                          privacy=BitFlips(1.0), random_state=0)
+    uploads = [upload.to_bytes() for upload in _uploads(clf, data)]
+    crafted = _crafted(uploads[0], payload=lambda p: p.update(
+        labels=np.zeros(100, dtype=np.int64)))
+    with pytest.raises(UploadError, match="Party 0.*labels: shared in round 0"):
         _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
 
 

@@ -29,11 +29,13 @@ from skfedkt.privacy import (
     ServerNoise,
     data_independent_epsilon,
     gaussian_epsilon,
+    gaussian_sigma,
     gnmax_epsilon,
     laplace_epsilon,
     pate_epsilon,
     pate_epsilon_data_independent,
     pate_log_moments,
+    unanimous_flip_probability,
 )
 
 # the server's plain sum of the votes: it uses no class counts, so no party releases them
@@ -367,6 +369,28 @@ def test_mixed_gaussian_releases_compose_as_dp_accountings_pld():
     accountant.compose(dp_accounting.GaussianDpEvent(20.0 / np.sqrt(2)))
     mu = np.sqrt(2) * np.hypot(np.sqrt(300) / 25.0, 1 / 20.0)
     assert gdp_epsilon(mu, delta=1e-5) == pytest.approx(accountant.get_epsilon(1e-5), rel=1e-6)
+
+
+@pytest.mark.parametrize("n_releases, epsilon", [(1, 1.0), (100, 4.0), (2000, 8.0)])
+def test_gaussian_sigma_spends_the_budget_by_dp_accountings_pld(n_releases, epsilon):
+    dp_accounting = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import PLDAccountant
+
+    sigma = gaussian_sigma(n_releases, epsilon=epsilon, delta=1e-5, sensitivity=np.sqrt(2))
+    accountant = PLDAccountant()
+    accountant.compose(dp_accounting.GaussianDpEvent(sigma / np.sqrt(2)), n_releases)
+    assert accountant.get_epsilon(1e-5) == pytest.approx(epsilon, rel=1e-5)
+
+
+def test_unanimous_flip_probability():
+    # two classes: the noisy difference of the counts is normal with sd sigma sqrt(2)
+    assert unanimous_flip_probability(10, 2, 7.0) == pytest.approx(
+        norm.cdf(-10 / (7.0 * np.sqrt(2))))
+    rng = np.random.RandomState(0)
+    noisy = np.array([5.0, 0.0, 0.0, 0.0]) + rng.normal(0, 3.0, (200_000, 4))
+    assert unanimous_flip_probability(5, 4, 3.0) == pytest.approx(
+        np.mean(noisy.argmax(axis=1) != 0), abs=0.005)
+    assert unanimous_flip_probability(5, 2, 1e-3) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_noisy_class_counts_keep_the_rows_and_their_noise_level():

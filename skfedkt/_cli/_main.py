@@ -17,7 +17,7 @@ from tqdm import tqdm
 from .._version import __version__
 from .._deployment._upload import UploadError
 from ..datasets import DATASETS
-from ..privacy import BitFlips, PartyNoise, ServerNoise
+from ..privacy import BitFlips, PartyNoise, ServerNoise, TeacherVotes
 from ._deploy import HANDLERS, HelpFormatter, add_deploy_commands
 from ._registry import ALGORITHMS, DESCRIPTIONS, ESTIMATORS
 from ._runner import plot_results, run_experiment, summary_table, write_csv
@@ -164,9 +164,13 @@ def add_algorithm_arguments(parser):
     fedct.add_argument("--rounds", type=_positive(int), default=20,
                        help="largest number of co-training rounds")
     fedct.add_argument("--dp-epsilon", type=_positive(float),
-                       help="per-round epsilon of the bit flips on shared labels")
+                       help="per-round epsilon of the bit flips on shared labels; with "
+                       "--dp-teachers, the budget of the whole fit")
     fedct.add_argument("--dp-sensitivity", type=_positive(float),
                        help="bits one example may change (default: 2 x public rows)")
+    fedct.add_argument("--dp-teachers", type=_positive(int),
+                       help="share the noisy votes of this many disjoint teachers per "
+                       "party (TeacherVotes) instead of bit-flipped labels")
 
     oneshot = parser.add_argument_group("one-shot ensemble")
     oneshot.add_argument("--selection", choices=["all", "cv", "data", "random"], default="cv",
@@ -189,6 +193,15 @@ def _noise_flags_without_noise(args):
             if getattr(args, name) != default]
 
 
+def _fedct_privacy(args):
+    """FedCT's privacy from --dp-epsilon: bit flips, or the votes of --dp-teachers."""
+    if args.dp_epsilon is None:
+        return None
+    if args.dp_teachers is not None:
+        return TeacherVotes(args.dp_epsilon, n_teachers=args.dp_teachers)
+    return BitFlips(args.dp_epsilon, sensitivity=args.dp_sensitivity)
+
+
 def algorithm_options(args):
     """Each algorithm's keyword arguments from the parsed flags."""
     noise = NOISE_AT.get(args.privacy_level)
@@ -197,8 +210,7 @@ def algorithm_options(args):
                       privacy=None if noise is None else noise(
                           gamma=args.gamma, noise=args.noise,
                           query_fraction=args.query_fraction)),
-        "fedct": dict(n_rounds=args.rounds, privacy=None if args.dp_epsilon is None else
-                      BitFlips(args.dp_epsilon, sensitivity=args.dp_sensitivity)),
+        "fedct": dict(n_rounds=args.rounds, privacy=_fedct_privacy(args)),
         "oneshot": dict(selection=args.selection, n_selected=args.n_selected,
                         min_samples=args.min_samples),
     }
@@ -245,6 +257,12 @@ def main(argv=None):
     if getattr(args, "dp_sensitivity", None) is not None and args.dp_epsilon is None:
         print(f"skfedkt {args.command}: error: --dp-sensitivity sets the bit flips of "
               "--dp-epsilon; give both, or neither", file=sys.stderr)
+        return 2
+    if getattr(args, "dp_teachers", None) is not None and (
+            args.dp_epsilon is None or args.dp_sensitivity is not None):
+        print(f"skfedkt {args.command}: error: --dp-teachers shares noisy teacher votes "
+              "within the budget --dp-epsilon, whose sensitivity is bounded by "
+              "construction: give --dp-epsilon, and no --dp-sensitivity", file=sys.stderr)
         return 2
     if args.command is None:
         parser.print_help()

@@ -89,6 +89,20 @@ class UploadChecker:
             self.refuse(key, f"codes outside [{low}, {self.n_classes})")
         return labels
 
+    def vote_counts(self, key, n_rows_expected, bound):
+        """A payload matrix of noisy vote counts: one row of n_classes finite numbers
+        per queried public row, none beyond `bound` in magnitude (a count plus any
+        plausible noise), so that no party outweighs the others."""
+        counts = self.upload.payload.get(key)
+        if not isinstance(counts, np.ndarray) or counts.dtype.kind != "f":
+            self.refuse(key, "not a matrix of floating-point counts")
+        if counts.shape != (n_rows_expected, self.n_classes):
+            self.refuse(key, f"shape {counts.shape}, expected "
+                        f"{(n_rows_expected, self.n_classes)}")
+        if not np.isfinite(counts).all() or np.abs(counts).max(initial=0.0) > bound:
+            self.refuse(key, f"counts must be finite and within [-{bound:.4g}, {bound:.4g}]")
+        return counts
+
     def model(self, model, codes, field):
         """A fitted model of some of the agreed classes: it predicts, its class codes
         are sorted distinct codes of the agreed classes, as many as its own classes,

@@ -48,6 +48,13 @@ def derived_random_state(root, role, name="", scratch=False):
     return scratch_random_state(seed) if scratch else np.random.RandomState(seed)
 
 
+def public_queries(n_public, n_queries, root):
+    """Sorted indices of `n_queries` of `n_public` public rows, the same at every party
+    and the server (drawn from the shared `root`): a prefix of one permutation, so more
+    queries add rows and never swap them."""
+    return np.sort(derived_random_state(root, "public").permutation(n_public)[:n_queries])
+
+
 def party_random_state(random_state, party, party_seed=None):
     """The RandomState of a party's step: its own `party_seed` if given, else derived
     from the agreed `random_state` and the party's name (what ``fit`` uses)."""

@@ -9,7 +9,8 @@ from sklearn.utils.validation import _num_samples
 from .._base import BaseFederatedClassifier
 from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
 from .._engine._validation import _SKEWED_PARTIES_REMEDY, warn_if_classes_lost
-from .._privacy._mechanisms import BitFlips
+from .._engine._voting import count_votes
+from .._privacy._mechanisms import BitFlips, TeacherVotes, add_noise
 from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
 from ._plan import FedCTPlan, base_estimators
@@ -175,7 +176,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         "tol": [Interval(Real, 0, 1, closed="both")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "voting": [StrOptions({"hard", "soft"})],
-        "privacy": [BitFlips, None],
+        "privacy": [BitFlips, TeacherVotes, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -216,13 +217,15 @@ class FedCTClassifier(BaseFederatedClassifier):
                 for party, estimator, rows in zip(data.parties, estimators, data.party_rows)]
 
     def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
-        uploads = party_round(plan, parties, data, message, manifests, share_model)
+        uploads = party_round(plan, parties, data, root, message, manifests, share_model)
         for party, upload in zip(parties, uploads):
+            # in process, for the membership audit of what the upload lets out
             upload.local_model = GlobalLabelClassifier(party.model, data.classes)
+            upload.teachers = party.teachers
         return uploads, None
 
     def _party_noise(self, plan):
-        return None if plan.privacy is None else "BitFlips"
+        return None if plan.privacy is None else type(plan.privacy).__name__
 
     def _message_check(self, plan, X_public):
         n_public = _num_samples(X_public)
@@ -230,7 +233,7 @@ class FedCTClassifier(BaseFederatedClassifier):
 
     def _upload_check(self, plan, X_public, root, final):
         n_public = _num_samples(X_public)
-        return lambda checker: check_party_upload(checker, n_public, final=final)
+        return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
 
     def _server_round(self, plan, uploads, message, X_public, root, classes, manifest):
         server = FedCTServer(plan, _num_samples(X_public), len(classes), root)
@@ -261,32 +264,39 @@ class FedCTClassifier(BaseFederatedClassifier):
         """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
         shared labels (through its bit flips, covered by ``epsilon_``) as labels of rows
         the attacker chooses, which is the server's power to pick the public set; every
-        party's final local model, which the voting ensemble needs; and that ensemble."""
+        party's final local model, which the voting ensemble needs; and that ensemble.
+        With `TeacherVotes` the fitted estimator keeps no teachers: their vote counts are
+        audited on the uploads (`skfedkt.privacy.party_membership_audit`)."""
         report = self.privacy_report_
-        sensitivity = None if report is None else report.sensitivity
-        delta = 0.0 if report is None else report.delta
         n_classes = len(self.classes_)
         releases = []
         for party, model in zip(self.parties_.tolist(), self._models):
-            releases += [
-                self._labels_release(party, model, n_classes, sensitivity, self.epsilon_,
-                                     delta),
-                models_release("local model", party, [model], n_classes),
-            ]
+            if not isinstance(self.privacy, TeacherVotes):
+                releases.append(self._labels_release(
+                    party, model, n_classes, getattr(report, "sensitivity", None),
+                    self.epsilon_, 0.0 if report is None else report.delta))
+            releases.append(models_release("local model", party, [model], n_classes))
         return [*releases, final_model_release(self)]
 
     def _upload_releases(self, upload, n_classes):
-        """What one party's upload of a round lets out: its labels, as labels of rows the
-        attacker chooses (where the party's model is at hand, ``upload.local_model``),
-        and its model when the upload carries it."""
+        """What one party's upload of a round lets out: what it shares (where the
+        party's models are at hand in process: ``upload.local_model``,
+        ``upload.teachers``) and its model when the upload carries it. Its labels are
+        labels of rows the attacker chooses; its noisy teacher votes, the teachers'
+        noisy plurality on them, with the budget of the whole fit."""
         releases = []
-        local_model = getattr(upload, "local_model", None)
-        if local_model is not None:
+        plan = FedCTPlan.of(self)
+        if plan.teacher_votes is not None and upload.payload.get("vote_counts") is not None:
+            releases.append(self._teacher_votes_release(
+                upload.party, upload.teachers, n_classes,
+                plan.vote_sigma(len(upload.payload["vote_counts"]))))
+        elif (upload.payload.get("labels") is not None
+              and getattr(upload, "local_model", None) is not None):
             n_public = len(upload.payload["labels"])
             epsilon = np.inf if self.privacy is None else self.privacy.epsilon
             releases.append(self._labels_release(
-                upload.party, local_model.model, n_classes,
-                FedCTPlan.of(self).sensitivity(n_public), epsilon, 0.0,
+                upload.party, upload.local_model.model, n_classes,
+                plan.sensitivity(n_public), epsilon, 0.0,
             ))
         if upload.payload["model"] is not None:
             releases.append(models_release(
@@ -303,6 +313,17 @@ class FedCTClassifier(BaseFederatedClassifier):
             return (labels[:, None] == np.arange(n_classes)).astype(float)
 
         return Release("labels", party, "labels", shared_votes, epsilon, delta)
+
+    def _teacher_votes_release(self, party, teachers, n_classes, sigma):
+        def shared_votes(X):
+            # one noise draw per row, the same every time: the attacker sees one release
+            counts = count_votes([teacher.predict(X) for teacher in teachers], n_classes)
+            noisy = add_noise(counts, noise="gaussian", gamma=1 / sigma,
+                              random_state=np.random.RandomState(0))
+            return (noisy.argmax(axis=1)[:, None] == np.arange(n_classes)).astype(float)
+
+        return Release("labels", party, "labels", shared_votes, self.privacy.epsilon,
+                       self.privacy.delta)
 
     def _proba(self, X):
         # vote shares (hard voting) or averaged probabilities of the parties' models

@@ -1,16 +1,19 @@
 """FedCT's party step: what runs on a party's machine in every round.
 
 Functions of a frozen `FedCTPlan`: `party_round` fits the round's models of many
-parties in one batch and returns their uploads; `share_labels` is the bit-flip mechanism.
+parties in one batch and returns their uploads; `share_labels` is the bit-flip mechanism
+(`TeacherVotes` adds Gaussian noise to the vote counts of the party's teachers).
 """
 
 import numpy as np
 from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import StackedRows, Task, code_dtype, fit_clones
+from .._engine._fitting import StackedRows, Task, code_dtype, fit_clones, take_rows
 from .._engine._seeds import derived_random_state, draw_seeds
+from .._engine._voting import count_votes
 from .._privacy._accounting import bit_flip_probability
+from .._privacy._mechanisms import add_noise
 
 
 def instructions(message, n_public):
@@ -36,44 +39,64 @@ class FedCTParty:
             plan, party, estimator, rows, y
         )
         (self.base_seed,) = draw_seeds(random_state, 1)
+        votes = plan.teacher_votes
+        # TeacherVotes: disjoint parts, so that one example is in one teacher
+        self.teacher_rows = [] if votes is None else np.array_split(
+            random_state.permutation(rows), min(votes.n_teachers, len(rows)))
         self.model, self.round = None, None
 
-    def round_seed(self, round_):
-        """The seed of the round's model; the round's bit flips follow in its stream."""
+    def round_seeds(self, round_):
+        """The seeds of the round's model and teachers; the round's noise follows in
+        their stream."""
         self._round_rng = derived_random_state(int(self.base_seed), "round", round_)
-        (seed,) = draw_seeds(self._round_rng, 1)
-        return seed
+        return draw_seeds(self._round_rng, 1 + len(self.teacher_rows))
 
-    def task(self, consensus, public_rows):
+    def tasks(self, consensus, public_rows):
+        """The round's model on the party's rows, and its teachers on their parts, each
+        with the consensus-labelled public rows."""
         labelled = consensus >= 0
-        return Task(self.estimator, np.concatenate([self.y[self.rows], consensus[labelled]]),
-                    np.concatenate([self.rows, public_rows[labelled]]))
+        return [Task(self.estimator, np.concatenate([self.y[rows], consensus[labelled]]),
+                     np.concatenate([rows, public_rows[labelled]]))
+                for rows in [self.rows, *self.teacher_rows]]
 
-    def fitted(self, model, predictions, accuracy, round_, n_classes):
-        """Keep the round's model and training accuracy, and the labels the party shares
-        (bit-flipped with the plan's privacy)."""
-        self.model, self.accuracy, self.round = model, accuracy, round_
-        self.labels = share_labels(self.plan.privacy, predictions, n_classes,
-                                   self.plan.sensitivity(len(predictions)),
-                                   self._round_rng).astype(code_dtype(n_classes))
+    def fitted(self, models, predictions, accuracy, round_, n_classes):
+        """Keep the round's model and training accuracy, and what the party shares: its
+        labels (bit-flipped with `BitFlips`) or its teachers' noisy vote counts."""
+        (self.model, *self.teachers), self.accuracy, self.round = models, accuracy, round_
+        votes = self.plan.teacher_votes
+        if votes is None:
+            (labels,) = predictions
+            self.shared = share_labels(self.plan.privacy, labels, n_classes,
+                                       self.plan.sensitivity(len(labels)),
+                                       self._round_rng).astype(code_dtype(n_classes))
+        else:
+            counts = count_votes(predictions[1:], n_classes).astype(float)
+            self.shared = add_noise(counts, noise="gaussian",
+                                    gamma=1 / self.plan.vote_sigma(len(counts)),
+                                    random_state=self._round_rng)
 
     def upload(self, manifest, with_model):
-        """The round's labels and training accuracy; the model itself if `with_model`."""
+        """The round's labels (or vote counts) and training accuracy; the model itself
+        if `with_model`. A round the server will not vote on (the last of `n_rounds`)
+        shares nothing: what it does not use is not released."""
+        shares = self.round < self.plan.n_rounds
+        key = "labels" if self.plan.teacher_votes is None else "vote_counts"
         return PartyUpload(
             manifest=dict(manifest, round=int(self.round),
                           training_accuracy=float(self.accuracy)),
             payload={
-                "labels": self.labels,
+                key: self.shared if shares else None,
                 "model": self.model.estimator if with_model else None,
                 "codes": self.model.codes if with_model else None,
             },
         )
 
 
-def party_round(plan, parties, data, message, manifests, share_model=True):
-    """The round `message` asks for (round 0 without one): every party's model on its
-    rows plus the consensus-labelled public rows, in one flat parallel batch, and its
-    upload, with its model in the final round (the message says done) if `share_model`.
+def party_round(plan, parties, data, root, message, manifests, share_model=True):
+    """The round `message` asks for (round 0 without one): every party's model, and
+    teachers with `TeacherVotes`, on its rows plus the consensus-labelled public rows,
+    in one flat parallel batch, and its upload, with its model in the final round (the
+    message says done) if `share_model`.
 
     Parties that fit this very round already (in ``fit``, where the last round's models
     are final) are not fit again.
@@ -81,20 +104,27 @@ def party_round(plan, parties, data, message, manifests, share_model=True):
     n_rows, n_public, n_classes = len(data.y), _num_samples(data.X_public), len(data.classes)
     consensus, round_ = instructions(message, n_public)
     if any(party.round != round_ for party in parties):
+        public_rows = n_rows + np.arange(n_public)
+        tasks = [party.tasks(consensus, public_rows) for party in parties]
+        # the teachers vote on the queries only; without them, every model labels all
+        X_predict = (data.X_public if plan.teacher_votes is None
+                     else take_rows(data.X_public, plan.queries(n_public, root)))
         fits = fit_clones(
-            [party.task(consensus, n_rows + np.arange(n_public)) for party in parties],
+            [task for party_tasks in tasks for task in party_tasks],
             # the parties' rows, then the public rows: tasks index one matrix
             StackedRows(data.X, data.X_public),
             n_classes=n_classes,
-            seeds=[party.round_seed(round_) for party in parties],
-            X_predict=data.X_public,
+            seeds=np.concatenate([party.round_seeds(round_) for party in parties]),
+            X_predict=X_predict,
             score_training=True,
             **plan.clone_fitting,
         )
-        for party, model, labels, accuracy in zip(
-            parties, fits.models, fits.predictions, fits.training_accuracy
-        ):
-            party.fitted(model, labels, accuracy, round_, n_classes)
+        start = 0
+        for party, party_tasks in zip(parties, tasks):
+            group = slice(start, start + len(party_tasks))
+            start = group.stop
+            party.fitted(fits.models[group], fits.predictions[group],
+                         fits.training_accuracy[group.start], round_, n_classes)
     final = message is not None and message.manifest["done"] and share_model
     return [party.upload(manifest, final) for party, manifest in zip(parties, manifests)]
 

@@ -7,6 +7,9 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import InvalidParameterError
 
 from .._engine._plan import Plan
+from .._engine._seeds import public_queries
+from .._privacy._accounting import ONE_VOTE_L2, gaussian_sigma
+from .._privacy._mechanisms import TeacherVotes
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,28 @@ class FedCTPlan(Plan):
             return self.estimator[party]
         return base_estimators(self.estimator)[0]
 
+    @property
+    def teacher_votes(self):
+        """The `TeacherVotes` of the fit, or None (bit flips, or no privacy)."""
+        return self.privacy if isinstance(self.privacy, TeacherVotes) else None
+
+    def queries(self, n_public, root):
+        """The public rows the parties vote on with `TeacherVotes`, in every round."""
+        return public_queries(n_public, min(self.teacher_votes.n_queries, n_public), root)
+
+    def vote_sigma(self, n_queries):
+        """The noise on every teacher vote count with `n_queries` queries (`queries`):
+        the fit's largest number of noisy histograms, every query in every round,
+        composes to the budget."""
+        votes = self.teacher_votes
+        n_releases = n_queries * max(self.n_rounds, 1)
+        return gaussian_sigma(n_releases, epsilon=votes.epsilon, delta=votes.delta,
+                              sensitivity=ONE_VOTE_L2)
+
     def sensitivity(self, n_public):
         """The bits one training example can change in a party's shared labels of
-        `n_public` rows: the given one, else the worst case ``2 * n_public``."""
+        `n_public` rows with `BitFlips`: the given one, else the worst case
+        ``2 * n_public``."""
         given = None if self.privacy is None else self.privacy.sensitivity
         return 2.0 * n_public if given is None else float(given)
 

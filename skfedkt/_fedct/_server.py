@@ -11,12 +11,20 @@ from .._deployment._upload import PartyUpload, UploadError
 from .._engine._seeds import derived_random_state
 from .._engine._voting import count_votes, plurality_vote
 from .._privacy._accounting import (
+    ONE_VOTE_L2,
     BitFlipPrivacyReport,
+    TeacherVotesPrivacyReport,
     bit_flip_epsilon,
     bit_flip_probability,
+    gaussian_epsilon,
     guarantee_strength,
+    unanimous_flip_probability,
 )
 from ._party import instructions
+
+# standard deviations beyond which no noise draw of an honest party plausibly lies
+# (probability below 1e-20 per count)
+PLAUSIBLE_NOISE = 10
 
 
 class FedCTServer:
@@ -59,8 +67,12 @@ class FedCTServer:
         tie_keys = derived_random_state(state["server_seed"], "server").random_sample(
             (self.n_public, self.n_classes)
         )
-        labels = np.stack([upload.payload["labels"] for upload in uploads])
-        new_consensus = plurality_vote(count_votes(labels, self.n_classes), tie_keys)
+        if plan.teacher_votes is None:
+            labels = np.stack([upload.payload["labels"] for upload in uploads])
+            new_consensus = plurality_vote(count_votes(labels, self.n_classes), tie_keys)
+        else:
+            new_consensus = self.confident_consensus(
+                [upload.payload["vote_counts"] for upload in uploads], tie_keys)
         changed = float(np.mean(new_consensus != consensus))
         stalled = state["stalled"] + 1 if changed <= plan.tol else 0
         history.append(dict(round=fitted + 1, consensus_changed=changed, train_accuracy=None,
@@ -73,6 +85,24 @@ class FedCTServer:
         done = fitted + 1 == plan.n_rounds
         return reply(new_consensus, fitted + 1, new_consensus, done, stalled)
 
+
+
+    def confident_consensus(self, vote_counts, tie_keys):
+        """The consensus of the parties' noisy teacher vote counts on the queries: the
+        top class of their sum where it leads the runner-up by `threshold` standard
+        deviations of the summed noise (the difference of two sums of
+        ``len(vote_counts)`` noisy counts), -1 elsewhere. Post-processing of what the
+        parties released: it costs no privacy."""
+        votes = self.plan.teacher_votes
+        summed = np.sum(vote_counts, axis=0)
+        queries = self.plan.queries(self.n_public, self.root)
+        # one class has no runner-up: its noisy count must clear the threshold itself
+        runner_up = np.sort(summed, axis=1)[:, -2] if self.n_classes > 1 else 0.0
+        noise = self.plan.vote_sigma(len(queries)) * np.sqrt(2 * len(vote_counts))
+        confident = summed.max(axis=1) - runner_up > votes.threshold * noise
+        consensus = np.full(self.n_public, -1)
+        consensus[queries[confident]] = plurality_vote(summed, tie_keys[queries])[confident]
+        return consensus
 
 
 def label_bytes(n_public, n_classes):
@@ -98,7 +128,7 @@ def finished(plan, uploads, message, classes):
             [upload.manifest["training_accuracy"] for upload in uploads]
         ))
     last = np.asarray(message.payload["last_consensus"])
-    privacy = privacy_report(plan, len(last), len(history))
+    privacy = privacy_report(plan, len(last), len(history), len(classes))
     return dict(
         _models=models,
         estimators_=[model.estimator for model in models],
@@ -111,11 +141,23 @@ def finished(plan, uploads, message, classes):
     )
 
 
-def check_party_upload(checker, n_public, *, final):
-    """A FedCT party's upload: its rows, its labels of every public row among the
-    agreed classes, its training accuracy and, in the final round, its model."""
+def check_party_upload(checker, plan, n_public, root, *, final):
+    """A FedCT party's upload: its rows, its training accuracy, what it shares in a
+    round the server votes on (its labels of every public row among the agreed classes,
+    or with `TeacherVotes` its noisy vote counts on the queries) and, in the final
+    round, its model."""
     checker.count("n_rows", positive=True)
-    checker.labels("labels", n_public, low=-1)  # -1: a bit-flipped abstention
+    round_ = checker.count("round", at_most=plan.n_rounds)
+    key = "labels" if plan.teacher_votes is None else "vote_counts"
+    if round_ == plan.n_rounds:
+        if checker.upload.payload.get(key) is not None:
+            checker.refuse(key, f"shared in round {round_}, on which the server does not vote")
+    elif plan.teacher_votes is None:
+        checker.labels("labels", n_public, low=-1)  # -1: a bit-flipped abstention
+    else:
+        n_queries = len(plan.queries(n_public, root))
+        checker.vote_counts("vote_counts", n_queries, plan.teacher_votes.n_teachers
+                            + PLAUSIBLE_NOISE * plan.vote_sigma(n_queries))
     checker.number("training_accuracy", 0.0, 1.0)
     if checker.optional_model() is None and final:
         return  # fit_server names every party that kept its model
@@ -140,9 +182,11 @@ def check_server_message(checker, n_public, n_rounds):
         checker.refuse("history", f"not a list of at most {n_rounds} rounds")
 
 
-def privacy_report(plan, n_public, n_rounds):
-    """The guarantee of every party's shared labels over `n_rounds` rounds, or None
-    without `BitFlips`."""
+def privacy_report(plan, n_public, n_rounds, n_classes):
+    """The guarantee of what every party shared over `n_rounds` rounds, or None
+    without privacy."""
+    if plan.teacher_votes is not None:
+        return teacher_votes_report(plan, n_public, n_rounds, n_classes)
     flips = plan.privacy
     if flips is None:
         return None
@@ -168,4 +212,31 @@ def privacy_report(plan, n_public, n_rounds):
         epsilon_per_round=flips.epsilon, sensitivity=sensitivity,
         flip_probability=flip_probability, n_rounds=n_rounds, delta=flips.delta,
         pure_epsilon=pure, rdp_epsilon=rdp, epsilon=epsilon, statement=statement,
+    )
+
+
+def teacher_votes_report(plan, n_public, n_rounds, n_classes):
+    """The guarantee of `TeacherVotes`: every party's noisy teacher vote counts on the
+    queries, over `n_rounds` rounds, composed exactly (Gaussian DP)."""
+    votes = plan.teacher_votes
+    n_queries = min(votes.n_queries, n_public)
+    sigma = plan.vote_sigma(n_queries)
+    n_releases = n_queries * n_rounds
+    epsilon = gaussian_epsilon(n_releases, sigma=sigma, delta=votes.delta,
+                               sensitivity=ONE_VOTE_L2)
+    flip = unanimous_flip_probability(votes.n_teachers, n_classes, sigma)
+    statement = (
+        f"Every party's shared vote counts are ({epsilon:.4g}, {votes.delta:g})-"
+        f"differentially private for its training examples over {n_rounds} round(s), "
+        f"{guarantee_strength(epsilon)}: each round, up to {votes.n_teachers} teachers "
+        f"on disjoint parts of the party's rows vote on {n_queries} public rows, and "
+        f"Gaussian noise of standard deviation {sigma:.4g} is added to every count. One "
+        f"example is in one teacher, so it moves one vote per row (L2 sensitivity "
+        f"sqrt(2)); the {n_releases} noisy histograms compose exactly (Gaussian DP). "
+        f"The noise turns a row on which {votes.n_teachers} teachers agree to another "
+        f"class with probability {flip:.3g}."
+    )
+    return TeacherVotesPrivacyReport(
+        sigma=sigma, n_queries=n_queries, n_rounds=n_rounds, n_releases=n_releases,
+        flip_probability=flip, delta=votes.delta, epsilon=epsilon, statement=statement,
     )

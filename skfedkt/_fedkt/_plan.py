@@ -14,7 +14,7 @@ from sklearn.utils.validation import _num_samples
 from .._engine._augment import jittered_rows
 from .._engine._fitting import Task, sample_weight_param, soft_label_rows
 from .._engine._plan import Plan
-from .._engine._seeds import derived_random_state
+from .._engine._seeds import derived_random_state, public_queries
 from .._engine._validation import stack_rows
 from .._engine._voting import plurality_vote
 from .._privacy._mechanisms import add_noise
@@ -169,20 +169,17 @@ class FedKTPlan(Plan):
         every_row = np.arange(_num_samples(X_labelled))
         if self.privacy is None:
             return X_labelled, every_row, every_row
-        queries = self._draw_queries(_num_samples(X_public),
-                                     derived_random_state(root, "public"))
+        n_public = _num_samples(X_public)
+        queries = public_queries(n_public, self.n_queries(n_public), root)
         if self.level == "L2":
             return X_labelled, queries, every_row
         return X_labelled, every_row, queries
 
-    def _draw_queries(self, n_public, rng):
-        """Sorted indices of the public examples the noisy tier labels.
-
-        A prefix of one permutation: a larger `query_fraction` adds queries and never
-        swaps them, so the privacy cost grows with it.
-        """
-        n_queries = max(1, round(self.privacy.query_fraction * n_public))
-        return np.sort(rng.permutation(n_public)[:n_queries])
+    def n_queries(self, n_public):
+        """How many public examples the noisy tier labels: `query_fraction` of them. A
+        larger fraction adds queries and never swaps them (`public_queries`), so the
+        privacy cost grows with it."""
+        return max(1, round(self.privacy.query_fraction * n_public))
 
     def vote_targets(self, histograms, level, soft_labels, noise_rng, tie_rng):
         """What a tier's learner is taught from each of its vote histograms.

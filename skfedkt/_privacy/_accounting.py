@@ -23,6 +23,7 @@ from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.integrate import quad
 from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 from scipy.stats import norm
@@ -371,6 +372,69 @@ def gdp_epsilon(mu, *, delta):
     while excess(upper) > 0:
         upper *= 2
     return float(brentq(excess, 0.0, upper, xtol=1e-10))
+
+
+@validate_params(
+    {
+        "n_releases": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "sensitivity": [Interval(Real, 0, None, closed="neither")],
+    },
+    prefer_skip_nested_validation=True,
+)
+def gaussian_sigma(n_releases, *, epsilon, delta, sensitivity):
+    """The noise that makes `n_releases` Gaussian histograms ``(epsilon, delta)``-DP.
+
+    The inverse of `gaussian_epsilon`: the smallest standard deviation whose exact
+    composition (Gaussian DP) meets `epsilon` at `delta`.
+
+    Parameters
+    ----------
+    n_releases : int
+        Number of noisy histograms to be released.
+    epsilon : float
+        The budget of all of them together.
+    delta : float
+        Failure probability.
+    sensitivity : float
+        L2 sensitivity of one histogram.
+
+    Returns
+    -------
+    sigma : float
+
+    Examples
+    --------
+    >>> from skfedkt.privacy import gaussian_epsilon, gaussian_sigma
+    >>> sigma = gaussian_sigma(100, epsilon=4.0, delta=1e-5, sensitivity=2 ** 0.5)
+    >>> round(sigma, 2)
+    15.29
+    >>> round(gaussian_epsilon(100, sigma=sigma, delta=1e-5, sensitivity=2 ** 0.5), 6)
+    4.0
+    """
+    upper = 1.0
+    while gdp_epsilon(upper, delta=delta) < epsilon:
+        upper *= 2
+    mu = brentq(lambda mu: gdp_epsilon(mu, delta=delta) - epsilon, 0.0, upper, xtol=1e-12)
+    return float(np.sqrt(n_releases) * sensitivity / mu)
+
+
+def unanimous_flip_probability(n_voters, n_classes, sigma):
+    """Probability that Gaussian noise of standard deviation `sigma` on every count
+    turns the argmax of a unanimous histogram (`n_voters` votes for one of `n_classes`
+    classes) to another class.
+
+    Examples
+    --------
+    >>> from skfedkt.privacy import unanimous_flip_probability
+    >>> round(unanimous_flip_probability(10, 2, 10.0), 4)  # Phi(-10 / (10 sqrt(2)))
+    0.2398
+    """
+    # the top count stays ahead of n_classes - 1 independent noisy zeros
+    stays, _ = quad(lambda z: norm.pdf(z) * norm.cdf(n_voters / sigma + z) ** (n_classes - 1),
+                    -np.inf, np.inf)
+    return float(np.clip(1.0 - stays, 0.0, 1.0))
 
 
 def _gnmax_log_q(vote_counts, sigma):
@@ -754,6 +818,47 @@ class BitFlipPrivacyReport:
     delta: float
     pure_epsilon: float
     rdp_epsilon: float
+    epsilon: float
+    statement: str = ""
+
+    def __str__(self):
+        return self.statement
+
+
+@dataclass(frozen=True)
+class TeacherVotesPrivacyReport:
+    """The guarantee of federated co-training with `TeacherVotes`: every party's
+    Gaussian-noised vote counts of its disjoint teachers on the queried public rows.
+
+    Attributes
+    ----------
+    sigma : float
+        Standard deviation of the noise on every count.
+    n_queries : int
+        Public rows queried in every round.
+    n_rounds : int
+        Rounds in which vote counts were shared.
+    n_releases : int
+        ``n_queries * n_rounds`` noisy histograms per party, each of L2 sensitivity
+        ``sqrt(2)`` (one example is in one teacher, which moves one vote).
+    flip_probability : float
+        Probability that the noise turns a row on which all of a party's teachers agree
+        to another class (with ``n_teachers`` teachers), a measure of what is left of
+        the signal.
+    delta : float
+        Failure probability.
+    epsilon : float
+        The exact composition of the `n_releases` histograms (Gaussian DP) at `delta`.
+    statement : str
+        The guarantee in words.
+    """
+
+    sigma: float
+    n_queries: int
+    n_rounds: int
+    n_releases: int
+    flip_probability: float
+    delta: float
     epsilon: float
     statement: str = ""
 

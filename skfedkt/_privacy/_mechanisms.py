@@ -4,7 +4,7 @@ Each is a small parameter object, settable in a search as ``privacy__gamma``; an
 estimator without one (``privacy=None``) adds no noise and guarantees nothing.
 """
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -184,4 +184,64 @@ class BitFlips(BaseEstimator):
     def __init__(self, epsilon, *, sensitivity=None, delta=1e-5):
         self.epsilon = epsilon
         self.sensitivity = sensitivity
+        self.delta = delta
+
+
+class TeacherVotes(BaseEstimator):
+    """FedCT's labels with a sensitivity bounded by construction: each party's noisy
+    vote of disjoint local teachers on a few public rows.
+
+    Every party splits its rows into `n_teachers` disjoint parts and, in every round,
+    fits one teacher on each part plus the consensus-labelled public rows. On the
+    `n_queries` public rows every party is asked about (the same rows in every round,
+    drawn from the shared seed), it sends its teachers' vote counts with Gaussian noise
+    on every count; the server sums the parties' counts and labels a row only where the
+    noisy margin of its top class clears `threshold` standard deviations of the summed
+    noise. One training example is in one teacher, so it moves one vote per row: L2
+    sensitivity ``sqrt(2)`` per row, whatever the model. The party's own model, which it
+    keeps, learns from all its rows and the consensus, as without privacy.
+
+    The noise is set so that the fit's ``n_queries * n_rounds`` noisy histograms
+    compose exactly (Gaussian DP) to `epsilon` at `delta`; a fit that stops early
+    reports the smaller epsilon of the rounds it ran.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of the whole fit, for every party's training examples.
+    n_teachers : int, default=10
+        Teachers per party (fewer for a party with fewer rows: one row each). More
+        teachers give a larger vote against the same noise, but each learns from fewer
+        of the party's rows.
+    n_queries : int, default=100
+        Public rows the parties vote on in every round (all of them if fewer). More
+        rows mean more labels and more noise on each.
+    threshold : float, default=2.0
+        Standard deviations of the summed noise by which a row's top class must lead
+        for the server to label it. Post-processing: it costs no privacy, and keeps
+        noise from labelling rows.
+    delta : float in (0, 1), default=1e-5
+        The delta of the guarantee.
+
+    Examples
+    --------
+    >>> from skfedkt import FedCTClassifier
+    >>> from skfedkt.privacy import TeacherVotes
+    >>> FedCTClassifier(n_rounds=3, privacy=TeacherVotes(4.0, n_teachers=5))
+    FedCTClassifier(n_rounds=3, privacy=TeacherVotes(epsilon=4.0, n_teachers=5))
+    """
+
+    _parameter_constraints = {
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "n_teachers": [Interval(Integral, 1, None, closed="left")],
+        "n_queries": [Interval(Integral, 1, None, closed="left")],
+        "threshold": [Interval(Real, 0, None, closed="left")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, epsilon, *, n_teachers=10, n_queries=100, threshold=2.0, delta=1e-5):
+        self.epsilon = epsilon
+        self.n_teachers = n_teachers
+        self.n_queries = n_queries
+        self.threshold = threshold
         self.delta = delta
