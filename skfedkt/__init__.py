@@ -8,6 +8,7 @@ from . import baselines, datasets, privacy
 from ._deployment._archive import UploadLimits
 from ._deployment._upload import PartyUpload, UploadError, read_upload
 from ._engine._validation import AssumptionWarning, LabelCollapseWarning, PublicSet
+from ._fedavg import FedAvgClassifier
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
 from ._model_files import load_model, save_model
@@ -16,6 +17,7 @@ from ._version import __version__
 
 __all__ = [
     "AssumptionWarning",
+    "FedAvgClassifier",
     "FedCTClassifier",
     "FedKTClassifier",
     "HardVotes",

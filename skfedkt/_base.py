@@ -430,9 +430,12 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             trusted=trusted, min_parties=min_parties, limits=limits,
             check=self._upload_check(plan, X_public, root, final=False),
         )
-        classes = uploads[0].manifest["classes"]
-        return self._server_round(plan, uploads, message, X_public, root, classes,
-                                  dict(expected, classes=classes))
+        # what the server did not know, it took from the accepted uploads: the message
+        # says it to every party
+        agreed = {key: uploads[0].manifest[key]
+                  for key in ("classes", "n_features", "feature_names")}
+        return self._server_round(plan, uploads, message, X_public, root,
+                                  agreed["classes"], dict(expected, **agreed))
 
     @shared_docs
     @warnings_once_per_call

@@ -2,14 +2,20 @@
 
 import pytest
 from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import LogisticRegression, SGDClassifier
+from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from xgboost import XGBClassifier
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
-from skfedkt.privacy import BitFlips
+from skfedkt import (
+    FedAvgClassifier,
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+)
+from skfedkt.privacy import BitFlips, TeacherVotes
 
 
 # one configuration per estimator, plus the base estimators and options that change
@@ -31,6 +37,12 @@ from skfedkt.privacy import BitFlips
         FedCTClassifier(voting="soft", n_rounds=2, random_state=0),
         FedCTClassifier(LogisticRegression(), privacy=BitFlips(1.0, sensitivity=4),
                         n_rounds=2, random_state=0),
+        FedCTClassifier(privacy=TeacherVotes(8.0, n_teachers=2, n_queries=10), n_rounds=2,
+                        random_state=0),
+        FedAvgClassifier(SGDClassifier(loss="log_loss"), n_rounds=2, random_state=0),
+        FedAvgClassifier(MLPClassifier(hidden_layer_sizes=(8,), batch_size=16,
+                                       learning_rate_init=0.01),
+                         n_rounds=4, local_epochs=4, random_state=0),
         OneShotEnsembleClassifier(random_state=0),
         OneShotEnsembleClassifier(HistGradientBoostingClassifier(max_iter=20),
                                   random_state=0),

@@ -10,9 +10,15 @@ from numpy.testing import assert_array_equal
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import SGDClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import (
+    FedAvgClassifier,
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+)
 
 pytest.importorskip("flwr")
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # CI has no network
@@ -23,6 +29,7 @@ ESTIMATORS = [
     OneShotEnsembleClassifier(RandomForestClassifier(10, max_depth=4), selection="cv",
                               n_selected=2, random_state=0),
     FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=3, random_state=0),
+    FedAvgClassifier(SGDClassifier(loss="log_loss"), n_rounds=3, random_state=0),
 ]
 
 
@@ -65,7 +72,8 @@ def flower_task(monkeypatch):
         monkeypatch.setattr(TaskIdentity, name, value)
 
 
-@pytest.mark.parametrize("clf", ESTIMATORS, ids=["fedkt", "oneshot", "fedct-rounds"])
+@pytest.mark.parametrize("clf", ESTIMATORS,
+                         ids=["fedkt", "oneshot", "fedct-rounds", "fedavg-rounds"])
 def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower_task):
     from flwr.app import Context, RecordDict
     from flwr.serverapp import Grid

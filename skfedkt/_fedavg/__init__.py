@@ -1,0 +1,14 @@
+"""FedAvg: federated averaging of the parameters of incrementally trained models
+(McMahan et al., 2017), the iterative baseline of the FedKT paper.
+
+- `_party`: what runs at a party in every round: its clone started from the global
+  weights (the shared initialisation in round 0), trained for a few epochs on its rows.
+- `_server`: what runs at the server: the average of the parties' weights, weighted by
+  their rows, and when to stop; the final model carries the last average.
+- `_classifier`: `FedAvgClassifier`, its parameters, and `fit`, which runs the rounds of
+  both steps in one process.
+"""
+
+from ._classifier import FedAvgClassifier
+
+__all__ = ["FedAvgClassifier"]

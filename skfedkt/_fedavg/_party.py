@@ -1,0 +1,84 @@
+"""FedAvg's party step: what runs on a party's machine in every round.
+
+`party_round` trains every party's clone of a round, from the global weights the
+server's message carries (the shared initialisation in round 0), in one flat parallel
+batch, and returns their uploads: the trained weights and the party's rows, which weigh
+its weights in the average.
+"""
+
+from functools import partial
+
+import numpy as np
+from sklearn.utils import _safe_indexing
+
+from .._deployment._upload import PartyUpload
+from .._engine._fitting import map_in_parallel
+from .._engine._seeds import derived_random_state, draw_seeds
+from .._engine._weights import model_weights, started_model
+
+
+def instructions(message):
+    """The global weights and round the server's `message` asks the parties to train
+    from; round 0 from the shared initialisation without a message."""
+    if message is None:
+        return None, 0
+    return message.payload["weights"], int(message.manifest["round"])
+
+
+class FedAvgParty:
+    """A party's step of a FedAvg round: its clone, started from the global weights and
+    trained for `local_epochs` epochs on its rows.
+
+    Stateless across rounds: the draws of round ``r`` depend only on the party's stream
+    and ``r`` (round 0's initialisation on the shared seed alone, so every party starts
+    from the same weights), so that a party's machine can run each round as a separate
+    command.
+    """
+
+    def __init__(self, plan, party, rows, random_state):
+        self.plan, self.party, self.rows = plan, party, rows
+        (self.base_seed,) = draw_seeds(random_state, 1)
+
+    def round_seed(self, round_, root):
+        """The seed of the round's clone: the shared one in round 0, whose first epoch
+        initialises the weights, the party's own after."""
+        stream = (derived_random_state(root, "initial weights") if round_ == 0
+                  else derived_random_state(int(self.base_seed), "round", round_))
+        (seed,) = draw_seeds(stream, 1)
+        return int(seed)
+
+
+def train_party(plan, X, y, n_classes, seed, weights):
+    """One party's round: the trained clone's weights and its accuracy on its rows."""
+    model = started_model(plan.estimator, X, y, n_classes, seed, weights)
+    # without weights, starting the clone was its first epoch
+    for _ in range(plan.local_epochs - (weights is None)):
+        model.partial_fit(X, y)
+    return model_weights(model), float(np.mean(model.predict(X) == y))
+
+
+def _train_item(plan, item):
+    return train_party(plan, *item)
+
+
+def party_round(plan, parties, data, root, message, manifests):
+    """Every party's upload for the round `message` asks for (round 0 without one): its
+    trained weights, or nothing once the message says done (the final model is the
+    server's average)."""
+    weights, round_ = instructions(message)
+    if message is not None and message.manifest["done"]:
+        return [PartyUpload(manifest=dict(manifest, round=round_, training_accuracy=None),
+                            payload={"weights": None})
+                for manifest in manifests]
+    n_classes = len(data.classes)
+    trained = map_in_parallel(
+        partial(_train_item, plan),
+        [(_safe_indexing(data.X, party.rows), data.y[party.rows], n_classes,
+          party.round_seed(round_, root), weights) for party in parties],
+        n_jobs=plan.n_jobs,
+    )
+    return [
+        PartyUpload(manifest=dict(manifest, round=round_, training_accuracy=accuracy),
+                    payload={"weights": party_weights})
+        for manifest, (party_weights, accuracy) in zip(manifests, trained)
+    ]

@@ -1,0 +1,94 @@
+"""FedAvg's server step: what runs on the server in every round, and at the end.
+
+Functions of a frozen `FedAvgPlan`: `server_round` averages the parties' weights into
+the next round's message, `finished` gives the fitted attributes from the last message,
+and the checks say what an upload and a message must hold.
+"""
+
+import numpy as np
+
+from .._deployment._upload import PartyUpload
+from .._engine._fitting import ClassCodeModel
+from .._engine._weights import averaged_weights, model_of, weight_shapes
+
+
+def server_round(plan, uploads, message, manifest=None):
+    """The message after the parties' uploads of the round `message` asked for: the
+    average of their weights, weighted by their rows, and whether training is done."""
+    fitted = 0 if message is None else int(message.manifest["round"])
+    history = [] if message is None else [dict(entry) for entry in message.manifest["history"]]
+    counts = [upload.manifest["n_rows"] for upload in uploads]
+    weights = averaged_weights([upload.payload["weights"] for upload in uploads], counts)
+    accuracy = float(np.average([upload.manifest["training_accuracy"] for upload in uploads],
+                                weights=counts))
+    history.append(dict(round=fitted + 1, train_accuracy=accuracy,
+                        bytes_sent=weight_bytes(weights)))
+    plan.say(f"round {fitted + 1}: the parties' mean training accuracy {accuracy:.3f}")
+    return PartyUpload(
+        manifest=dict(manifest or {}, party="server", n_rows=0, round=fitted + 1,
+                      done=fitted + 1 == plan.n_rounds, history=history),
+        payload={"weights": weights},
+    )
+
+
+def weight_bytes(weights):
+    """The bytes of one party's weights in one round, as float64 arrays."""
+    return int(sum(w.nbytes for w in weights))
+
+
+def finished(plan, message, classes):
+    """The fitted attributes of `FedAvgClassifier` from the server's last `message`: the
+    model carrying the last average of the parties' weights."""
+    n_classes = len(classes)
+    model = model_of(plan.estimator, message.payload["weights"], n_classes)
+    history = [dict(entry) for entry in message.manifest["history"]]
+    return dict(
+        _model=ClassCodeModel(model, np.arange(n_classes)),
+        estimator_=model,
+        history_=history,
+        n_rounds_=len(history),
+    )
+
+
+def check_weights(checker, key, plan, required):
+    """A payload's weights: float arrays of the shapes the agreed model has on the agreed
+    features and classes, finite (None allowed where not `required`)."""
+    weights = checker.upload.payload.get(key)
+    if weights is None and not required:
+        return
+    shapes = weight_shapes(plan.estimator, checker.n_features, checker.n_classes)
+    if not isinstance(weights, list) or len(weights) != len(shapes):
+        checker.refuse(key, f"expected a list of {len(shapes)} weight arrays")
+    for index, (array, shape) in enumerate(zip(weights, shapes)):
+        if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
+            checker.refuse(f"{key}[{index}]", "not an array of floating-point weights")
+        if array.shape != shape:
+            checker.refuse(f"{key}[{index}]", f"shape {array.shape}, expected {shape}")
+        if not np.isfinite(array).all():
+            checker.refuse(f"{key}[{index}]", "weights must be finite")
+
+
+def check_party_upload(checker, plan, *, final):
+    """A FedAvg party's upload: its rows and, in every round before the final step, its
+    trained weights and training accuracy."""
+    checker.count("n_rows", positive=True)
+    check_weights(checker, "weights", plan, required=not final)
+    if final:
+        if checker.upload.payload.get("weights") is not None:
+            checker.refuse("weights", "weights after the server's message said done")
+        return
+    checker.number("training_accuracy", 0.0, 1.0)
+
+
+def check_server_message(checker, plan):
+    """The server's message, as a party reads it: the global weights, the round to train
+    and whether training is done."""
+    check_weights(checker, "weights", plan, required=True)
+    checker.count("round", positive=True, at_most=plan.n_rounds)
+    if not isinstance(checker.manifest("done"), bool):
+        checker.refuse("done", "not true or false")
+    history = checker.manifest("history")
+    if not isinstance(history, list) or len(history) > plan.n_rounds or not all(
+        isinstance(entry, dict) for entry in history
+    ):
+        checker.refuse("history", f"not a list of at most {plan.n_rounds} rounds")
