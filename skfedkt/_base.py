@@ -136,6 +136,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
       fitted attributes, by name;
     - ``_after_fit(plan, uploads, X_public, data)``: warnings from the fitted model
       (`data`: the pooled rows in `fit`, None in `fit_server`);
+    - ``_kept_from_rounds(messages)``: with rounds, what `fit` keeps of every round's
+      message;
     - ``_uploaded_estimators(plan, party)`` and ``_upload_kind``: what a party's upload
       holds, checked before any training;
     - ``_sent_bytes()``: what each party sent in `fit`, from the fitted attributes;
@@ -291,15 +293,17 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             plan, data, lambda party: derived_random_state(root, "party", party, scratch=True))
         manifests = [dict(party=party, n_rows=len(rows))
                      for party, rows in zip(data.parties, data.party_rows)]
-        message = None
+        message, messages = None, []
         while True:
             uploads, reused = self._party_step(plan, parties, data, root, message, manifests)
             if not self.runs_rounds or message is not None and message.manifest["done"]:
                 break
             message = self._server_round(plan, uploads, message, X_public, root,
-                                             self.classes_, None)
+                                         self.classes_, None)
+            messages.append(message)
         fitted = self._server_step(plan, uploads, X_public, root, self.classes_, message,
                                    reused)
+        fitted.update(self._kept_from_rounds(messages))
         # what each party sent is measured when asked for: skops takes far longer than
         # the fits of small models
         self._set_fitted(dict(fitted, _upload_bytes=None))
@@ -533,6 +537,11 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     def _after_fit(self, plan, uploads, X_public, data):
         """Warnings about the fitted model; none by default."""
+
+    def _kept_from_rounds(self, messages):
+        """Fitted attributes from every round's message, which only `fit` sees (a
+        deployed server keeps its own); none by default."""
+        return {}
 
     # --- the predict side --------------------------------------------------------------
 

@@ -43,6 +43,11 @@ from skfedkt.privacy import BitFlips, TeacherVotes
         FedAvgClassifier(MLPClassifier(hidden_layer_sizes=(8,), batch_size=16,
                                        learning_rate_init=0.01),
                          n_rounds=4, local_epochs=4, random_state=0),
+        # FedProx and FedDF (on the rows of X, which check_estimator passes as public)
+        FedAvgClassifier(MLPClassifier(hidden_layer_sizes=(8,), batch_size=16,
+                                       learning_rate_init=0.01),
+                         n_rounds=3, local_epochs=4, proximal_mu=0.1, distill_epochs=2,
+                         random_state=0),
         OneShotEnsembleClassifier(random_state=0),
         OneShotEnsembleClassifier(HistGradientBoostingClassifier(max_iter=20),
                                   random_state=0),

@@ -1,5 +1,6 @@
 """FedAvgClassifier: averaging the weights of incrementally trained models."""
 
+import inspect
 import pickle
 
 import numpy as np
@@ -16,14 +17,22 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler
 
-from skfedkt import FedAvgClassifier, UploadError
-from skfedkt._engine._weights import averaged_weights, model_weights
+from skfedkt import FedAvgClassifier, FedCTClassifier, FedKTClassifier, UploadError
+from skfedkt._engine._weights import (
+    averaged_weights,
+    model_of,
+    model_weights,
+    started_model,
+)
 from skfedkt._fedavg._party import FedAvgParty
 from skfedkt._fedavg._plan import FedAvgPlan
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import party_membership_audit
 
 SMALL_MLP = MLPClassifier(hidden_layer_sizes=(16,), batch_size=32)
+
+# MLPClassifier's private gradient takes sample weights from scikit-learn 1.7 on
+SAMPLE_WEIGHTED = "sample_weight" in inspect.signature(MLPClassifier._backprop).parameters
 
 
 @pytest.fixture(scope="module")
@@ -178,3 +187,146 @@ def test_a_party_can_audit_its_upload(digits):
                                    X_holdout=X_test, y_holdout=y_test, n_reference=1,
                                    random_state=0)
     assert {row["release"] for row in audit.summary()} == {"upload"}
+
+
+# --- FedProx, FedDF, FedKT as the first round, the rounds' staged predictions ---------
+
+def test_the_proximal_gradient_is_the_mlps_plus_mu_times_the_distance(digits):
+    X, y, _, _, _ = digits
+    model = started_model(SMALL_MLP, X[:50], y[:50], 10, seed=0)
+    anchor = model_weights(model)
+    shifted = [w + 0.5 for w in anchor]
+    plain = started_model(SMALL_MLP, X[:50], y[:50], 10, 0, shifted)
+    proximal = started_model(SMALL_MLP, X[:50], y[:50], 10, 0, shifted, proximal_mu=3.0)
+    proximal.anchor = anchor
+    gradients = []
+    for net in (plain, proximal):
+        layers = [*net.coefs_, *net.intercepts_]
+        activations = [X[:50]] + [None] * (net.n_layers_ - 1)
+        gradients.append(net._backprop(
+            X[:50], np.eye(10)[y[:50]], *([None] if SAMPLE_WEIGHTED else []), activations,
+            [None] * (net.n_layers_ - 1), [np.empty_like(w) for w in net.coefs_],
+            [np.empty_like(b) for b in net.intercepts_]))
+    (plain_loss, *plain_grads), (prox_loss, *prox_grads) = gradients
+    assert prox_loss == pytest.approx(plain_loss + 3.0 / 2 * sum(
+        np.sum((w - a) ** 2) for w, a in zip(layers, anchor)))
+    for got, base, weight, start in zip([*prox_grads[0], *prox_grads[1]],
+                                        [*plain_grads[0], *plain_grads[1]], layers, anchor):
+        assert_allclose(got, base + 3.0 * (weight - start))
+
+
+def test_a_large_proximal_weight_keeps_a_party_near_the_global_weights(digits):
+    X, y, party, _, _ = digits
+    distances = []
+    for mu in (0.0, 10.0):
+        clf = FedAvgClassifier(SMALL_MLP, n_rounds=2, local_epochs=3, proximal_mu=mu,
+                               random_state=0)
+        message = clf.server_round(
+            [clf.fit_party(X[party == p], y[party == p], party=p, classes=np.arange(10))
+             for p in np.unique(party)], None)
+        upload = clf.fit_party(X[party == 0], y[party == 0], party=0, classes=np.arange(10),
+                               message=message)
+        distances.append(sum(np.sum((w - g) ** 2) for w, g in
+                             zip(upload.payload["weights"], message.payload["weights"])))
+    assert distances[1] < distances[0] / 5
+
+
+@pytest.mark.parametrize("params, error, match", [
+    (dict(estimator=SGDClassifier(), proximal_mu=0.1), ValueError, "MLPClassifier"),
+    (dict(estimator=SGDClassifier(), distill_epochs=2), ValueError, "log_loss"),
+    (dict(init=FedCTClassifier()), TypeError, "FedKTClassifier"),
+    (dict(init=FedKTClassifier(distill=False)), TypeError, "distill=True"),
+    (dict(init=FedKTClassifier(MLPClassifier((5,)))), ValueError, "hidden_layer_sizes"),
+])
+def test_variants_the_rounds_cannot_run_are_refused_before_any_work(digits, params, error,
+                                                                     match):
+    X, y, party, _, _ = digits
+    with pytest.raises(error, match=match):
+        FedAvgClassifier(**dict(dict(estimator=SMALL_MLP), **params)).fit(X, y, groups=party)
+
+
+@pytest.mark.parametrize("params", [dict(distill_epochs=2), dict(init=FedKTClassifier(SMALL_MLP))],
+                         ids=["feddf", "init"])
+def test_the_deployed_steps_of_feddf_and_a_first_round_need_the_public_set(digits, params):
+    X, y, party, _, _ = digits
+    clf = FedAvgClassifier(SMALL_MLP, **params)
+    with pytest.raises(ValueError, match=f"{list(params)[0]}.*needs the agreed public set"):
+        clf.fit_party(X[party == 0], y[party == 0], party=0, classes=np.arange(10))
+
+
+def test_feddf_distils_the_parties_models_into_the_average(digits):
+    X, y, party, X_test, _ = digits
+    X_public = X_test[:200]
+    fedavg = FedAvgClassifier(SMALL_MLP, n_rounds=1, local_epochs=20, random_state=0)
+    feddf = clone(fedavg).set_params(distill_epochs=20)
+    models = [clf.fit(X, y, groups=party, X_unlabeled=X_public) for clf in (fedavg, feddf)]
+    # the same parties' weights, averaged, then trained on the public rows
+    assert not np.allclose(models[0].predict_proba(X_test), models[1].predict_proba(X_test))
+    ensemble = np.mean([model.predict_proba(X_public) for model in party_models(
+        fedavg, X, y, party)], axis=0).argmax(axis=1)
+    assert (np.mean(models[1].predict(X_public) == ensemble)
+            > np.mean(models[0].predict(X_public) == ensemble))
+
+
+def party_models(clf, X, y, party):
+    """Every party's model of round 0, from its own upload."""
+    return [model_of(SMALL_MLP, clf.fit_party(X[party == p], y[party == p], party=p,
+                                              classes=np.arange(10)).payload["weights"], 10)
+            for p in np.unique(party)]
+
+
+@pytest.fixture(scope="module")
+def fedkt_prox(digits):
+    X, y, party, X_test, _ = digits
+    return FedAvgClassifier(SMALL_MLP, n_rounds=2, local_epochs=2, proximal_mu=0.1,
+                            init=FedKTClassifier(clone(SMALL_MLP).set_params(max_iter=10),
+                                                 n_students=1, n_teachers=2),
+                            random_state=0), X_test[:150]
+
+
+def test_a_first_round_of_fedkt_is_fedkts_own_model(digits, fedkt_prox):
+    X, y, party, X_test, _ = digits
+    clf, X_public = fedkt_prox
+    first = clone(clf).set_params(n_rounds=1).fit(X, y, groups=party, X_unlabeled=X_public)
+    fedkt = clone(clf.init).set_params(random_state=0).fit(X, y, groups=party,
+                                                            X_unlabeled=X_public)
+    assert_array_equal(first.predict_proba(X_test), fedkt.predict_proba(X_test))
+    assert first.history_[0]["train_accuracy"] is None
+
+
+def test_deployed_rounds_after_a_first_round_give_the_model_fit_gives(digits, fedkt_prox,
+                                                                        tmp_path):
+    X, y, party, X_test, _ = digits
+    clf, X_public = fedkt_prox
+    fitted = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+    message = None
+    for round_ in range(3):
+        uploads = []
+        for p in fitted.parties_:
+            path = tmp_path / f"party-{p}-round-{round_}.skfedkt"
+            clf.fit_party(X[party == p], y[party == p], party=p, classes=np.arange(10),
+                          X_unlabeled=X_public, message=message).save(path)
+            uploads.append(path)
+        if round_ == 2:
+            break
+        message = clf.server_round(uploads, X_public, message=message)
+    server = clone(clf).fit_server(uploads, X_public, message=message)
+    assert_array_equal(server.predict_proba(X_test), fitted.predict_proba(X_test))
+    # a round-0 upload holds students, which a later round refuses
+    first = clf.fit_party(X[party == 0], y[party == 0], party=0, classes=np.arange(10),
+                          X_unlabeled=X_public)
+    with pytest.raises(UploadError, match="round"):
+        clf.server_round([first, *uploads[1:]], X_public, message=message)
+
+
+def test_staged_scores_follow_the_rounds_and_end_at_the_model(digits):
+    X, y, party, X_test, y_test = digits
+    clf = FedAvgClassifier(SMALL_MLP, n_rounds=3, random_state=0).fit(X, y, groups=party)
+    scores = list(clf.staged_score(X_test, y_test))
+    assert len(scores) == 3
+    assert scores[-1] == clf.score(X_test, y_test)
+    last = list(clf.staged_predict_proba(X_test))[-1]
+    assert_array_equal(last, clf.predict_proba(X_test))
+    assert_array_equal(next(clf.staged_predict(X_test)),
+                       clone(clf).set_params(n_rounds=1).fit(X, y, groups=party
+                                                             ).predict(X_test))

@@ -1,15 +1,20 @@
 """FedAvgClassifier: its parameters, and `fit`, which runs the rounds of both steps."""
 
-from numbers import Integral
+from functools import partial
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.metrics import accuracy_score
 from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import BaseFederatedClassifier
+from .._base import BaseFederatedClassifier, _if_offered, shared_docs
+from .._deployment._protocol import require_public_set
 from .._engine._fitting import ClassCodeModel
 from .._engine._weights import model_of
 from .._privacy._release import final_model_release, models_release
-from ._party import FedAvgParty, party_round
+from ._party import FedAvgParty, first_round, party_round
 from ._plan import FedAvgPlan, base_estimator
 from ._server import check_party_upload, check_server_message, finished, server_round
 
@@ -22,7 +27,16 @@ class FedAvgClassifier(BaseFederatedClassifier):
     weighted by its rows, and sends the average back as the next round's start. After
     `n_rounds` rounds the average is the model. No public data is needed. FedAvg is the
     iterative algorithm the FedKT paper measures against; with one round it is the
-    one-shot baseline of its Table 1.
+    one-shot baseline of its Table 1. Three variants, each a parameter:
+
+    - FedProx (``proximal_mu > 0``): a party's local loss adds
+      ``proximal_mu / 2 * ||w - w_global||^2``, which keeps skewed parties' weights near
+      the global ones;
+    - FedDF (``distill_epochs > 0``): the server trains the average further on the
+      public set (`X_unlabeled`), labelled by the parties' models' mean probabilities;
+    - FedKT as the first round (``init=FedKTClassifier(...)``, the FedKT paper's
+      "FedKT-Prox" with ``proximal_mu``): round 1 is that one-shot algorithm, whose final
+      model starts the averaging rounds.
 
     Only models that learn epoch by epoch and whose parameters can be averaged qualify:
     scikit-learn's `~sklearn.neural_network.MLPClassifier` (solver ``"adam"`` or
@@ -42,6 +56,21 @@ class FedAvgClassifier(BaseFederatedClassifier):
     local_epochs : int, default=1
         Epochs (passes over its rows, one ``partial_fit`` each) a party trains in every
         round. The FedKT paper uses 10 for FedAvg.
+    proximal_mu : float, default=0.0
+        FedProx's proximal weight ``mu`` (the FedKT paper uses 0.1); 0 is FedAvg. The
+        term's gradient is added to an MLPClassifier's in every step of its solver
+        (round 0's anchor: the shared initial weights); refused for SGDClassifier.
+    distill_epochs : int, default=0
+        FedDF: epochs the server trains every round's average on the public set
+        `X_unlabeled` (which `fit` then requires), labelled by the winning class of the
+        parties' models' mean probabilities; 0 is FedAvg. FedDF's own distillation
+        matches those probabilities; scikit-learn's models learn hard labels.
+    init : FedKTClassifier or OneShotEnsembleClassifier, default=None
+        A one-shot algorithm run as the first round, whose final model (a model like
+        `estimator`) starts the averaging rounds: round 1 is its party and server
+        steps, on the public set `X_unlabeled` (which `fit` then requires), and the
+        remaining ``n_rounds - 1`` rounds average. None: round 1 averages from the
+        shared initialisation.
     n_jobs : int, default=None
         Number of parties trained in parallel in a round.
     random_state : int, RandomState instance or None, default=None
@@ -68,8 +97,9 @@ class FedAvgClassifier(BaseFederatedClassifier):
         Communication rounds run.
     history_ : list of dict
         Per round: ``round``, ``train_accuracy`` (the parties' accuracy on their own rows
-        after their local training, weighted by their rows) and ``bytes_sent`` (the
-        bytes of the weights each party sent).
+        after their local training, weighted by their rows; None for a first round of
+        `init`) and ``bytes_sent`` (the bytes of the weights each party sent; for a
+        first round of `init`, its largest upload).
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent over all rounds, aligned with ``parties_``: with `fit`,
         the sum of ``bytes_sent`` in `history_` (the average broadcast back is not
@@ -125,59 +155,93 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     runs_rounds = True
 
-    _needs_public_set = False
+    @property
+    def _needs_public_set(self):
+        # FedDF distils on the public set, a one-shot first round transfers through it
+        return self.distill_epochs > 0 or self.init is not None
 
-    _private_fitted = ("_model",)
+    _parameter_objects = ("init",)
+
+    _private_fitted = ("_model", "_round_weights")
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), None],  # the plan says which
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
         "local_epochs": [Interval(Integral, 1, None, closed="left")],
+        "proximal_mu": [Interval(Real, 0, None, closed="left")],
+        "distill_epochs": [Interval(Integral, 0, None, closed="left")],
+        "init": [HasMethods(["fit_party", "fit_server"]), None],  # the plan says which
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, estimator=None, *, n_rounds=10, local_epochs=1, n_jobs=None,
-                 random_state=None, verbose=0):
+    def __init__(self, estimator=None, *, n_rounds=10, local_epochs=1, proximal_mu=0.0,
+                 distill_epochs=0, init=None, n_jobs=None, random_state=None, verbose=0):
         self.estimator = estimator
         self.n_rounds = n_rounds
         self.local_epochs = local_epochs
+        self.proximal_mu = proximal_mu
+        self.distill_epochs = distill_epochs
+        self.init = init
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     def _base_estimators(self):
-        return [base_estimator(self.estimator)]
+        # an init that is no algorithm of this package is refused by the plan
+        first_round = getattr(self.init, "_base_estimators", list)()
+        return [base_estimator(self.estimator), *first_round]
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
     def _check_public_set(self, plan, X_unlabeled, step):
-        """FedAvg uses no public data: a public set is not needed, and ignored."""
+        """Plain FedAvg and FedProx use no public data (a public set is ignored); FedDF
+        and a one-shot first round need it."""
+        if self._needs_public_set:
+            require_public_set(X_unlabeled, f"{self._name}'s {step} (with "
+                               + ("distill_epochs" if plan.distill_epochs else "init") + ")")
 
     def _parties(self, plan, data, random_state_of):
-        return [FedAvgParty(plan, party, rows, random_state_of(party))
-                for party, rows in zip(data.parties, data.party_rows)]
+        # the first round's parties draw from the streams its own fit gives them
+        init_parties = ([None] * len(data.parties) if plan.init is None else
+                        plan.init._parties(plan.init_plan, data, random_state_of))
+        return [FedAvgParty(plan, party, rows, random_state_of(party), init_party)
+                for party, rows, init_party in zip(data.parties, data.party_rows,
+                                                   init_parties)]
 
     def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
+        if message is None and plan.init is not None:
+            return first_round(plan, parties, data, root, manifests, share_model), None
         return party_round(plan, parties, data, root, message, manifests), None
 
     def _message_check(self, plan, X_public):
         return lambda checker: check_server_message(checker, plan)
 
     def _upload_check(self, plan, X_public, root, final):
-        return lambda checker: check_party_upload(checker, plan, final=final)
+        own = partial(check_party_upload, plan=plan, final=final)
+        if plan.init is None or final:
+            return own
+        # round 0's uploads are the first round's, checked as that algorithm checks them
+        first = plan.init._upload_check(plan.init_plan, X_public, root, True)
+        return lambda checker: (first if checker.manifest("round") == 0 else own)(checker)
 
     def _server_round(self, plan, uploads, message, X_public, root, classes, manifest):
-        return server_round(plan, uploads, message, manifest)
+        return server_round(plan, uploads, message, X_public, root, classes, manifest)
 
     def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
         return finished(plan, message, classes)
 
-    _upload_kind = "weights"
+    @property
+    def _upload_kind(self):
+        # weights, or in a first round that algorithm's models
+        return "weights" if self.init is None else self.init._upload_kind
 
     def _uploaded_estimators(self, plan, party):
-        return []  # weights only: arrays, which any upload file holds
+        # weights are arrays, which any upload file holds; a first round's models are
+        # checked as that algorithm checks them
+        return [] if plan.init is None else plan.init._uploaded_estimators(
+            plan.init_plan, party)
 
     def _sent_bytes(self):
         # every round, the weights
@@ -200,7 +264,83 @@ class FedAvgClassifier(BaseFederatedClassifier):
         return [models_release("upload", upload.party,
                                [ClassCodeModel(model, np.arange(n_classes))], n_classes)]
 
+    def _kept_from_rounds(self, messages):
+        # every round's global weights, for the staged predictions
+        return {"_round_weights": [message.payload["weights"] for message in messages]}
+
     # --- the predict side ---------------------------------------------------------------
+
+    def _round_models(self):
+        """The global model after each round, as `fit` saw them (after `fit_server`,
+        the last)."""
+        n_classes = len(self.classes_)
+        codes = np.arange(n_classes)
+        for weights in self._round_weights:
+            yield ClassCodeModel(model_of(base_estimator(self.estimator), weights, n_classes),
+                                 codes)
+
+    @available_if(_if_offered("predict_proba"))
+    @shared_docs
+    def staged_predict_proba(self, X):
+        """Class probabilities of the global model after each round: the accuracy
+        against rounds (the FedKT paper's Figure 2) without refitting.
+
+        After `fit_server`, which sees only the server's last message, the final
+        model alone.
+
+        Parameters
+        ----------
+        $predict_data
+
+        Yields
+        ------
+        proba : ndarray of shape (n_samples, n_classes)
+            The probabilities after round 1, 2, ..., columns in the order of
+            ``classes_``.
+        """
+        check_is_fitted(self)
+        X = self._validate_predict_data(X)
+        for model in self._round_models():
+            yield model.predict_proba(X, len(self.classes_))
+
+    @shared_docs
+    def staged_predict(self, X):
+        """Predicted classes of the global model after each round (see
+        `staged_predict_proba`).
+
+        Parameters
+        ----------
+        $predict_data
+
+        Yields
+        ------
+        y : ndarray of shape (n_samples,)
+            The predictions after round 1, 2, ..., among ``classes_``.
+        """
+        check_is_fitted(self)
+        X = self._validate_predict_data(X)
+        for model in self._round_models():
+            yield self.classes_[model.predict(X)]
+
+    def staged_score(self, X, y, sample_weight=None):
+        """Accuracy of the global model after each round (see `staged_predict_proba`).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            Test samples.
+        y : array-like of shape (n_samples,)
+            Their true labels.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Sample weights.
+
+        Yields
+        ------
+        score : float
+            The accuracy after round 1, 2, ...
+        """
+        for y_pred in self.staged_predict(X):
+            yield accuracy_score(y, y_pred, sample_weight=sample_weight)
 
     def _offers(self, method):
         # SGDClassifier offers probabilities only with a probabilistic loss

@@ -3,7 +3,9 @@
 `party_round` trains every party's clone of a round, from the global weights the
 server's message carries (the shared initialisation in round 0), in one flat parallel
 batch, and returns their uploads: the trained weights and the party's rows, which weigh
-its weights in the average.
+its weights in the average. With FedProx's `proximal_mu`, local training is pulled
+toward the global weights. With a one-shot first round (`init`), round 0 is that
+algorithm's own party step (`first_round`).
 """
 
 from functools import partial
@@ -14,7 +16,7 @@ from sklearn.utils import _safe_indexing
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import map_in_parallel
 from .._engine._seeds import derived_random_state, draw_seeds
-from .._engine._weights import model_weights, started_model
+from .._engine._weights import initial_weights, model_weights, started_model
 
 
 def instructions(message):
@@ -35,8 +37,10 @@ class FedAvgParty:
     command.
     """
 
-    def __init__(self, plan, party, rows, random_state):
+    def __init__(self, plan, party, rows, random_state, init_party=None):
         self.plan, self.party, self.rows = plan, party, rows
+        # the first round's party (a one-shot algorithm's), if any
+        self.init_party = init_party
         (self.base_seed,) = draw_seeds(random_state, 1)
 
     def round_seed(self, round_, root):
@@ -50,7 +54,11 @@ class FedAvgParty:
 
 def train_party(plan, X, y, n_classes, seed, weights):
     """One party's round: the trained clone's weights and its accuracy on its rows."""
-    model = started_model(plan.estimator, X, y, n_classes, seed, weights)
+    if weights is None and plan.proximal_mu > 0:
+        # FedProx anchors round 0 at the shared initial weights themselves
+        weights = initial_weights(plan.estimator, X, y, n_classes, seed)
+    model = started_model(plan.estimator, X, y, n_classes, seed, weights,
+                          proximal_mu=plan.proximal_mu)
     # without weights, starting the clone was its first epoch
     for _ in range(plan.local_epochs - (weights is None)):
         model.partial_fit(X, y)
@@ -82,3 +90,13 @@ def party_round(plan, parties, data, root, message, manifests):
                     payload={"weights": party_weights})
         for manifest, (party_weights, accuracy) in zip(manifests, trained)
     ]
+
+
+def first_round(plan, parties, data, root, manifests, share_model):
+    """Every party's upload of round 0 with a one-shot first round (`plan.init`): that
+    algorithm's own party step, whose uploads the server's first round reads."""
+    uploads, _ = plan.init._party_step(
+        plan.init_plan, [party.init_party for party in parties], data, root, None,
+        [dict(manifest, round=0) for manifest in manifests], share_model,
+    )
+    return uploads

@@ -3,6 +3,7 @@ the server step read the plan and nothing else of the estimator."""
 
 from dataclasses import dataclass
 
+from sklearn.base import clone
 from sklearn.neural_network import MLPClassifier
 
 from .._engine._plan import Plan
@@ -11,23 +12,43 @@ from .._engine._weights import check_averageable
 
 @dataclass(frozen=True)
 class FedAvgPlan(Plan):
-    """What one fit of `FedAvgClassifier` runs (see `FedAvgPlan.of`)."""
+    """What one fit of `FedAvgClassifier` runs (see `FedAvgPlan.of`): FedAvg, FedProx
+    with a positive `proximal_mu`, FedDF with `distill_epochs`, and a one-shot algorithm
+    as the first round with `init` (its own plan in `init_plan`)."""
 
     estimator_name = "FedAvgClassifier"
 
     estimator: object
     n_rounds: int
     local_epochs: int
+    proximal_mu: float
+    distill_epochs: int
+    init: object
+    init_plan: object
 
     @classmethod
     def of(cls, estimator):
         """The plan of a `FedAvgClassifier`'s parameters; a model whose parameters
-        cannot be averaged is refused here, before any work."""
+        cannot be averaged, and a first round whose model FedAvg cannot continue, are
+        refused here, before any work."""
         model = base_estimator(estimator.estimator)
-        check_averageable(model, "FedAvgClassifier")
+        check_averageable(model, "FedAvgClassifier", estimator.proximal_mu)
+        if estimator.distill_epochs and not hasattr(model, "predict_proba"):
+            raise ValueError(
+                "FedAvgClassifier's distill_epochs (FedDF) labels the public set with the "
+                "parties' mean class probabilities, which "
+                f"{type(model).__name__}(loss={model.get_params().get('loss')!r}) does not "
+                "give: use loss='log_loss' or an MLPClassifier, or distill_epochs=0."
+            )
+        init = None if estimator.init is None else clone(estimator.init)
+        if init is not None:
+            check_first_round(init, model)
         return cls(estimator=model, n_rounds=estimator.n_rounds,
-                   local_epochs=estimator.local_epochs, n_jobs=estimator.n_jobs,
-                   verbose=estimator.verbose)
+                   local_epochs=estimator.local_epochs,
+                   proximal_mu=float(estimator.proximal_mu),
+                   distill_epochs=estimator.distill_epochs, init=init,
+                   init_plan=None if init is None else init._plan_type.of(init),
+                   n_jobs=estimator.n_jobs, verbose=estimator.verbose)
 
 
 def base_estimator(estimator):
@@ -36,3 +57,31 @@ def base_estimator(estimator):
     if estimator is None:
         return MLPClassifier(hidden_layer_sizes=(100, 100), batch_size=32)
     return estimator
+
+
+# what must match between the first round's final model and FedAvg's model for its
+# weights to start the rounds
+_ARCHITECTURE = ("hidden_layer_sizes", "activation", "loss", "fit_intercept")
+
+
+def check_first_round(init, model):
+    """Refuse a first round whose final model FedAvg cannot continue: one-round
+    algorithms of this package that distil into a model of `model`'s kind and shape."""
+    runs_one_round = hasattr(init, "_plan_type") and not init.runs_rounds
+    if not runs_one_round or not getattr(init, "distill", False):
+        raise TypeError(
+            "FedAvgClassifier's init runs the first round: a FedKTClassifier (or "
+            "OneShotEnsembleClassifier) with distill=True, whose final model the rounds "
+            f"continue; got {init!r}."
+        )
+    final = init._base_estimators()[-1]
+    params = final.get_params(deep=False) if type(final) is type(model) else {}
+    differing = [name for name in _ARCHITECTURE
+                 if name in params and params[name] != model.get_params()[name]]
+    if type(final) is not type(model) or differing:
+        raise ValueError(
+            f"FedAvgClassifier's init trains a final model the rounds cannot continue: "
+            f"{final!r}, against the rounds' {model!r}"
+            + (f" (they differ in {', '.join(differing)})" if differing else "")
+            + ". Give init the same model as its final_estimator (or estimator)."
+        )

@@ -1,7 +1,9 @@
 """FedAvg's server step: what runs on the server in every round, and at the end.
 
 Functions of a frozen `FedAvgPlan`: `server_round` averages the parties' weights into
-the next round's message, `finished` gives the fitted attributes from the last message,
+the next round's message (FedDF then distils the parties' models into the average on
+the public set; with a one-shot first round, round 0 is that algorithm's server step,
+`first_round_message`), `finished` gives the fitted attributes from the last message,
 and the checks say what an upload and a message must hold.
 """
 
@@ -9,26 +11,88 @@ import numpy as np
 
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import ClassCodeModel
-from .._engine._weights import averaged_weights, model_of, weight_shapes
+from .._engine._seeds import derived_random_state, draw_seeds
+from .._engine._weights import (
+    averaged_weights,
+    model_of,
+    model_weights,
+    started_model,
+    weight_shapes,
+)
 
 
-def server_round(plan, uploads, message, manifest=None):
+def server_round(plan, uploads, message, X_public, root, classes, manifest=None):
     """The message after the parties' uploads of the round `message` asked for: the
-    average of their weights, weighted by their rows, and whether training is done."""
+    average of their weights, weighted by their rows (distilled on the public set with
+    FedDF), and whether training is done."""
+    if message is None and plan.init is not None:
+        return first_round_message(plan, uploads, X_public, root, classes, manifest)
     fitted = 0 if message is None else int(message.manifest["round"])
-    history = [] if message is None else [dict(entry) for entry in message.manifest["history"]]
     counts = [upload.manifest["n_rows"] for upload in uploads]
-    weights = averaged_weights([upload.payload["weights"] for upload in uploads], counts)
+    party_weights = [upload.payload["weights"] for upload in uploads]
+    weights = averaged_weights(party_weights, counts)
+    if plan.distill_epochs and len(classes) > 1:  # one class: nothing to distil
+        weights = distilled_weights(plan, party_weights, weights, X_public, len(classes),
+                                    derived_random_state(root, "distillation", fitted))
     accuracy = float(np.average([upload.manifest["training_accuracy"] for upload in uploads],
                                 weights=counts))
-    history.append(dict(round=fitted + 1, train_accuracy=accuracy,
-                        bytes_sent=weight_bytes(weights)))
     plan.say(f"round {fitted + 1}: the parties' mean training accuracy {accuracy:.3f}")
+    return round_message(plan, message, manifest, weights, dict(
+        train_accuracy=accuracy, bytes_sent=weight_bytes(weights)))
+
+
+def round_message(plan, message, manifest, weights, entry):
+    """The server's message after the round `message` asked for (round 0 without
+    one): the global `weights`, the history with this round's `entry`, and whether
+    training is done."""
+    fitted = 0 if message is None else int(message.manifest["round"])
+    history = [] if message is None else [dict(entry) for entry in message.manifest["history"]]
+    history.append(dict(round=fitted + 1, **entry))
     return PartyUpload(
         manifest=dict(manifest or {}, party="server", n_rows=0, round=fitted + 1,
                       done=fitted + 1 == plan.n_rounds, history=history),
         payload={"weights": weights},
     )
+
+
+def distilled_weights(plan, party_weights, weights, X_public, n_classes, random_state):
+    """FedDF (Lin et al., 2020): the averaged model trained `distill_epochs` epochs on
+    the public rows, labelled by the parties' models' mean class probabilities (their
+    winning class: scikit-learn's models learn hard labels; FedDF's own distillation
+    matches the probabilities)."""
+    n_public = X_public.shape[0]
+    proba = np.mean([model_of(plan.estimator, w, n_classes).predict_proba(X_public)
+                     for w in party_weights], axis=0)
+    labels = proba.argmax(axis=1)
+    (seed,) = draw_seeds(random_state, 1)
+    model = started_model(plan.estimator, X_public, labels, n_classes, int(seed), weights)
+    for _ in range(plan.distill_epochs):
+        model.partial_fit(X_public, labels)
+    plan.say(f"distilled the parties' models on {n_public} public rows")
+    return model_weights(model)
+
+
+def first_round_message(plan, uploads, X_public, root, classes, manifest):
+    """Round 0 with a one-shot first round: that algorithm's server step on the parties'
+    uploads; its final model's weights start FedAvg's rounds."""
+    # the agreed labels: a list in a deployed round
+    classes = np.asarray(classes)
+    fitted = plan.init._server_step(plan.init_plan, uploads, X_public, root, classes, None,
+                                    None)
+    final = fitted["_final_model"]
+    n_classes = len(classes)
+    # a final model of fewer classes has fewer outputs (one class: a constant)
+    if len(final.codes) != n_classes:
+        raise ValueError(
+            f"The first round's final model learned {len(final.codes)} of the "
+            f"{n_classes} classes, so its weights cannot start FedAvg's rounds: give "
+            "the first round a larger public set, or fit without init."
+        )
+    weights = model_weights(final.estimator)
+    plan.say(f"round 1: {plan.init_plan.estimator_name}'s final model starts the rounds")
+    return round_message(plan, None, manifest, weights, dict(
+        train_accuracy=None,
+        bytes_sent=max(upload.n_bytes or len(upload.to_bytes()) for upload in uploads)))
 
 
 def weight_bytes(weights):
@@ -44,6 +108,7 @@ def finished(plan, message, classes):
     history = [dict(entry) for entry in message.manifest["history"]]
     return dict(
         _model=ClassCodeModel(model, np.arange(n_classes)),
+        _round_weights=[message.payload["weights"]],
         estimator_=model,
         history_=history,
         n_rounds_=len(history),

@@ -1,0 +1,159 @@
+"""Networks: FedKT against the iterative algorithms in one round (the FedKT paper's
+Table 1, network columns) and as their first round (its Figure 2, FedKT-Prox).
+
+digits (bundled; pixels scaled to [0, 1] by their range, 16) with the FedKT paper's
+MLP (two hidden layers of 100 ReLU units, Adam, learning rate 0.001, batch 32), 10
+Dirichlet(0.5) parties, a 75/12.5/12.5 train/public/test split, ``--seeds`` new splits.
+
+One round:
+
+- FedKT: the paper's s = 2 partitions of t = 5 teachers, ``--epochs`` epochs for every
+  network (the paper: 100), the package's defaults otherwise; and with the package's
+  default teachers (``n_teachers="auto"``: 3 on these parties);
+- FedAvg, FedProx (mu 0.1) and FedDF (the average distilled on the public set for
+  ``--epochs`` epochs), one round of 10 local epochs (the paper's);
+- SOLO: a party's own model, mean over parties; the ensemble of the parties' local
+  models (their probabilities averaged); centralized: one model on all training rows.
+
+Rounds (``--rounds``, the paper's 50 for MNIST): FedAvg, FedProx and FedKT-Prox (FedKT
+as the first round of FedProx), the global model's test accuracy after each round
+(`FedAvgClassifier.staged_score`), and the round at which each first reaches what
+FedAvg reaches after all of them.
+
+Mean ± std of the test accuracy over seeds, the paper's MNIST column beside (it has no
+digits row).
+
+    python benchmarks/bench_networks.py [--seeds 5] [--rounds 30]
+
+Produces: doc/performance.rst, "Networks in one round".
+"""
+
+import warnings
+
+import numpy as np
+from _common import mean_std, parser, print_table, run_parallel
+from joblib import delayed
+from sklearn.base import clone
+from sklearn.neural_network import MLPClassifier
+
+from skfedkt import FedAvgClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt.baselines import solo_scores
+from skfedkt.datasets import load_federated
+
+# the paper's Table 1, MNIST, one round (None: not in the table)
+PAPER_MNIST = {"FedKT": 0.905, "FedKT, default teachers": None, "FedAvg": 0.628, "FedProx": 0.443, "FedDF": 0.838,
+               "SOLO": 0.690, "ensemble of local models": None, "centralized": None}
+
+# the paper's local epochs of FedAvg and FedProx, and FedProx's mu
+LOCAL_EPOCHS, MU = 10, 0.1
+
+# the rounds at which the table of the accuracy against rounds shows the curves
+SHOWN_ROUNDS = (1, 2, 3, 5, 10, 20, 30, 50)
+
+
+def paper_mlp(epochs):
+    return MLPClassifier(hidden_layer_sizes=(100, 100), batch_size=32, max_iter=epochs)
+
+
+def fedkt(mlp):
+    return FedKTClassifier(mlp, n_students=2, n_teachers=5)
+
+
+def iterative(mlp, epochs, n_rounds):
+    """The iterative algorithms (one estimator, three settings), `n_rounds` rounds."""
+    fedavg = FedAvgClassifier(mlp, n_rounds=n_rounds, local_epochs=LOCAL_EPOCHS)
+    return {
+        "FedAvg": fedavg,
+        "FedProx": clone(fedavg).set_params(proximal_mu=MU),
+        "FedDF": clone(fedavg).set_params(distill_epochs=epochs),
+        "FedKT-Prox": clone(fedavg).set_params(proximal_mu=MU, init=fedkt(mlp)),
+    }
+
+
+def split(seed):
+    data = load_federated("digits", n_parties=10, beta=0.5, random_state=seed)
+    return data, data.X_train / 16, data.X_public / 16, data.X_test / 16
+
+
+def one_round(seed, epochs):
+    """Every method's test accuracy after one round."""
+    data, X, X_public, X_test = split(seed)
+    mlp = paper_mlp(epochs)
+    methods = {
+        "FedKT": fedkt(mlp),
+        "FedKT, default teachers": FedKTClassifier(mlp, n_students=2),
+        **{name: clf for name, clf in iterative(mlp, epochs, 1).items()
+           if name != "FedKT-Prox"},
+        "ensemble of local models": OneShotEnsembleClassifier(mlp, selection="all"),
+    }
+    scores = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small parties: clipped batches, short training
+        for name, clf in methods.items():
+            scores[name] = clf.set_params(random_state=seed).fit(
+                X, data.y_train, groups=data.groups, X_unlabeled=X_public,
+            ).score(X_test, data.y_test)
+        scores["SOLO"] = solo_scores(mlp, X, data.y_train, data.groups, X_test,
+                                     data.y_test, random_state=seed).mean()
+        scores["centralized"] = clone(mlp).set_params(random_state=seed).fit(
+            X, data.y_train).score(X_test, data.y_test)
+    return scores
+
+
+def by_round(seed, epochs, n_rounds):
+    """FedAvg's, FedProx's and FedKT-Prox's test accuracy after each round."""
+    data, X, X_public, X_test = split(seed)
+    curves = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, clf in iterative(paper_mlp(epochs), epochs, n_rounds).items():
+            if name == "FedDF":
+                continue
+            clf.set_params(random_state=seed).fit(X, data.y_train, groups=data.groups,
+                                                  X_unlabeled=X_public)
+            curves[name] = list(clf.staged_score(X_test, data.y_test))
+    return curves
+
+
+def first_round_reaching(curve, target):
+    """The first round (1-based) whose accuracy reaches `target`, or None."""
+    reached = np.flatnonzero(np.asarray(curve) >= target)
+    return int(reached[0]) + 1 if reached.size else None
+
+
+def main(argv=None):
+    command = parser(__doc__, seeds=5, n_jobs=2)
+    command.add_argument("--epochs", type=int, default=100,
+                         help="epochs of FedKT's networks, FedDF's distillation and the "
+                              "one-shot baselines (the paper's 100)")
+    command.add_argument("--rounds", type=int, default=30,
+                         help="rounds of FedAvg, FedProx and FedKT-Prox in the series")
+    args = command.parse_args(argv)
+    seeds = range(args.seeds)
+    runs = run_parallel((delayed(one_round)(seed, args.epochs) for seed in seeds),
+                        args.n_jobs, "one round")
+    print(f"digits, 10 Dirichlet(0.5) parties, the paper's MLP, one round: test accuracy, "
+          f"mean ± std over {args.seeds} seeds\n")
+    print_table(["method", "accuracy", "paper (MNIST)"], [
+        [name, mean_std([scores[name] for scores in runs]),
+         "-" if PAPER_MNIST[name] is None else f"{PAPER_MNIST[name]:.3f}"]
+        for name in PAPER_MNIST
+    ])
+
+    series = run_parallel((delayed(by_round)(seed, args.epochs, args.rounds)
+                           for seed in seeds), args.n_jobs, "rounds")
+    curves = {name: np.array([run[name] for run in series]) for name in series[0]}
+    shown = [r for r in SHOWN_ROUNDS if r <= args.rounds]
+    target = curves["FedAvg"][:, -1].mean()
+    print(f"\nthe global model's test accuracy after each round, mean ± std over "
+          f"{args.seeds} seeds; the last column: the first round whose mean accuracy "
+          f"reaches FedAvg's after {args.rounds} rounds ({target:.3f})\n")
+    print_table(["method", *[f"round {r}" for r in shown], "rounds to FedAvg's last"], [
+        [name, *[mean_std(curve[:, r - 1]) for r in shown],
+         first_round_reaching(curve.mean(axis=0), target) or f"> {args.rounds}"]
+        for name, curve in curves.items()
+    ])
+
+
+if __name__ == "__main__":
+    main()
