@@ -23,11 +23,18 @@ FedAvg reaches after all of them.
 Mean ± std of the test accuracy over seeds, the paper's MNIST column beside (it has no
 digits row).
 
-    python benchmarks/bench_networks.py [--seeds 5] [--rounds 30]
+With ``--device`` (``cuda`` on a machine with a GPU, or ``cpu``), FedKT's round again
+with the paper's MLP as a PyTorch network (skorch) on that device, its 100 teachers
+trained one after the other in one process (``n_jobs=1``) and by two worker processes
+sharing the device (``n_jobs=2``): wall time, teachers per second, test accuracy and,
+in one process, the device memory torch held at its peak.
+
+    python benchmarks/bench_networks.py [--seeds 5] [--rounds 30] [--device cuda]
 
 Produces: doc/performance.rst, "Networks in one round".
 """
 
+import time
 import warnings
 
 import numpy as np
@@ -115,6 +122,29 @@ def by_round(seed, epochs, n_rounds):
     return curves
 
 
+def on_device(device, epochs, n_jobs):
+    """FedKT's round with the paper's MLP as a skorch net on `device`: wall time,
+    teachers per second, accuracy and (in one process) peak device memory."""
+    import torch
+    from _torch_nets import paper_net
+
+    data, X, X_public, X_test = split(0)
+    clf = FedKTClassifier(paper_net(device, epochs), n_students=2, n_teachers=5,
+                          n_jobs=n_jobs, random_state=0)
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        start = time.perf_counter()
+        clf.fit(X, data.y_train, groups=data.groups, X_unlabeled=X_public)
+        seconds = time.perf_counter() - start
+    teachers = int(clf.n_teachers_.sum()) * clf.n_students
+    memory = (f"{torch.cuda.max_memory_allocated() / 2**20:.0f}"
+              if device.startswith("cuda") and n_jobs == 1 else "-")
+    return [device, n_jobs, f"{seconds:.1f}", f"{teachers / seconds:.1f}",
+            f"{clf.score(X_test, data.y_test):.3f}", memory]
+
+
 def first_round_reaching(curve, target):
     """The first round (1-based) whose accuracy reaches `target`, or None."""
     reached = np.flatnonzero(np.asarray(curve) >= target)
@@ -128,6 +158,9 @@ def main(argv=None):
                               "one-shot baselines (the paper's 100)")
     command.add_argument("--rounds", type=int, default=30,
                          help="rounds of FedAvg, FedProx and FedKT-Prox in the series")
+    command.add_argument("--device", default=None,
+                         help="also time FedKT with a PyTorch network on this device "
+                              "(cuda, cpu)")
     args = command.parse_args(argv)
     seeds = range(args.seeds)
     runs = run_parallel((delayed(one_round)(seed, args.epochs) for seed in seeds),
@@ -153,6 +186,12 @@ def main(argv=None):
          first_round_reaching(curve.mean(axis=0), target) or f"> {args.rounds}"]
         for name, curve in curves.items()
     ])
+    if args.device is not None:
+        print(f"\nFedKT's round (100 teachers, 20 students, the final model) with the "
+              f"paper's MLP as a PyTorch network, {args.epochs} epochs, one split\n")
+        print_table(["device", "n_jobs", "wall time (s)", "teachers per second",
+                     "accuracy", "peak device memory (MiB)"],
+                    [on_device(args.device, args.epochs, n_jobs) for n_jobs in (1, 2)])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,11 @@
 """PyTorch modules for the skorch tests; importable so loky workers can unpickle them."""
 
+import os
+import uuid
+from pathlib import Path
+
 import numpy as np
+from skorch.callbacks import Callback
 from torch import nn
 
 
@@ -20,3 +25,17 @@ class MLP(nn.Module):
 def to_float32(X):
     """skorch needs float32 input; a module-level function pickles, a lambda does not."""
     return np.asarray(X, dtype=np.float32)
+
+
+class DeviceRecorder(Callback):
+    """A skorch callback that writes, when a net starts training, the device it was
+    given and the device its module's weights are on, one file per fit in `folder`:
+    which clones, in any worker process, trained where."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        weights = next(net.module_.parameters()).device
+        path = Path(self.folder) / f"{os.getpid()}-{uuid.uuid4().hex}.txt"
+        path.write_text(f"{net.device} {weights.type} {len(X)}")

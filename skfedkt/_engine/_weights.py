@@ -1,25 +1,37 @@
 """Models whose parameters can be averaged (FedAvg): read their weights, start a clone
 from given weights, and train it epoch by epoch.
 
-scikit-learn's `MLPClassifier` and `SGDClassifier` learn incrementally (``partial_fit``,
-one epoch a call). Weights can only be set on a clone whose layers exist, so a clone
-first takes one ``partial_fit`` on a few rows with every class, which builds its full
-output layer, and then gets the weights (copies: scikit-learn updates the arrays it
-holds in place).
+Three kinds qualify, each through its own small adapter:
 
-FedProx's local objective adds ``mu / 2 * ||w - w_global||^2`` to a party's loss; an
-MLP's gradient is extended by exactly that term (`ProximalMLPClassifier`).
+- scikit-learn's `MLPClassifier` and `SGDClassifier` learn incrementally
+  (``partial_fit``, one epoch a call). Weights can only be set on a clone whose layers
+  exist, so a clone first takes one ``partial_fit`` on a few rows with every class,
+  which builds its full output layer, and then gets the weights (copies: scikit-learn
+  updates the arrays it holds in place);
+- a skorch net (`_torch_weights`): its module's ``state_dict``, one epoch a
+  ``partial_fit(..., epochs=1)``, on the net's own device.
+
+Any of them may be the last step of a Pipeline whose earlier steps hold no state
+(``FunctionTransformer``, e.g. skorch's cast to float32): averaging weights is only
+meaningful where every party transforms its rows the same way.
+
+FedProx's local objective adds ``mu / 2 * ||w - w_global||^2`` to a party's loss; the
+gradient of an MLP (`ProximalMLPClassifier`) or of a skorch net (a callback) is extended
+by exactly that term.
 """
 
+import sys
 import warnings
 
 import numpy as np
 from sklearn.linear_model import SGDClassifier
 from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 from ._fitting import seeded_clone, take_rows
 
-# the weights of each kind of model, in a fixed order
+# the weights of scikit-learn's models, in a fixed order
 _WEIGHT_NAMES = {MLPClassifier: ("coefs_", "intercepts_"), SGDClassifier: ("coef_", "intercept_")}
 
 
@@ -46,124 +58,195 @@ class ProximalMLPClassifier(MLPClassifier):
         return loss, coef_grads, intercept_grads
 
 
-def _weight_names(model):
-    return _WEIGHT_NAMES[MLPClassifier if isinstance(model, MLPClassifier) else type(model)]
+def _is_net(model):
+    skorch = sys.modules.get("skorch")
+    return skorch is not None and isinstance(model, skorch.NeuralNet)
+
+
+def _learner(estimator):
+    """The model whose weights are averaged: `estimator`, or a Pipeline's last step."""
+    return estimator[-1] if isinstance(estimator, Pipeline) else estimator
 
 
 def check_averageable(estimator, name, proximal_mu=0.0):
     """Refuse, naming `name` and what to use instead, an estimator whose parameters
     cannot be averaged, or whose loss FedProx's term cannot extend."""
-    if type(estimator) not in _WEIGHT_NAMES:
+    learner = _learner(estimator)
+    if type(learner) not in _WEIGHT_NAMES and not _is_net(learner):
         raise TypeError(
             f"{name} averages the parameters of models that learn incrementally: "
-            f"MLPClassifier or SGDClassifier; got {type(estimator).__name__}. For models "
-            "without averageable parameters (trees, forests, boosting), use "
-            "FedKTClassifier or OneShotEnsembleClassifier, which transfer knowledge "
-            "through votes instead."
+            f"MLPClassifier, SGDClassifier or a skorch NeuralNetClassifier; got "
+            f"{type(learner).__name__}. For models without averageable parameters "
+            "(trees, forests, boosting), use FedKTClassifier or OneShotEnsembleClassifier, "
+            "which transfer knowledge through votes instead."
         )
-    if isinstance(estimator, MLPClassifier) and estimator.solver == "lbfgs":
+    if isinstance(estimator, Pipeline):
+        stateful = [step for step, transformer in estimator.steps[:-1]
+                    if not isinstance(transformer, FunctionTransformer)
+                    and transformer not in (None, "passthrough")]
+        if stateful:
+            raise TypeError(
+                f"{name} averages the weights of a Pipeline's last step, which every "
+                "party must feed the same features; its steps "
+                f"{', '.join(map(repr, stateful))} learn from each party's own rows. Scale "
+                "the data before the fit (the same transform at every party), or keep only "
+                "stateless steps (FunctionTransformer)."
+            )
+    if isinstance(learner, MLPClassifier) and learner.solver == "lbfgs":
         raise ValueError(
             f"{name} trains its MLPClassifier epoch by epoch (partial_fit), which the "
             "'lbfgs' solver does not offer: use solver='adam' or 'sgd'."
         )
-    if getattr(estimator, "early_stopping", False):
+    if getattr(learner, "early_stopping", False):
         raise ValueError(
-            f"{name} trains its {type(estimator).__name__} epoch by epoch (partial_fit), "
+            f"{name} trains its {type(learner).__name__} epoch by epoch (partial_fit), "
             "which refuses early_stopping=True: set early_stopping=False and use "
             "n_rounds."
         )
-    if proximal_mu > 0 and not isinstance(estimator, MLPClassifier):
+    if proximal_mu > 0 and isinstance(learner, SGDClassifier):
         raise ValueError(
             f"{name}'s proximal_mu (FedProx) adds a term to the gradient of an "
-            f"MLPClassifier; {type(estimator).__name__} computes its own in compiled code. "
-            "Use an MLPClassifier, or proximal_mu=0 (FedAvg)."
+            "MLPClassifier or a skorch net; SGDClassifier computes its own in compiled "
+            "code. Use one of those, or proximal_mu=0 (FedAvg)."
         )
 
 
 def model_weights(model):
-    """A fitted model's weights: a flat list of copies of its arrays."""
+    """A fitted model's weights: a flat list of float64 copies of its arrays."""
+    learner = _learner(model)
+    if _is_net(learner):
+        from ._torch_weights import net_weights
+
+        return net_weights(learner)
     arrays = []
-    for name in _weight_names(model):
-        value = getattr(model, name)
+    for name in _weight_names(learner):
+        value = getattr(learner, name)
         arrays += [np.array(a, dtype=float) for a in value] if isinstance(value, list) else [
             np.array(value, dtype=float)]
     return arrays
 
 
-def _set_weights(model, weights):
+def _weight_names(learner):
+    return _WEIGHT_NAMES[MLPClassifier if isinstance(learner, MLPClassifier)
+                         else type(learner)]
+
+
+def _set_weights(learner, weights):
     """Set `weights` (as `model_weights` gives them) on a model whose layers exist, in
     the dtype its layers have (float32 data makes float32 layers)."""
     weights = iter(weights)
-    for name in _weight_names(model):
-        value = getattr(model, name)
+    for name in _weight_names(learner):
+        value = getattr(learner, name)
         if isinstance(value, list):
-            setattr(model, name, [np.array(next(weights), dtype=layer.dtype)
-                                  for layer in value])
+            setattr(learner, name, [np.array(next(weights), dtype=layer.dtype)
+                                    for layer in value])
         else:
-            setattr(model, name, np.array(next(weights), dtype=value.dtype))
+            setattr(learner, name, np.array(next(weights), dtype=value.dtype))
+
+
+def _transformed(model, X):
+    """`X` through a Pipeline's stateless steps (as is for a bare model)."""
+    return model[:-1].transform(X) if isinstance(model, Pipeline) else X
+
+
+def train_epoch(model, X, y):
+    """One epoch of `model` (started by `started_model`) on (`X`, `y`)."""
+    learner = _learner(model)
+    Xt = _transformed(model, X)
+    if _is_net(learner):
+        learner.partial_fit(Xt, y, epochs=1)
+    else:
+        learner.partial_fit(Xt, y)
 
 
 def started_model(estimator, X, y, n_classes, seed, weights=None, proximal_mu=0.0):
     """A clone of `estimator` seeded with `seed`, whose layers exist for all `n_classes`
-    class codes, carrying `weights` if given (a fresh optimizer: FedAvg's local training
-    starts from the global weights alone).
+    class codes, carrying `weights` (the shared initial weights of `initial_weights`
+    if None) and a fresh optimizer: FedAvg's local training starts from the global
+    weights alone. With a positive `proximal_mu`, its epochs (`train_epoch`) minimise
+    FedProx's objective, anchored at those weights.
 
-    Without weights, the clone's first epoch on (`X`, `y`) also initialises it: clones
-    of the same seed start from the same weights. With weights and a positive
-    `proximal_mu` (an MLP), its further epochs minimise FedProx's objective, anchored
-    at `weights`.
+    Rows of `X` (with labels `y`) only build the layers of a scikit-learn model.
     """
-    model = seeded_clone(estimator, seed)
-    if proximal_mu > 0 and weights is not None:
-        model = ProximalMLPClassifier(**model.get_params())
-        model.proximal_mu = proximal_mu
-        model.anchor = [np.array(w, dtype=float) for w in weights]
-    classes = np.arange(n_classes)
     if weights is None:
-        model.partial_fit(X, y, classes=classes)
+        weights = initial_weights(estimator, X, y, n_classes, seed)
+    model = seeded_clone(estimator, seed)
+    learner = _learner(model)
+    if _is_net(learner):
+        from ._torch_weights import start_net
+
+        start_net(learner, weights, proximal_mu)
         return model
-    # one row of each class present builds the layers; the weights then replace what
-    # that step learned
+    if proximal_mu > 0:
+        learner = ProximalMLPClassifier(**learner.get_params())
+        learner.proximal_mu = proximal_mu
+        learner.anchor = [np.array(w, dtype=float) for w in weights]
+        model = Pipeline([*model.steps[:-1], (model.steps[-1][0], learner)]) if isinstance(
+            model, Pipeline) else learner
+    _build_layers(learner, _transformed(model, X), y, n_classes)
+    _set_weights(learner, weights)
+    if hasattr(learner, "_optimizer"):  # MLPClassifier's Adam or SGD state
+        del learner._optimizer
+    return model
+
+
+def _build_layers(learner, X, y, n_classes, learning_rate=None):
+    """One ``partial_fit`` of a scikit-learn model on one row of each class present
+    in `y`, which builds its layers for all `n_classes` codes."""
     first = np.unique(y, return_index=True)[1]
     with warnings.catch_warnings():
         # a batch larger than these few rows: clipped, and the step is replaced anyway
         warnings.filterwarnings("ignore", message=".*batch_size", category=UserWarning)
-        model.partial_fit(take_rows(X, first), y[first], classes=classes)
-    _set_weights(model, weights)
-    if hasattr(model, "_optimizer"):  # MLPClassifier's Adam or SGD state
-        del model._optimizer
-    return model
+        learner.partial_fit(take_rows(X, first), y[first], classes=np.arange(n_classes))
 
 
 def initial_weights(estimator, X, y, n_classes, seed):
     """The weights a clone seeded with `seed` starts from, before any training: the
-    same at every party for the same seed and shapes. An MLP initialises its layers
-    only inside its first ``partial_fit``, so that epoch runs at a vanishing learning
-    rate, which leaves them as drawn."""
-    model = seeded_clone(estimator, seed).set_params(learning_rate_init=1e-300)
-    model.partial_fit(X, y, classes=np.arange(n_classes))
-    return model_weights(model)
+    same at every party for the same seed and shapes, whatever its rows.
+
+    An MLP draws its layers only inside its first ``partial_fit``, so that step runs at
+    a vanishing learning rate, which leaves them as drawn; a linear model starts at
+    zero; a skorch net draws its module when initialised.
+    """
+    model = seeded_clone(estimator, seed)
+    learner = _learner(model)
+    if _is_net(learner):
+        from ._torch_weights import net_weights
+
+        return net_weights(learner.initialize())
+    if isinstance(learner, MLPClassifier):
+        learner.set_params(learning_rate_init=1e-300)
+    _build_layers(learner, _transformed(model, X), y, n_classes)
+    weights = model_weights(learner)
+    return weights if isinstance(learner, MLPClassifier) else [np.zeros_like(w)
+                                                                for w in weights]
 
 
-def weight_shapes(estimator, n_features, n_classes, seed=0):
+def weight_shapes(estimator, n_features, n_classes):
     """The shapes of the weights of `estimator` on `n_features` features and
     `n_classes` classes, as `model_weights` lists them."""
     X = np.zeros((n_classes, n_features))
-    model = started_model(estimator, X, np.arange(n_classes), n_classes, seed)
-    return [w.shape for w in model_weights(model)]
+    return [w.shape for w in initial_weights(estimator, X, np.arange(n_classes),
+                                             n_classes, 0)]
 
 
 def model_of(estimator, weights, n_classes):
     """A model of `estimator`'s kind carrying `weights`, for `n_classes` class codes."""
+    learner = _learner(estimator)
     # the features it takes: the rows of an MLP's first layer, the columns of a linear
-    # model's coefficients
-    n_features = weights[0].shape[0 if isinstance(estimator, MLPClassifier) else 1]
+    # model's coefficients or a net's first weight matrix
+    n_features = weights[0].shape[0 if isinstance(learner, MLPClassifier) else 1]
     return started_model(estimator, np.zeros((n_classes, n_features)), np.arange(n_classes),
                          n_classes, 0, weights)
 
 
 def averaged_weights(weights, counts):
-    """The mean of every party's weights, each weighted by its rows (FedAvg)."""
-    counts = np.asarray(counts, dtype=float)
-    return [np.tensordot(counts / counts.sum(), np.stack(arrays), axes=1)
-            for arrays in zip(*weights)]
+    """The mean of every party's weights, each weighted by its rows (FedAvg): summed
+    party by party in the order given, each scaled by its share of the rows, as
+    Flower's FedAvg strategy sums them, so that both give the same bits."""
+    total = sum(counts)
+    averaged = [np.array(array, dtype=float) * (counts[0] / total) for array in weights[0]]
+    for party_weights, count in zip(weights[1:], counts[1:]):
+        for average, array in zip(averaged, party_weights):
+            average += array * (count / total)
+    return averaged

@@ -40,17 +40,20 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     Only models that learn epoch by epoch and whose parameters can be averaged qualify:
     scikit-learn's `~sklearn.neural_network.MLPClassifier` (solver ``"adam"`` or
-    ``"sgd"``) and `~sklearn.linear_model.SGDClassifier`. Trees, forests and boosting
-    have no averageable parameters: use `FedKTClassifier` or
+    ``"sgd"``) and `~sklearn.linear_model.SGDClassifier`, and skorch's
+    ``NeuralNetClassifier`` (a PyTorch network, on its own ``device``), each alone or
+    after stateless Pipeline steps (``FunctionTransformer``). Trees, forests and
+    boosting have no averageable parameters: use `FedKTClassifier` or
     `OneShotEnsembleClassifier`.
 
     Parameters
     ----------
-    estimator : MLPClassifier or SGDClassifier, default=None
-        The model every party trains. ``None`` means the FedKT paper's MLP:
+    estimator : MLPClassifier, SGDClassifier or skorch NeuralNetClassifier, default=None
+        The model every party trains, alone or as the last step of a Pipeline whose
+        other steps hold no state. ``None`` means the FedKT paper's MLP:
         ``MLPClassifier(hidden_layer_sizes=(100, 100), batch_size=32)`` (ReLU, Adam with
         learning rate 0.001). Every class of ``y`` gets an output, also at a party that
-        has none of its rows.
+        has none of its rows (a skorch module needs one output per class).
     n_rounds : int, default=10
         Communication rounds: the server averages the parties' weights this many times.
     local_epochs : int, default=1
@@ -58,8 +61,9 @@ class FedAvgClassifier(BaseFederatedClassifier):
         round. The FedKT paper uses 10 for FedAvg.
     proximal_mu : float, default=0.0
         FedProx's proximal weight ``mu`` (the FedKT paper uses 0.1); 0 is FedAvg. The
-        term's gradient is added to an MLPClassifier's in every step of its solver
-        (round 0's anchor: the shared initial weights); refused for SGDClassifier.
+        term's gradient is added to an MLPClassifier's or a skorch net's in every step
+        of its optimizer (round 0's anchor: the shared initial weights); refused for
+        SGDClassifier.
     distill_epochs : int, default=0
         FedDF: epochs the server trains every round's average on the public set
         `X_unlabeled` (which `fit` then requires), labelled by the winning class of the

@@ -16,7 +16,7 @@ from sklearn.utils import _safe_indexing
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import map_in_parallel
 from .._engine._seeds import derived_random_state, draw_seeds
-from .._engine._weights import initial_weights, model_weights, started_model
+from .._engine._weights import model_weights, started_model, train_epoch
 
 
 def instructions(message):
@@ -44,8 +44,8 @@ class FedAvgParty:
         (self.base_seed,) = draw_seeds(random_state, 1)
 
     def round_seed(self, round_, root):
-        """The seed of the round's clone: the shared one in round 0, whose first epoch
-        initialises the weights, the party's own after."""
+        """The seed of the round's clone: the shared one in round 0, which draws the
+        initial weights every party starts from, the party's own after."""
         stream = (derived_random_state(root, "initial weights") if round_ == 0
                   else derived_random_state(int(self.base_seed), "round", round_))
         (seed,) = draw_seeds(stream, 1)
@@ -53,15 +53,13 @@ class FedAvgParty:
 
 
 def train_party(plan, X, y, n_classes, seed, weights):
-    """One party's round: the trained clone's weights and its accuracy on its rows."""
-    if weights is None and plan.proximal_mu > 0:
-        # FedProx anchors round 0 at the shared initial weights themselves
-        weights = initial_weights(plan.estimator, X, y, n_classes, seed)
+    """One party's round: its clone, started from `weights` (round 0: the shared
+    initial weights), trained `local_epochs` epochs; its weights and its accuracy on
+    its rows."""
     model = started_model(plan.estimator, X, y, n_classes, seed, weights,
                           proximal_mu=plan.proximal_mu)
-    # without weights, starting the clone was its first epoch
-    for _ in range(plan.local_epochs - (weights is None)):
-        model.partial_fit(X, y)
+    for _ in range(plan.local_epochs):
+        train_epoch(model, X, y)
     return model_weights(model), float(np.mean(model.predict(X) == y))
 
 

@@ -17,6 +17,7 @@ from .._engine._weights import (
     model_of,
     model_weights,
     started_model,
+    train_epoch,
     weight_shapes,
 )
 
@@ -67,7 +68,7 @@ def distilled_weights(plan, party_weights, weights, X_public, n_classes, random_
     (seed,) = draw_seeds(random_state, 1)
     model = started_model(plan.estimator, X_public, labels, n_classes, int(seed), weights)
     for _ in range(plan.distill_epochs):
-        model.partial_fit(X_public, labels)
+        train_epoch(model, X_public, labels)
     plan.say(f"distilled the parties' models on {n_public} public rows")
     return model_weights(model)
 
