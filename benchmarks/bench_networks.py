@@ -77,14 +77,14 @@ def iterative(mlp, epochs, n_rounds):
     }
 
 
-def split(seed):
-    data = load_federated("digits", n_parties=10, beta=0.5, random_state=seed)
+def split(seed, n_parties):
+    data = load_federated("digits", n_parties=n_parties, beta=0.5, random_state=seed)
     return data, data.X_train / 16, data.X_public / 16, data.X_test / 16
 
 
-def one_round(seed, epochs):
+def one_round(seed, epochs, n_parties):
     """Every method's test accuracy after one round."""
-    data, X, X_public, X_test = split(seed)
+    data, X, X_public, X_test = split(seed, n_parties)
     mlp = paper_mlp(epochs)
     methods = {
         "FedKT": fedkt(mlp),
@@ -107,9 +107,9 @@ def one_round(seed, epochs):
     return scores
 
 
-def by_round(seed, epochs, n_rounds):
+def by_round(seed, epochs, n_rounds, n_parties):
     """FedAvg's, FedProx's and FedKT-Prox's test accuracy after each round."""
-    data, X, X_public, X_test = split(seed)
+    data, X, X_public, X_test = split(seed, n_parties)
     curves = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -122,13 +122,13 @@ def by_round(seed, epochs, n_rounds):
     return curves
 
 
-def on_device(device, epochs, n_jobs):
+def on_device(device, epochs, n_jobs, n_parties):
     """FedKT's round with the paper's MLP as a skorch net on `device`: wall time,
     teachers per second, accuracy and (in one process) peak device memory."""
     import torch
     from _torch_nets import paper_net
 
-    data, X, X_public, X_test = split(0)
+    data, X, X_public, X_test = split(0, n_parties)
     clf = FedKTClassifier(paper_net(device, epochs), n_students=2, n_teachers=5,
                           n_jobs=n_jobs, random_state=0)
     if device.startswith("cuda"):
@@ -158,14 +158,20 @@ def main(argv=None):
                               "one-shot baselines (the paper's 100)")
     command.add_argument("--rounds", type=int, default=30,
                          help="rounds of FedAvg, FedProx and FedKT-Prox in the series")
+    command.add_argument("--parties", type=int, default=10,
+                         help="parties (the paper's 10)")
     command.add_argument("--device", default=None,
                          help="also time FedKT with a PyTorch network on this device "
                               "(cuda, cpu)")
+    command.add_argument("--device-jobs", type=int, nargs="+", default=[1, 2],
+                         help="with --device: the n_jobs to time (worker processes "
+                              "sharing the device)")
     args = command.parse_args(argv)
     seeds = range(args.seeds)
-    runs = run_parallel((delayed(one_round)(seed, args.epochs) for seed in seeds),
+    runs = run_parallel((delayed(one_round)(seed, args.epochs, args.parties) for seed in seeds),
                         args.n_jobs, "one round")
-    print(f"digits, 10 Dirichlet(0.5) parties, the paper's MLP, one round: test accuracy, "
+    print(f"digits, {args.parties} Dirichlet(0.5) parties, the paper's MLP, one round: test "
+          f"accuracy, "
           f"mean ± std over {args.seeds} seeds\n")
     print_table(["method", "accuracy", "paper (MNIST)"], [
         [name, mean_std([scores[name] for scores in runs]),
@@ -173,7 +179,7 @@ def main(argv=None):
         for name in PAPER_MNIST
     ])
 
-    series = run_parallel((delayed(by_round)(seed, args.epochs, args.rounds)
+    series = run_parallel((delayed(by_round)(seed, args.epochs, args.rounds, args.parties)
                            for seed in seeds), args.n_jobs, "rounds")
     curves = {name: np.array([run[name] for run in series]) for name in series[0]}
     shown = [r for r in SHOWN_ROUNDS if r <= args.rounds]
@@ -187,11 +193,13 @@ def main(argv=None):
         for name, curve in curves.items()
     ])
     if args.device is not None:
-        print(f"\nFedKT's round (100 teachers, 20 students, the final model) with the "
-              f"paper's MLP as a PyTorch network, {args.epochs} epochs, one split\n")
+        print(f"\nFedKT's round ({10 * args.parties} teachers, {2 * args.parties} students, "
+              f"the final model) with the paper's MLP as a PyTorch network, {args.epochs} "
+              "epochs, one split\n")
         print_table(["device", "n_jobs", "wall time (s)", "teachers per second",
                      "accuracy", "peak device memory (MiB)"],
-                    [on_device(args.device, args.epochs, n_jobs) for n_jobs in (1, 2)])
+                    [on_device(args.device, args.epochs, n_jobs, args.parties)
+                     for n_jobs in args.device_jobs])
 
 
 if __name__ == "__main__":

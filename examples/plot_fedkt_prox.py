@@ -6,7 +6,7 @@ FedAvg and FedProx need many rounds of communication, each a full exchange of th
 model's weights, because their first rounds start from random weights and the parties'
 skewed data pull the average apart. FedKT is one round, and its final model is a model
 of the same kind: started from it, FedProx begins where FedKT ended (the FedKT paper,
-section 5.4 and Figure 2).
+section 5.4 and Figure 2). Whether it also ends higher is what this example shows.
 
 `FedAvgClassifier` runs all three: ``proximal_mu`` makes it FedProx, and ``init`` runs a
 one-shot algorithm as its first round. ``staged_score`` gives the accuracy of the global
@@ -18,7 +18,10 @@ model after every round of one fit.
 # ------------------------------
 # The paper's MLP (two hidden layers of 100 ReLU units, Adam, batch 32), ten parties
 # whose class mixes are drawn from a Dirichlet(0.5), and a public set for FedKT.
+import warnings
+
 import matplotlib.pyplot as plt
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from skfedkt import FedAvgClassifier, FedKTClassifier
@@ -26,15 +29,21 @@ from skfedkt.datasets import load_federated
 
 data = load_federated("digits", n_parties=10, beta=0.5, random_state=0)
 X, X_public, X_test = data.X_train / 16, data.X_public / 16, data.X_test / 16
-mlp = MLPClassifier(hidden_layer_sizes=(100, 100), batch_size=32, max_iter=30)
+mlp = MLPClassifier(hidden_layer_sizes=(100, 100), batch_size=32, max_iter=20)
+# FedKT trains each network a fixed number of epochs (the paper: 100; 20 here, to keep
+# the page quick), not to convergence, which scikit-learn would warn about every time;
+# the teachers of the smallest parties hold fewer rows than a batch, which it clips
+warnings.filterwarnings("ignore", category=ConvergenceWarning)
+warnings.filterwarnings("ignore", message="Got `batch_size`", category=UserWarning)
 
 # %%
 # Three algorithms, one estimator
 # -------------------------------
 # Every party trains 10 epochs a round (the paper's FedAvg and FedProx); FedProx's
-# proximal weight is the paper's 0.1. FedKT-Prox spends its first round on FedKT (two
-# students per party, five teachers each), then runs FedProx from FedKT's model.
-n_rounds = 12
+# proximal weight is the paper's 0.1. FedKT-Prox spends its first round on FedKT (one
+# student per party here, the paper's two in the benchmark, and the default teachers),
+# then runs FedProx from FedKT's model.
+n_rounds = 8
 fedavg = FedAvgClassifier(mlp, n_rounds=n_rounds, local_epochs=10, n_jobs=2,
                           random_state=0)
 algorithms = {
@@ -43,7 +52,7 @@ algorithms = {
                                 n_jobs=2, random_state=0),
     "FedKT-Prox": FedAvgClassifier(mlp, n_rounds=n_rounds, local_epochs=10,
                                    proximal_mu=0.1,
-                                   init=FedKTClassifier(mlp, n_students=2, n_teachers=5),
+                                   init=FedKTClassifier(mlp, n_students=1),
                                    n_jobs=2, random_state=0),
 }
 curves = {}
@@ -56,8 +65,11 @@ for name, clf in algorithms.items():
 # Accuracy against rounds
 # -----------------------
 # FedKT-Prox starts at FedKT's accuracy, which FedAvg and FedProx reach only after
-# several rounds. ``benchmarks/bench_networks.py`` draws the same curves over 30
-# rounds and five splits (the performance page, "Networks in one round").
+# several rounds. On these small parties it then learns more slowly than FedProx from
+# random weights, which catches up within about ten rounds: the paper's Figure 2 claim
+# (FedAvg's 30-round accuracy in a third of the rounds) does not hold on digits.
+# ``benchmarks/bench_networks.py`` draws the same curves over 30 rounds and five splits
+# (the performance page, "Networks in one round").
 rounds = range(1, n_rounds + 1)
 fig, ax = plt.subplots(figsize=(6, 4))
 for name, curve in curves.items():

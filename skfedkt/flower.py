@@ -1,11 +1,18 @@
 """Flower apps that run skfedkt's algorithms across organisations.
 
 A consortium that already runs Flower (its SuperLink and SuperNodes, with TLS,
-authentication and deployment) gets FedKT, one-shot ensembles and FedCT without
+authentication and deployment) gets FedKT, one-shot ensembles, FedCT and FedAvg without
 transport code: `client_app` runs an estimator's party step on each SuperNode and
 `server_app` its server step. The message payload is the upload file of the file-based
 deployment (`skfedkt.PartyUpload`), as bytes in a ``ConfigRecord``: the server checks
 and loads it the same way, never with pickle.
+
+FedAvg and FedProx (`FedAvgClassifier` without ``distill_epochs`` or ``init``) run their
+rounds over Flower's own strategies, ``flwr.serverapp.strategy.FedAvg`` and ``FedProx``:
+each round's weights travel as Flower's ``ArrayRecord`` with the round's manifest
+beside them, and every party's reply is checked as an upload file would be (manifest,
+shapes, finite values, rows) before the weighted mean, which sums the parties as
+Flower's does.
 
 Needs the ``flower`` extra: ``pip install ".[flower]"`` from the source tree.
 
@@ -30,16 +37,29 @@ In-process, with Flower's simulation engine (each simulated SuperNode is a party
     )
 """
 
+import json
 import time
 
-from flwr.app import ConfigRecord, Message, MessageType, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
+from flwr.serverapp.strategy import FedAvg, FedProx
 from sklearn.base import clone
 
-from ._deployment._upload import read_upload
+from ._deployment._upload import read_upload, weights_upload
+from ._fedavg import FedAvgClassifier
 
 _RECORD = "skfedkt"
+# beside the weights of a strategy's round: the server's (or a party's) manifest
+_MANIFEST = "skfedkt-manifest"
+
+
+def _runs_flower_strategy(estimator):
+    """Whether `estimator`'s rounds run over Flower's FedAvg or FedProx strategy:
+    FedAvg without FedDF's distillation or a one-shot first round, which those
+    strategies do not have."""
+    return (isinstance(estimator, FedAvgClassifier) and not estimator.distill_epochs
+            and estimator.init is None)
 
 
 def _payload(data=b""):
@@ -84,6 +104,33 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
             options["message"] = server_message or None
         upload = estimator.fit_party(X, y, **options)
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
+
+    @app.train()
+    def strategy_round(message: Message, context) -> Message:
+        # a round of Flower's FedAvg or FedProx strategy: the global weights, and from
+        # the second round on the server's manifest of the round
+        config = message.content["config"]
+        mu = float(config.get("proximal-mu", 0.0))
+        if not _runs_flower_strategy(estimator) or mu != estimator.proximal_mu:
+            raise ValueError(
+                f"This party runs {estimator!r}; the server's strategy sent a training "
+                f"round with proximal-mu={mu}: both sides need the same FedAvg settings."
+            )
+        X, y, party = party_data(context)
+        server_message = None
+        if config["server-round"] > 1:
+            server_message = weights_upload(
+                config[_MANIFEST], message.content["arrays"].to_numpy_ndarrays(),
+                "the server's message")
+        upload = estimator.fit_party(X, y, party=party, classes=classes,
+                                     X_unlabeled=_read(X_public, context),
+                                     message=server_message, party_seed=party_seed)
+        return Message(content=RecordDict({
+            "arrays": ArrayRecord(numpy_ndarrays=upload.payload["weights"]),
+            "metrics": MetricRecord({"num-examples": upload.manifest["n_rows"],
+                                     "train-accuracy": upload.manifest["training_accuracy"]}),
+            _RECORD: ConfigRecord({_MANIFEST: json.dumps(upload.manifest)}),
+        }), reply_to=message)
 
     return app
 
@@ -160,6 +207,15 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
             uploads = _ask_every_party(grid, nodes, b"", timeout)
             on_fit(server.fit_server(uploads, public, **checks), context)
             return
+        if _runs_flower_strategy(server):
+            strategy = (_FedProxRounds if server.proximal_mu > 0 else _FedAvgRounds)(
+                server, public, checks, n_parties)
+            # round 1 starts from the shared initial weights every party draws itself
+            strategy.start(grid, ArrayRecord(), num_rounds=server.n_rounds, timeout=timeout)
+            message = strategy.message
+            uploads = _ask_every_party(grid, nodes, message.to_bytes(), timeout)
+            on_fit(server.fit_server(uploads, public, message=message, **checks), context)
+            return
         message = None
         while message is None or not message.manifest["done"]:
             uploads = _ask_every_party(
@@ -172,3 +228,56 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
         on_fit(server.fit_server(uploads, public, message=message, **checks), context)
 
     return app
+
+
+class _CheckedRounds:
+    """The rounds of Flower's FedAvg or FedProx strategy (the class this one is mixed
+    into) for a `FedAvgClassifier`: Flower samples the parties, sends the weights (and
+    FedProx its ``proximal-mu``) and collects the replies; each reply is then checked
+    as an upload file would be, and averaged by `server_round`, whose message (its
+    manifest beside the weights) starts the next round."""
+
+    def __init__(self, server, X_public, checks, n_parties):
+        options = dict(fraction_train=1.0, fraction_evaluate=0.0,
+                       min_train_nodes=n_parties, min_available_nodes=n_parties)
+        if server.proximal_mu > 0:
+            options["proximal_mu"] = server.proximal_mu
+        super().__init__(**options)
+        self.server, self.X_public, self.checks = server, X_public, checks
+        self.message = None  # the server's message of the last round
+
+    def configure_train(self, server_round, arrays, config, grid):
+        if self.message is not None:
+            config[_MANIFEST] = json.dumps(self.message.manifest)
+        return super().configure_train(server_round, arrays, config, grid)
+
+    def aggregate_train(self, server_round, replies):
+        replies = list(replies)
+        failed = [reply for reply in replies if reply.has_error()]
+        if failed:
+            raise RuntimeError(
+                f"{len(failed)} parties failed round {server_round}: "
+                + "; ".join(reply.error.reason for reply in failed)
+            )
+        uploads = []
+        for reply in replies:
+            name = f"the reply of node {reply.metadata.src_node_id}"
+            record = reply.content.get(_RECORD)
+            arrays = reply.content.get("arrays")
+            if record is None or _MANIFEST not in record or not isinstance(arrays, ArrayRecord):
+                raise RuntimeError(f"{name} holds no skfedkt manifest and weights.")
+            uploads.append(weights_upload(record[_MANIFEST], arrays.to_numpy_ndarrays(),
+                                          name, self.checks["limits"]))
+        self.message = self.server.server_round(uploads, self.X_public, message=self.message,
+                                                **self.checks)
+        accuracy = self.message.manifest["history"][-1]["train_accuracy"]
+        return (ArrayRecord(numpy_ndarrays=self.message.payload["weights"]),
+                MetricRecord({"train-accuracy": accuracy}))
+
+
+class _FedAvgRounds(_CheckedRounds, FedAvg):
+    pass
+
+
+class _FedProxRounds(_CheckedRounds, FedProx):
+    pass

@@ -30,7 +30,7 @@ TINY = {
     "bench_label_skew": (["--datasets", "wine", "--betas", "1", "--seeds", "1", "--n-jobs",
                           "1", "--trees", "2"], "| wine | 1 | 4 |"),
     "bench_networks": (["--seeds", "1", "--n-jobs", "1", "--epochs", "2", "--rounds", "2",
-                        "--device", "cpu"],
+                        "--parties", "3", "--device", "cpu", "--device-jobs", "1"],
                        "| FedKT-Prox |"),
     "bench_privacy": (["--tasks", "cod-rna", "--seeds", "1", "--n-jobs", "1", "--trees", "2",
                        "--cod-rna-rows", "8000"], "| cod-rna | L2 |"),

@@ -359,3 +359,39 @@ def test_the_table_says_when_fedct_stopped_at_its_round_cap():
             "labels still changing") in table
     results[0].still_changing = np.nan
     assert "round cap" not in summary_table(results, ["fedct"])
+
+
+def test_the_iterative_algorithms_run_with_the_mlp(capsys):
+    averaging = ["fedavg", "fedprox", "feddf", "fedkt-prox"]
+    status = main(["--dataset", "iris", "--estimator", "mlp", "--trials", "1", "--quiet",
+                   "--algorithms", *averaging, "--averaging-rounds", "2",
+                   "--local-epochs", "2", "--distill-epochs", "2", "--mu", "0.5",
+                   "--n-jobs", "1"])
+    assert status == 0
+    table = capsys.readouterr().out.splitlines()
+    for algorithm in averaging:
+        line = next(line for line in table if line.startswith(algorithm + " "))
+        assert 0 <= float(line.split()[1]) <= 1
+
+
+def test_the_flags_of_the_iterative_algorithms_reach_them():
+    from skfedkt._cli._main import algorithm_options
+    from skfedkt._cli._registry import make_estimator
+
+    args = build_parser().parse_args(["run", "--averaging-rounds", "3", "--mu", "0.5",
+                                      "--local-epochs", "4", "--distill-epochs", "6"])
+    options = algorithm_options(args)
+    made = {name: make_estimator(name, None, options, 0, 1, 0)
+            for name in ("fedavg", "fedprox", "feddf", "fedkt-prox")}
+    assert {name: (clf.n_rounds, clf.local_epochs, clf.proximal_mu, clf.distill_epochs)
+            for name, clf in made.items()} == {
+        "fedavg": (3, 4, 0.0, 0), "fedprox": (3, 4, 0.5, 0), "feddf": (3, 4, 0.0, 6),
+        "fedkt-prox": (3, 4, 0.5, 0)}
+    assert made["fedkt-prox"].init.n_students == 2
+
+
+def test_the_iterative_algorithms_need_the_mlp(capsys):
+    assert main(["--algorithms", "fedavg", "fedkt", "--quiet"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("skfedkt run: error: the iterative algorithms (fedavg) average "
+                           "the weights of an MLP: add --estimator mlp")

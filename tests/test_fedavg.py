@@ -27,7 +27,9 @@ from skfedkt._engine._weights import (
 from skfedkt._fedavg._party import FedAvgParty
 from skfedkt._fedavg._plan import FedAvgPlan
 from skfedkt.datasets import dirichlet_partition
-from skfedkt.privacy import party_membership_audit
+from skfedkt.privacy import ServerNoise, party_membership_audit
+
+from _rounds import fit_through_files  # noqa: E402
 
 SMALL_MLP = MLPClassifier(hidden_layer_sizes=(16,), batch_size=32)
 
@@ -134,20 +136,7 @@ def test_deployed_rounds_give_the_model_fit_gives(digits, tmp_path):
     X, y, party, X_test, _ = digits
     clf = FedAvgClassifier(SMALL_MLP, n_rounds=2, random_state=0)
     fitted = clone(clf).fit(X, y, groups=party)
-    message = None
-    for round_ in range(3):
-        uploads = []
-        for p in fitted.parties_:
-            path = tmp_path / f"party-{p}-round-{round_}.skfedkt"
-            clf.fit_party(X[party == p], y[party == p], party=p, classes=np.arange(10),
-                          message=message).save(path)
-            uploads.append(path)
-        if round_ == 2:
-            break
-        message_path = tmp_path / f"server-round-{round_}.skfedkt"
-        clf.server_round(uploads, None, message=message).save(message_path)
-        message = message_path
-    server = clone(clf).fit_server(uploads, message=message)
+    server, _ = fit_through_files(clf, X, y, party, tmp_path)
     assert_array_equal(server.predict_proba(X_test), fitted.predict_proba(X_test))
     assert server.history_ == fitted.history_
     assert server.n_features_in_ == X.shape[1]
@@ -237,6 +226,8 @@ def test_a_large_proximal_weight_keeps_a_party_near_the_global_weights(digits):
     (dict(init=FedCTClassifier()), TypeError, "FedKTClassifier"),
     (dict(init=FedKTClassifier(distill=False)), TypeError, "distill=True"),
     (dict(init=FedKTClassifier(MLPClassifier((5,)))), ValueError, "hidden_layer_sizes"),
+    (dict(init=FedKTClassifier(SMALL_MLP, privacy=ServerNoise())), ValueError,
+     "privacy=None"),
 ])
 def test_variants_the_rounds_cannot_run_are_refused_before_any_work(digits, params, error,
                                                                      match):
@@ -299,24 +290,14 @@ def test_deployed_rounds_after_a_first_round_give_the_model_fit_gives(digits, fe
     X, y, party, X_test, _ = digits
     clf, X_public = fedkt_prox
     fitted = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
-    message = None
-    for round_ in range(3):
-        uploads = []
-        for p in fitted.parties_:
-            path = tmp_path / f"party-{p}-round-{round_}.skfedkt"
-            clf.fit_party(X[party == p], y[party == p], party=p, classes=np.arange(10),
-                          X_unlabeled=X_public, message=message).save(path)
-            uploads.append(path)
-        if round_ == 2:
-            break
-        message = clf.server_round(uploads, X_public, message=message)
-    server = clone(clf).fit_server(uploads, X_public, message=message)
+    server, _ = fit_through_files(clf, X, y, party, tmp_path, X_public)
     assert_array_equal(server.predict_proba(X_test), fitted.predict_proba(X_test))
     # a round-0 upload holds students, which a later round refuses
-    first = clf.fit_party(X[party == 0], y[party == 0], party=0, classes=np.arange(10),
-                          X_unlabeled=X_public)
+    files = {round_: [tmp_path / f"party-{p}-round-{round_}.skfedkt" for p in fitted.parties_]
+             for round_ in (0, 1)}
+    message = clf.server_round(files[0], X_public)
     with pytest.raises(UploadError, match="round"):
-        clf.server_round([first, *uploads[1:]], X_public, message=message)
+        clf.server_round([files[0][0], *files[1][1:]], X_public, message=message)
 
 
 def test_staged_scores_follow_the_rounds_and_end_at_the_model(digits):

@@ -11,6 +11,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import SGDClassifier
+from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import (
@@ -18,7 +19,9 @@ from skfedkt import (
     FedCTClassifier,
     FedKTClassifier,
     OneShotEnsembleClassifier,
+    UploadError,
 )
+from skfedkt._engine._weights import averaged_weights
 
 pytest.importorskip("flwr")
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # CI has no network
@@ -30,6 +33,8 @@ ESTIMATORS = [
                               n_selected=2, random_state=0),
     FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=3, random_state=0),
     FedAvgClassifier(SGDClassifier(loss="log_loss"), n_rounds=3, random_state=0),
+    FedAvgClassifier(MLPClassifier(hidden_layer_sizes=(8,), batch_size=32), n_rounds=2,
+                     proximal_mu=0.1, random_state=0),
 ]
 
 
@@ -63,27 +68,13 @@ def _check_served(clf, consortium, served):
     assert_array_equal(served[0].predict_proba(X), fitted.predict_proba(X))
 
 
-@pytest.fixture
-def flower_task(monkeypatch):
-    """What Flower's runtime sets before messages are created, outside its runtime."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    for name, value in (("_run_id", 1), ("_node_id", 0), ("_task_id", 1)):
-        monkeypatch.setattr(TaskIdentity, name, value)
-
-
-@pytest.mark.parametrize("clf", ESTIMATORS,
-                         ids=["fedkt", "oneshot", "fedct-rounds", "fedavg-rounds"])
-def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower_task):
+def in_process_grid(client):
+    """A Flower Grid that delivers every message to `client`, the ClientApp of its
+    node, in this process: three SuperNodes, partitions 0 to 2."""
     from flwr.app import Context, RecordDict
     from flwr.serverapp import Grid
 
-    served = []
-    client, server = _apps(clf, consortium, served)
-
     class InProcessGrid(Grid):
-        """Delivers every message to the ClientApp of its node, in this process."""
-
         contexts = {
             100 + i: Context(run_id=1, node_id=100 + i, node_config={"partition-id": i},
                              state=RecordDict(), run_config={})
@@ -109,11 +100,70 @@ def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower
         def send_and_receive(self, messages, *, timeout=None):
             return [client(m, self.contexts[m.metadata.dst_node_id]) for m in messages]
 
+    return InProcessGrid()
+
+
+def _serve(server, grid):
+    from flwr.app import Context, RecordDict
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server(InProcessGrid(), Context(run_id=1, node_id=0, node_config={},
-                                        state=RecordDict(), run_config={}))
+        server(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
+                             run_config={}))
+
+
+@pytest.fixture
+def flower_task(monkeypatch):
+    """What Flower's runtime sets before messages are created, outside its runtime."""
+    from flwr.supercore.task_identity import TaskIdentity
+
+    for name, value in (("_run_id", 1), ("_node_id", 0), ("_task_id", 1)):
+        monkeypatch.setattr(TaskIdentity, name, value)
+
+
+@pytest.mark.parametrize("clf", ESTIMATORS,
+                         ids=["fedkt", "oneshot", "fedct-rounds", "fedavg-strategy",
+                              "fedprox-strategy"])
+def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower_task):
+    served = []
+    client, server = _apps(clf, consortium, served)
+
+    _serve(server, in_process_grid(client))
     _check_served(clf, consortium, served)
+
+
+def test_flowers_weighted_mean_and_skfedkts_give_the_same_bits():
+    from flwr.app import ArrayRecord, MetricRecord, RecordDict
+    from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
+
+    rng = np.random.RandomState(0)
+    weights = [[rng.randn(5, 3), rng.randn(3)] for _ in range(4)]
+    counts = [17, 250, 3, 91]
+    flower = aggregate_arrayrecords(
+        [RecordDict({"arrays": ArrayRecord(numpy_ndarrays=w),
+                     "metrics": MetricRecord({"num-examples": n})})
+         for w, n in zip(weights, counts)], "num-examples").to_numpy_ndarrays()
+    for ours, theirs in zip(averaged_weights(weights, counts), flower):
+        assert_array_equal(ours, theirs)
+
+
+def test_a_strategy_reply_with_false_weights_is_refused_naming_the_node(consortium,
+                                                                        flower_task):
+    from flwr.app import ArrayRecord
+
+    clf = ESTIMATORS[-1]
+    client, server = _apps(clf, consortium, [])
+
+    def tampering(message, context):
+        reply = client(message, context)
+        if context.node_id == 101 and "arrays" in reply.content:
+            arrays = reply.content["arrays"].to_numpy_ndarrays()
+            arrays[0][0, 0] = np.nan
+            reply.content["arrays"] = ArrayRecord(numpy_ndarrays=arrays)
+        return reply
+
+    with pytest.raises(UploadError, match="node 101.*finite"):
+        _serve(server, in_process_grid(tampering))
 
 
 @pytest.mark.skipif(

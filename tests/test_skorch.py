@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 skorch = pytest.importorskip("skorch")
 
 from _data import federated_digits  # noqa: E402
+from _rounds import fit_through_files  # noqa: E402
 from _torch_modules import MLP, DeviceRecorder, to_float32  # noqa: E402
 
 # loky says so when an idle worker timed out on a slow machine between two batches;
@@ -114,17 +115,7 @@ def test_fedavg_and_fedprox_average_a_skorch_net(digits_parties, tmp_path):
     assert scores["fedavg, 2 jobs"] == scores["fedavg"]
     assert scores["fedprox"] != scores["fedavg"]
     # the deployed rounds, through upload files, give fit's model
-    message = None
-    for round_ in range(4):
-        uploads = []
-        for p in np.unique(party):
-            path = tmp_path / f"{p}-{round_}.skfedkt"
-            fedavg.fit_party(X_train[party == p], y_train[party == p], party=p,
-                             classes=np.arange(10), message=message).save(path)
-            uploads.append(path)
-        if round_ < 3:
-            message = fedavg.server_round(uploads, None, message=message)
-    server = clone(fedavg).fit_server(uploads, message=message)
+    server, _ = fit_through_files(fedavg, X_train, y_train, party, tmp_path)
     assert_array_equal(server.predict_proba(X_test), fedavg.predict_proba(X_test))
 
 

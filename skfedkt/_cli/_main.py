@@ -19,7 +19,7 @@ from .._deployment._upload import UploadError
 from ..datasets import DATASETS
 from ..privacy import BitFlips, PartyNoise, ServerNoise, TeacherVotes
 from ._deploy import HANDLERS, HelpFormatter, add_deploy_commands
-from ._registry import ALGORITHMS, DESCRIPTIONS, ESTIMATORS
+from ._registry import ALGORITHMS, AVERAGING, DESCRIPTIONS, ESTIMATORS
 from ._runner import plot_results, run_experiment, summary_table, write_csv
 
 
@@ -121,6 +121,17 @@ def _add_run_arguments(run):
                         help="parallel jobs inside every fit (-1: all cores)")
     add_algorithm_arguments(run)
 
+    fedavg = run.add_argument_group("FedAvg, FedProx, FedDF, FedKT-Prox (--estimator mlp)")
+    fedavg.add_argument("--averaging-rounds", type=_positive(int), default=10,
+                        help="rounds of the iterative algorithms (FedKT-Prox's first is "
+                        "FedKT)")
+    fedavg.add_argument("--local-epochs", type=_positive(int), default=10,
+                        help="epochs a party trains in every round (the FedKT paper's 10)")
+    fedavg.add_argument("--mu", type=_positive(float), default=0.1,
+                        help="FedProx's proximal weight (the FedKT paper's 0.1)")
+    fedavg.add_argument("--distill-epochs", type=_positive(int), default=10,
+                        help="epochs FedDF's server trains the average on the public set")
+
     models.add_argument("--audit", type=_non_negative, metavar="N", default=None,
                         help="attack every federated fit by membership inference, with N "
                         "reference fits (0: the loss attack only), and print the AUCs")
@@ -213,6 +224,11 @@ def algorithm_options(args):
         "fedct": dict(n_rounds=args.rounds, privacy=_fedct_privacy(args)),
         "oneshot": dict(selection=args.selection, n_selected=args.n_selected,
                         min_samples=args.min_samples),
+        # the runner's alone: no deployment command runs them
+        "fedavg": dict(n_rounds=getattr(args, "averaging_rounds", None),
+                       local_epochs=getattr(args, "local_epochs", None),
+                       proximal_mu=getattr(args, "mu", None),
+                       distill_epochs=getattr(args, "distill_epochs", None)),
     }
 
 
@@ -276,6 +292,13 @@ def main(argv=None):
         except (ValueError, TypeError, UploadError, OSError) as exc:
             print(f"skfedkt {args.command}: error: {exc}", file=sys.stderr)
             return 1
+    averaging = [name for name in args.algorithms if name in AVERAGING]
+    if averaging and args.estimator != "mlp":
+        print(f"skfedkt run: error: the iterative algorithms ({', '.join(averaging)}) "
+              f"average the weights of an MLP: add --estimator mlp (got "
+              f"{args.estimator}), or run them apart from the other models' algorithms",
+              file=sys.stderr)
+        return 2
     if args.parties is None:
         args.parties = DEFAULT_PARTIES.get(args.dataset, 10)
     if args.plot:

@@ -2,13 +2,15 @@
 experiment runner (``skfedkt run``) and the deployment commands (``skfedkt party``,
 ``server``, ``audit``)."""
 
+import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
+from .._fedavg import FedAvgClassifier
 from .._fedct import FedCTClassifier
 from .._fedkt import FedKTClassifier
 from .._oneshot import OneShotEnsembleClassifier
@@ -39,7 +41,10 @@ ESTIMATORS = {
 }
 
 ALGORITHMS = ["fedkt", "fedkt-undistilled", "fedkt-paper", "fedct", "oneshot", "ensemble",
-              "solo", "pate", "central"]
+              "solo", "pate", "central", "fedavg", "fedprox", "feddf", "fedkt-prox"]
+
+# the iterative algorithms: they average the weights of the MLP
+AVERAGING = ["fedavg", "fedprox", "feddf", "fedkt-prox"]
 
 DESCRIPTIONS = {
     "fedkt": "FedKT, skfedkt's default (one round, two-tier knowledge transfer, soft "
@@ -54,16 +59,51 @@ DESCRIPTIONS = {
     "solo": "SOLO: each party alone, mean over parties",
     "pate": "PATE: the paper's FedKT with one party holding every row (not federated)",
     "central": "centralized: one model on all training rows (not federated)",
+    "fedavg": "FedAvg: the parties' MLP weights averaged, round after round (--estimator "
+    "mlp)",
+    "fedprox": "FedProx: FedAvg with a proximal term pulling local training to the "
+    "average",
+    "feddf": "FedDF: FedAvg whose server distils the parties' models into the average on "
+    "the public set",
+    "fedkt-prox": "FedKT-Prox: FedKT's model as the first round of FedProx",
 }
 
 # the algorithms a consortium can deploy: a party step and a server step each
 DEPLOYED = ["fedkt", "fedct", "oneshot"]
 
 
+def _standardize(X, mean, scale):
+    return (X - mean) / scale
+
+
+def public_scaling(X_public):
+    """Standardisation by the public set's statistics: the same transform at every party
+    (a scaler fit on each party's rows would feed every party's weights other
+    features), and stateless, so that FedAvg can average the model after it."""
+    mean, scale = X_public.mean(axis=0), X_public.std(axis=0)
+    return FunctionTransformer(_standardize, kw_args=dict(mean=mean,
+                                                          scale=np.where(scale > 0, scale, 1)))
+
+
+def averaged_model(estimator, X_public):
+    """The runner's model for the iterative algorithms: its MLP after the public set's
+    standardisation instead of its own scaler."""
+    learner = estimator[-1] if isinstance(estimator, Pipeline) else estimator
+    return make_pipeline(public_scaling(X_public), learner)
+
+
 def make_estimator(algorithm, estimator, options, seed, n_jobs, verbose):
     """The meta-estimator of `algorithm` (a name of `ALGORITHMS` that fits one model)
     around `estimator`, with `options` (keyword arguments per algorithm family)."""
     common = dict(n_jobs=n_jobs, random_state=seed, verbose=verbose)
+    if algorithm in AVERAGING:
+        variant = {"fedavg": dict(proximal_mu=0.0), "fedprox": {},
+                   "feddf": dict(proximal_mu=0.0),
+                   "fedkt-prox": dict(init=FedKTClassifier(estimator, **options["fedkt"]))}
+        fedavg = dict(options["fedavg"], **variant[algorithm])
+        if algorithm != "feddf":
+            fedavg["distill_epochs"] = 0
+        return FedAvgClassifier(estimator, **fedavg, **common)
     if algorithm in ("fedkt", "fedkt-undistilled"):
         return FedKTClassifier(estimator, **options["fedkt"],
                                distill=algorithm == "fedkt", **common)

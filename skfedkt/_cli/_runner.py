@@ -12,7 +12,7 @@ from .._engine._validation import LabelCollapseWarning
 from ..baselines import solo_scores
 from ..datasets import load_federated
 from ..privacy import membership_audit
-from ._registry import DESCRIPTIONS, ESTIMATORS, make_estimator
+from ._registry import AVERAGING, DESCRIPTIONS, ESTIMATORS, averaged_model, make_estimator
 
 
 @dataclass
@@ -72,6 +72,8 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
         upload = 0.0 if algorithm == "solo" else np.nan
         return (float(np.mean(scores)), time.perf_counter() - start, upload, np.nan,
                 *_NO_AUDIT, np.nan)
+    if algorithm in AVERAGING:
+        estimator = averaged_model(estimator, data.X_public)
     model = make_estimator(algorithm, estimator, options, seed, n_jobs, verbose)
     # PATE: one party holding every row, said explicitly
     groups = np.zeros(len(data.y_train)) if algorithm == "pate" else data.groups
@@ -90,7 +92,8 @@ def _still_changing(model):
     """The share of FedCT's consensus its last round changed, if it stopped at its round
     cap without converging; NaN otherwise."""
     history = getattr(model, "history_", None)
-    if not history or model.n_rounds_ < model.n_rounds:
+    if not history or "consensus_changed" not in history[-1] or (
+            model.n_rounds_ < model.n_rounds):
         return np.nan
     changed = history[-1]["consensus_changed"]
     return changed if changed > model.tol else np.nan

@@ -326,6 +326,21 @@ def read_upload(source, *, trusted=(), name=None, limits=None):
             f"{who}: not a readable skfedkt upload (truncated or corrupted?): {exc}. "
             "Ask the party to send it again.", party=party,
         ) from exc
+    party, who = _check_manifest(manifest, name)
+    payload = members[_PAYLOAD]
+    if hashlib.sha256(payload).hexdigest() != manifest.get("payload_sha256"):
+        raise UploadError(
+            f"{who}: the payload does not match the SHA-256 in the manifest; the "
+            "file was altered or damaged on its way. Ask the party to send it again.",
+            party=party, field="payload_sha256",
+        )
+    loaded = _load_skops(payload, who, lambda t: _trusted(t, trusted), limits, party)
+    return PartyUpload(manifest=manifest, payload=loaded, n_bytes=len(data), source=name)
+
+
+def _check_manifest(manifest, name):
+    """The party that a parsed manifest names, and how errors name it; refuses a
+    manifest without a party's name or of another format."""
     if not isinstance(manifest, dict) or "party" not in manifest:
         raise UploadError(f"{name} has no party in its manifest; it is not a skfedkt upload.",
                           field="party")
@@ -342,15 +357,25 @@ def read_upload(source, *, trusted=(), name=None, limits=None):
             f"format {FORMAT_VERSION}; both sides need the same skfedkt version.",
             party=party, field="format",
         )
-    payload = members[_PAYLOAD]
-    if hashlib.sha256(payload).hexdigest() != manifest.get("payload_sha256"):
+    return party, who
+
+
+def weights_upload(manifest, arrays, name, limits=None):
+    """An upload (or server message) of weights that crossed as a manifest, JSON text,
+    and a list of arrays (a Flower ArrayRecord's), instead of an upload file.
+
+    The manifest is bounded and checked as `read_upload` checks a file's; the arrays
+    become the payload's ``"weights"``, which the algorithm's checks then take (their
+    kind, shapes and values).
+    """
+    limits = check_limits(limits)
+    if not isinstance(manifest, str) or len(manifest.encode()) > limits.max_manifest_bytes:
         raise UploadError(
-            f"{who}: the payload does not match the SHA-256 in the manifest; the "
-            "file was altered or damaged on its way. Ask the party to send it again.",
-            party=party, field="payload_sha256",
-        )
-    loaded = _load_skops(payload, who, lambda t: _trusted(t, trusted), limits, party)
-    return PartyUpload(manifest=manifest, payload=loaded, n_bytes=len(data), source=name)
+            f"{name}: the manifest must be JSON text of at most max_manifest_bytes="
+            f"{limits.max_manifest_bytes} bytes (UploadLimits).", field="limits")
+    parsed = parse_json(manifest, name, "manifest", limits)
+    _check_manifest(parsed, name)
+    return PartyUpload(manifest=parsed, payload={"weights": list(arrays)}, source=name)
 
 
 def _load_skops(data, who, is_trusted, limits, party=None):

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from sklearn.base import clone
 from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import Pipeline
 
 from .._engine._plan import Plan
 from .._engine._weights import check_averageable
@@ -74,11 +75,21 @@ def check_first_round(init, model):
             "OneShotEnsembleClassifier) with distill=True, whose final model the rounds "
             f"continue; got {init!r}."
         )
+    if getattr(init, "privacy", None) is not None:
+        raise ValueError(
+            "FedAvgClassifier's rounds send every party's weights without noise, so a "
+            "private first round's guarantee would not cover the model: give init "
+            f"privacy=None (got {init.privacy!r})."
+        )
     final = init._base_estimators()[-1]
-    params = final.get_params(deep=False) if type(final) is type(model) else {}
+    # the models themselves, after any Pipeline steps
+    final_model, rounds_model = (m[-1] if isinstance(m, Pipeline) else m
+                                 for m in (final, model))
+    params = (final_model.get_params(deep=False)
+              if type(final_model) is type(rounds_model) else {})
     differing = [name for name in _ARCHITECTURE
-                 if name in params and params[name] != model.get_params()[name]]
-    if type(final) is not type(model) or differing:
+                 if name in params and params[name] != rounds_model.get_params()[name]]
+    if type(final_model) is not type(rounds_model) or differing:
         raise ValueError(
             f"FedAvgClassifier's init trains a final model the rounds cannot continue: "
             f"{final!r}, against the rounds' {model!r}"
