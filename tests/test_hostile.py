@@ -8,6 +8,7 @@ would, and checks the refusal (and, where it matters, that nothing ran or was wr
 import copy
 import io
 import json
+import re
 import warnings
 import zipfile
 
@@ -34,6 +35,7 @@ from skfedkt import (
     save_model,
 )
 from skfedkt._cli._main import main
+from skfedkt.datasets import load_local_file
 from skfedkt.privacy import BitFlips, PartyNoise, TeacherVotes
 
 PARTIES = [0, 1, 2]
@@ -802,3 +804,38 @@ def test_a_malformed_support_vector_machine_is_refused(data, attribute, value):
     crafted = _crafted(uploads[0], payload=craft)
     _refused([crafted, *uploads[1:]], data, r"Party 0 .*\['model'\]", clf=clf)
     assert _server(uploads, data, clf=clf).parties_.tolist() == PARTIES
+
+
+@pytest.mark.parametrize("out, message", [
+    ("no/such/folder/model.skops", "the folder .*no/such/folder does not exist"),
+    ("public.csv/upload.skfedkt", "the folder .*public.csv is a file, not a folder"),
+])
+def test_an_output_path_that_cannot_be_written_is_named(files, tmp_path, capsys, out,
+                                                        message, monkeypatch):
+    # the user's path and what is wrong with it, not the temporary file's name
+    monkeypatch.chdir(files)
+    shared = ["fedkt", "--estimator", "dt", "--public", "public.csv"]
+    upload = tmp_path / "upload.skfedkt"
+    status, err = _cli(["party", *shared, "--data", "party-0.csv", "--name", "a",
+                        "--classes", 0, 1, "--out", upload], capsys)
+    assert status == 0, err
+    for argv in (["server", *shared, "--out", out, upload],
+                 ["party", *shared, "--data", "party-0.csv", "--name", "a", "--classes", 0,
+                  1, "--out", out]):
+        status, err = _cli(argv, capsys)
+        assert status == 1
+        assert f"cannot write {out}" in err and ".part" not in err
+        assert re.search(message, err), err
+
+
+def test_a_stray_text_cell_in_a_numeric_column_is_named_not_coded(tmp_path):
+    # coded, the column would become ranks in string order: 1, 3, 0, 2 ("10" < "2")
+    path = tmp_path / "data.csv"
+    path.write_text("1,2,0\n4,abc,1\n5,10,0\n6,9,1\n")
+    with pytest.raises(ValueError, match=r"Column 1 of .*data.csv holds numbers but for 1 "
+                                         r"cell\(s\): data row 2 holds 'abc'"):
+        load_local_file(path, text_features="ordinal")
+    # a column of text is still coded, missing cells kept missing
+    path.write_text("1,red,0\n4,?,1\n5,blue,0\n6,red,1\n")
+    X, _ = load_local_file(path, text_features="ordinal")
+    np.testing.assert_array_equal(X[:, 1], [1, np.nan, 0, 1])

@@ -234,7 +234,17 @@ def write_atomically(path, data):
     import tempfile
 
     folder = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".skfedkt-", suffix=".part")
+    # refused naming the path asked for, not the temporary file's name
+    if not os.path.isdir(folder):
+        kind = NotADirectoryError if os.path.exists(folder) else FileNotFoundError
+        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
+        raise kind(f"cannot write {os.fspath(path)}: the folder {folder} {what}; create "
+                   "it first, or choose another path")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".skfedkt-", suffix=".part")
+    except OSError as exc:
+        raise type(exc)(f"cannot write {os.fspath(path)}: {exc.strerror or exc} in the "
+                        f"folder {folder}") from exc
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)

@@ -65,8 +65,9 @@ def load_local_file(path, *, labelled=True, text_features="error"):
         data's ``workclass`` in UCI's ``adult.data``. ``"ordinal"`` codes its values
         0, 1, ... in sorted order (missing values stay NaN), which is consistent only
         within one file: use it for a whole dataset, never for one party's file, whose
-        codes would not match the others'. ``"error"`` raises a ValueError naming the
-        column.
+        codes would not match the others'. A column of numbers with a few text cells is
+        not coded but refused, naming the column, the row and the cell. ``"error"``
+        raises a ValueError naming the column.
 
     Returns
     -------
@@ -171,6 +172,20 @@ def feature_names_of(path, *, labelled=True):
     return header[:-1] if labelled else header
 
 
+def _check_text_column(values, missing, index, path):
+    """Refuse to code a column of numbers that holds a few text cells: coded, its
+    numbers would become ranks in string order ("10" before "2"), silently."""
+    is_text = np.array([_as_numbers([v]) is None for v in values])
+    n_numbers = int(np.sum(~is_text & ~missing))
+    if n_numbers > is_text.sum():
+        rows = np.flatnonzero(is_text)
+        raise ValueError(
+            f"Column {index} of {path} holds numbers but for {len(rows)} cell(s): data row "
+            f"{rows[0] + 1} holds {values[rows[0]]!r}. Correct the cell, or mark it missing "
+            "(empty, ?, NA); only a column of text is coded as categories."
+        )
+
+
 def _read_csv(path, labelled, text_features):
     rows, _ = _csv_rows(path)
     if not rows:
@@ -207,6 +222,7 @@ def _read_csv(path, labelled, text_features):
                     "or an agreed list of codes)."
                 )
             missing = np.array([v.lower() in MISSING_MARKERS for v in values])
+            _check_text_column(values, missing, index, path)
             _, codes = np.unique(np.array(values)[~missing], return_inverse=True)
             numbers = np.full(len(values), np.nan)
             numbers[~missing] = codes
