@@ -97,13 +97,16 @@ def make_estimator(algorithm, estimator, options, seed, n_jobs, verbose):
     around `estimator`, with `options` (keyword arguments per algorithm family)."""
     common = dict(n_jobs=n_jobs, random_state=seed, verbose=verbose)
     if algorithm in AVERAGING:
-        variant = {"fedavg": dict(proximal_mu=0.0), "fedprox": {},
-                   "feddf": dict(proximal_mu=0.0),
-                   "fedkt-prox": dict(init=FedKTClassifier(estimator, **options["fedkt"]))}
-        fedavg = dict(options["fedavg"], **variant[algorithm])
-        if algorithm != "feddf":
-            fedavg["distill_epochs"] = 0
-        return FedAvgClassifier(estimator, **fedavg, **common)
+        fedavg = options["fedavg"]
+        return FedAvgClassifier(
+            estimator, n_rounds=fedavg["n_rounds"], local_epochs=fedavg["local_epochs"],
+            proximal_mu=fedavg["proximal_mu"] if algorithm in ("fedprox", "fedkt-prox")
+            else 0.0,
+            distill_epochs=fedavg["distill_epochs"] if algorithm == "feddf" else 0,
+            init=(FedKTClassifier(estimator, **options["fedkt"])
+                  if algorithm == "fedkt-prox" else None),
+            **common,
+        )
     if algorithm in ("fedkt", "fedkt-undistilled"):
         return FedKTClassifier(estimator, **options["fedkt"],
                                distill=algorithm == "fedkt", **common)

@@ -33,7 +33,10 @@ class ProximalTerm(Callback):
 
 def start_net(net, weights, proximal_mu):
     """Initialise `net` (a fresh module and optimizer) and load `weights` into its
-    module, on its device; with a positive `proximal_mu`, anchor FedProx's term there."""
+    module, on its device; with a positive `proximal_mu`, anchor FedProx's term there.
+
+    ``load_state_dict`` fills the module's tensors in place, so the optimizer made for
+    them by the initialisation starts fresh on the loaded weights."""
     if proximal_mu > 0:
         net.set_params(callbacks=[*(net.callbacks or []), ("fedprox", ProximalTerm(
             proximal_mu, None))])
@@ -49,5 +52,3 @@ def start_net(net, weights, proximal_mu):
         parameters = dict(net.module_.named_parameters())
         dict(net.callbacks_)["fedprox"].anchor = {name: parameter.detach().clone()
                                        for name, parameter in parameters.items()}
-    # the optimizer was made for the module's parameters, which load_state_dict filled
-    # in place: its state is fresh

@@ -190,7 +190,7 @@ def started_model(estimator, X, y, n_classes, seed, weights=None, proximal_mu=0.
     return model
 
 
-def _build_layers(learner, X, y, n_classes, learning_rate=None):
+def _build_layers(learner, X, y, n_classes):
     """One ``partial_fit`` of a scikit-learn model on one row of each class present
     in `y`, which builds its layers for all `n_classes` codes."""
     first = np.unique(y, return_index=True)[1]
@@ -230,12 +230,27 @@ def weight_shapes(estimator, n_features, n_classes):
                                              n_classes, 0)]
 
 
+def weight_shapes_of(estimator):
+    """`weight_shapes` of `estimator` as a function of the features and classes, each
+    computed once: the server checks every upload of a round against the same shapes."""
+    computed = {}
+
+    def shapes(n_features, n_classes):
+        if (n_features, n_classes) not in computed:
+            computed[n_features, n_classes] = weight_shapes(estimator, n_features, n_classes)
+        return computed[n_features, n_classes]
+
+    return shapes
+
+
 def model_of(estimator, weights, n_classes):
     """A model of `estimator`'s kind carrying `weights`, for `n_classes` class codes."""
     learner = _learner(estimator)
-    # the features it takes: the rows of an MLP's first layer, the columns of a linear
-    # model's coefficients or a net's first weight matrix
-    n_features = weights[0].shape[0 if isinstance(learner, MLPClassifier) else 1]
+    # the features a scikit-learn model's layers are built for: the rows of an MLP's
+    # first layer, the columns of a linear model's coefficients (a net's module fixes
+    # its own)
+    n_features = (1 if _is_net(learner) else
+                  weights[0].shape[0 if isinstance(learner, MLPClassifier) else 1])
     return started_model(estimator, np.zeros((n_classes, n_features)), np.arange(n_classes),
                          n_classes, 0, weights)
 

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import BaseFederatedClassifier, _if_offered, shared_docs
 from .._deployment._protocol import require_public_set
 from .._engine._fitting import ClassCodeModel
-from .._engine._weights import model_of
+from .._engine._weights import model_of, weight_shapes_of
 from .._privacy._release import final_model_release, models_release
 from ._party import FedAvgParty, first_round, party_round
 from ._plan import FedAvgPlan, base_estimator
@@ -220,10 +220,12 @@ class FedAvgClassifier(BaseFederatedClassifier):
         return party_round(plan, parties, data, root, message, manifests), None
 
     def _message_check(self, plan, X_public):
-        return lambda checker: check_server_message(checker, plan)
+        return partial(check_server_message, plan=plan,
+                       shapes_of=weight_shapes_of(plan.estimator))
 
     def _upload_check(self, plan, X_public, root, final):
-        own = partial(check_party_upload, plan=plan, final=final)
+        own = partial(check_party_upload, shapes_of=weight_shapes_of(plan.estimator),
+                      final=final)
         if plan.init is None or final:
             return own
         # round 0's uploads are the first round's, checked as that algorithm checks them

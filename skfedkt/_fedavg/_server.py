@@ -18,7 +18,6 @@ from .._engine._weights import (
     model_weights,
     started_model,
     train_epoch,
-    weight_shapes,
 )
 
 
@@ -116,13 +115,14 @@ def finished(plan, message, classes):
     )
 
 
-def check_weights(checker, key, plan, required):
+def check_weights(checker, key, shapes_of, required):
     """A payload's weights: float arrays of the shapes the agreed model has on the agreed
-    features and classes, finite (None allowed where not `required`)."""
+    features and classes (`shapes_of`, from `weight_shapes_of`), finite (None allowed
+    where not `required`)."""
     weights = checker.upload.payload.get(key)
     if weights is None and not required:
         return
-    shapes = weight_shapes(plan.estimator, checker.n_features, checker.n_classes)
+    shapes = shapes_of(checker.n_features, checker.n_classes)
     if not isinstance(weights, list) or len(weights) != len(shapes):
         checker.refuse(key, f"expected a list of {len(shapes)} weight arrays")
     for index, (array, shape) in enumerate(zip(weights, shapes)):
@@ -134,11 +134,11 @@ def check_weights(checker, key, plan, required):
             checker.refuse(f"{key}[{index}]", "weights must be finite")
 
 
-def check_party_upload(checker, plan, *, final):
+def check_party_upload(checker, shapes_of, *, final):
     """A FedAvg party's upload: its rows and, in every round before the final step, its
     trained weights and training accuracy."""
     checker.count("n_rows", positive=True)
-    check_weights(checker, "weights", plan, required=not final)
+    check_weights(checker, "weights", shapes_of, required=not final)
     if final:
         if checker.upload.payload.get("weights") is not None:
             checker.refuse("weights", "weights after the server's message said done")
@@ -146,10 +146,10 @@ def check_party_upload(checker, plan, *, final):
     checker.number("training_accuracy", 0.0, 1.0)
 
 
-def check_server_message(checker, plan):
+def check_server_message(checker, plan, shapes_of):
     """The server's message, as a party reads it: the global weights, the round to train
     and whether training is done."""
-    check_weights(checker, "weights", plan, required=True)
+    check_weights(checker, "weights", shapes_of, required=True)
     checker.count("round", positive=True, at_most=plan.n_rounds)
     if not isinstance(checker.manifest("done"), bool):
         checker.refuse("done", "not true or false")
