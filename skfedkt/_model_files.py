@@ -6,7 +6,7 @@ module knows their classes (the upload protocol below them knows none)."""
 import zipfile
 
 from ._deployment._archive import check_limits, read_file, write_atomically
-from ._deployment._upload import _load_skops, _trusted, _type_names
+from ._deployment._upload import _load_skops, _type_names
 from ._engine._fitting import ClassCodeModel
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
@@ -80,8 +80,7 @@ def load_model(path, *, trusted=(), limits=None):
     limits = check_limits(limits)
     data = read_file(path, str(path), limits)
     allowed = _model_file_types()
-    return _load_skops(data, str(path),
-                       lambda t: t in allowed or _trusted(t, trusted), limits)
+    return _load_skops(data, str(path), trusted, limits, allowed=allowed)
 
 
 def _model_file_types():

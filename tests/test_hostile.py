@@ -6,9 +6,12 @@ would, and checks the refusal (and, where it matters, that nothing ran or was wr
 """
 
 import copy
+import hashlib
 import io
 import json
 import re
+import subprocess
+import sys
 import warnings
 import zipfile
 
@@ -35,6 +38,7 @@ from skfedkt import (
     save_model,
 )
 from skfedkt._cli._main import main
+from skfedkt._deployment._upload import DEFAULT_TRUSTED_TYPES
 from skfedkt.datasets import load_local_file
 from skfedkt.privacy import BitFlips, PartyNoise, TeacherVotes
 
@@ -433,6 +437,172 @@ def test_xgboost_end_to_end_through_files(data):
 
     with pytest.raises(UploadError, match="Party 0"):
         _server([_crafted(uploads[0], payload=craft), *uploads[1:]], data, clf=clf)
+
+
+# --- what the payload's schema asks skops to build -----------------------------------
+
+def _schema_crafted(honest, change):
+    """An honest upload with its payload's skops schema changed by `change` (which may
+    also add payload members), the checksum redone."""
+    members = _members(honest)
+    payload = _members(members["payload.skops"])
+    schema = json.loads(payload["schema.json"])
+    change(schema, payload)
+    payload["schema.json"] = json.dumps(schema).encode()
+    payload_bytes = _zip(list(payload.items()), zipfile.ZIP_DEFLATED)
+    manifest = json.loads(members["manifest.json"])
+    manifest["payload_sha256"] = hashlib.sha256(payload_bytes).hexdigest()
+    return _zip([("manifest.json", json.dumps(manifest)), ("payload.skops", payload_bytes)])
+
+
+def _json_node(value):
+    return {"__class__": type(value).__name__, "__module__": "builtins",
+            "__loader__": "JsonNode", "content": json.dumps(value), "is_json": True,
+            "__id__": id(value)}
+
+
+def _called(type_name, loader, arguments):
+    """A node asking skops' `loader` to call `type_name` with `arguments`."""
+    module, _, name = type_name.rpartition(".")
+    arguments = {"__class__": "tuple", "__module__": "builtins", "__loader__": "TupleNode",
+                 "content": [_json_node(a) for a in arguments], "__id__": 1}
+    if loader == "ConstructorFromReduceNode":  # skops reads the arguments as the content
+        return {"__class__": name, "__module__": module, "__loader__": loader,
+                "content": arguments, "__id__": 3}
+    return {"__class__": name, "__module__": module, "__loader__": loader,
+            "__reduce__": {"args": arguments},
+            "content": {"__class__": "dict", "__module__": "builtins",
+                        "__loader__": "DictNode", "content": {}, "__id__": 2},
+            "__id__": 3}
+
+
+def _with_entry(node):
+    """A schema change that adds `node` to the payload's dict as the key "extra"."""
+    def add(schema, payload):
+        schema["content"]["extra"] = node
+        key_types = schema["key_types"]["content"]
+        key_types.append(key_types[0])
+    return add
+
+
+def _first(schema, type_name):
+    """The first node of `type_name` in a schema."""
+    stack = [schema]
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, dict):
+            if f"{node.get('__module__')}.{node.get('__class__')}" == type_name:
+                return node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    raise AssertionError(f"no {type_name} in the schema")
+
+
+@pytest.fixture(scope="module")
+def xgboost_uploads(data):
+    xgboost = pytest.importorskip("xgboost")
+    clf = FedKTClassifier(xgboost.XGBClassifier(n_estimators=3, max_depth=2),
+                          random_state=0, voting=SoftVotes(min_public_rows=0))
+    return clf, [upload.to_bytes() for upload in _uploads(clf, data)]
+
+
+def test_a_booster_may_not_load_a_file_of_the_server_s_disk(xgboost_uploads, data,
+                                                             tmp_path):
+    clf, uploads = xgboost_uploads
+    secret = tmp_path / "the-server-s-own-model.json"
+    read_upload(uploads[1]).payload["students"][0].get_booster().save_model(secret)
+
+    def construct(schema, payload):  # Booster(None, None, "<a path on the server>")
+        booster = _first(schema, "xgboost.core.Booster")
+        booster.clear()
+        booster.update(_called("xgboost.core.Booster", "ConstructorFromReduceNode",
+                               [None, None, str(secret)]))
+
+    crafted = _schema_crafted(uploads[0], construct)
+    # what the file asks for works: skops alone loads the server's file as the student
+    crafted_payload = _members(crafted)["payload.skops"]
+    loaded = skops.io.loads(crafted_payload,
+                            trusted=skops.io.get_untrusted_types(data=crafted_payload))
+    assert loaded["students"][0].get_booster().save_raw("json") == secret.read_bytes()
+    with pytest.raises(UploadError, match=r"Party 0 .*builds xgboost\.core\.Booster with skops' "
+                       "ConstructorFromReduceNode"):
+        read_upload(crafted)
+    _refused([crafted, *uploads[1:]], data, "arguments the file chose", clf=clf)
+
+
+@pytest.mark.parametrize("loader", ["ReduceNode", "LossNode", "ConstructorFromReduceNode",
+                                    "TreeNode"])
+@pytest.mark.parametrize("type_name", sorted(DEFAULT_TRUSTED_TYPES))
+def test_no_type_trusted_by_default_is_called_with_the_file_s_arguments(
+        fedkt_uploads, type_name, loader):
+    crafted = _schema_crafted(fedkt_uploads[0], _with_entry(_called(type_name, loader, [1])))
+    with pytest.raises(UploadError, match=(
+            rf"Party 0 .*(builds|call|arguments of) {re.escape(type_name)}")):
+        read_upload(crafted)
+
+
+def test_a_type_the_operator_trusts_may_be_called(fedkt_uploads):
+    crafted = _schema_crafted(fedkt_uploads[0], _with_entry(
+        _called("datetime.timedelta", "ConstructorFromReduceNode", [1])))
+    with pytest.raises(UploadError, match="call datetime.timedelta with arguments"):
+        read_upload(crafted)
+    assert read_upload(crafted, trusted=["datetime.timedelta"]).payload["extra"].days == 1
+
+
+def test_a_tree_of_more_outputs_than_class_counts_is_refused(fedkt_uploads):
+    def more_outputs(schema, payload):
+        _first(schema, "sklearn.tree._tree.Tree")["__reduce__"]["args"]["content"][2] = (
+            _json_node(50))
+
+    with pytest.raises(UploadError, match=r"Party 0 .*tree of 50 outputs from class "
+                       r"counts of shape \(1,\)"):
+        read_upload(_schema_crafted(fedkt_uploads[0], more_outputs))
+
+
+def test_a_booster_is_only_its_bytes(xgboost_uploads):
+    _, uploads = xgboost_uploads
+
+    def with_an_object(schema, payload):
+        state = _first(schema, "xgboost.core.Booster")["content"]["content"]
+        state["extra"] = _called("sklearn.tree._classes.DecisionTreeClassifier",
+                                 "ObjectNode", [])
+
+    with pytest.raises(UploadError, match="Party 0 .*Booster is not its model's bytes"):
+        read_upload(_schema_crafted(uploads[0], with_an_object))
+
+
+def _flooded(honest, n_references):
+    """One student repeated `n_references` times by skops reference nodes."""
+    def flood(schema, payload):
+        students = _first(schema, "builtins.list")
+        first_id = students["content"][0]["__id__"]
+        students["content"] += [{"__class__": "DecisionTreeClassifier",
+                                 "__module__": "sklearn.tree._classes",
+                                 "__loader__": "CachedNode", "__id__": first_id}
+                                for _ in range(n_references)]
+    return _schema_crafted(honest, flood)
+
+
+def _peak_memory_mib(path):
+    """Peak memory of a fresh process that reads the upload at `path`, in MiB."""
+    code = ("import resource, sys\n"
+            "from skfedkt import read_upload\n"
+            "try:\n    read_upload(sys.argv[1])\nexcept Exception:\n    pass\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    result = subprocess.run([sys.executable, "-c", code, str(path)], check=True,
+                            capture_output=True, text=True)
+    return int(result.stdout.split()[-1]) / 1024
+
+
+def test_a_student_referenced_300000_times_is_refused_at_once(fedkt_uploads, tmp_path):
+    flooded, honest = tmp_path / "flooded.skfedkt", tmp_path / "honest.skfedkt"
+    flooded.write_bytes(_flooded(fedkt_uploads[0], 300_000))
+    honest.write_bytes(fedkt_uploads[0])
+    assert flooded.stat().st_size < 10 * 2**20
+    with pytest.raises(UploadError, match="Party 0 .*repeats an object by reference"):
+        read_upload(flooded)
+    assert _peak_memory_mib(flooded) - _peak_memory_mib(honest) < 256
 
 
 # --- what the manifest and payload claim ---------------------------------------------

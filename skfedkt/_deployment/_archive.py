@@ -219,12 +219,13 @@ def parse_json(raw, who, what, limits, max_nodes=None):
 
 def check_skops_payload(payload, who, limits):
     """Refuse a skops payload that is not a plain archive within the limits, before
-    skops walks it (its type audit follows every node of the schema)."""
+    skops walks it (its type audit follows every node of the schema); its parsed
+    schema and its members."""
     members = read_members(payload, who, limits=limits)
     if "schema.json" not in members:
         raise UploadError(f"{who}: the payload has no skops schema.", field="payload")
-    parse_json(members["schema.json"], who, "payload's schema", limits,
-               max_nodes=limits.max_payload_nodes)
+    return parse_json(members["schema.json"], who, "payload's schema", limits,
+                      max_nodes=limits.max_payload_nodes), members
 
 
 def write_atomically(path, data):

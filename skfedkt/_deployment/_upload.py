@@ -33,6 +33,7 @@ from ._archive import (
     write_atomically,
 )
 from ._native import check_native_structures
+from ._schema import HONEST_LOADERS, check_constructions
 
 FORMAT_VERSION = 1
 _MANIFEST, _PAYLOAD = "manifest.json", "payload.skops"
@@ -41,21 +42,9 @@ _MANIFEST, _PAYLOAD = "manifest.json", "payload.skops"
 # scikit-learn estimator, numpy and scipy containers): the fitted internals of
 # scikit-learn's estimators that skops leaves to the user (trees, neighbour trees,
 # optimiser states) and XGBoost's models, which skops rebuilds from XGBoost's own
-# format. Any other type (a skorch net's torch module, a user's class) needs the
-# operator's decision.
-DEFAULT_TRUSTED_TYPES = frozenset({
-    "sklearn.tree._tree.Tree",
-    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
-    "sklearn.neighbors._kd_tree.KDTree",
-    "sklearn.neighbors._ball_tree.BallTree",
-    "sklearn.metrics._dist_metrics.EuclideanDistance64",
-    "sklearn.metrics._dist_metrics.ManhattanDistance64",
-    "sklearn.metrics._dist_metrics.MinkowskiDistance64",
-    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
-    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
-    "xgboost.core.Booster",
-    "xgboost.sklearn.XGBClassifier",
-})
+# format; each only as skops writes an honest object of it (`_schema`). Any other type
+# (a skorch net's torch module, a user's class) needs the operator's decision.
+DEFAULT_TRUSTED_TYPES = frozenset(HONEST_LOADERS)
 
 
 def _canonical(value):
@@ -334,7 +323,7 @@ def read_upload(source, *, trusted=(), name=None, limits=None):
             "file was altered or damaged on its way. Ask the party to send it again.",
             party=party, field="payload_sha256",
         )
-    loaded = _load_skops(payload, who, lambda t: _trusted(t, trusted), limits, party)
+    loaded = _load_skops(payload, who, trusted, limits, party)
     return PartyUpload(manifest=manifest, payload=loaded, n_bytes=len(data), source=name)
 
 
@@ -378,13 +367,15 @@ def weights_upload(manifest, arrays, name, limits=None):
     return PartyUpload(manifest=parsed, payload={"weights": list(arrays)}, source=name)
 
 
-def _load_skops(data, who, is_trusted, limits, party=None):
-    """Load a skops archive whose every type passes `is_trusted`, within `limits`, and
-    check its native structures before anything uses them."""
+def _load_skops(data, who, trusted, limits, party=None, allowed=frozenset()):
+    """Load a skops archive, within `limits`, whose every type is trusted by default,
+    by the operator (`trusted`) or `allowed` by the caller, built only as skops builds
+    honest objects, and check its native structures before anything uses them."""
     import skops.io
 
     try:
-        check_skops_payload(data, who, limits)
+        schema, members = check_skops_payload(data, who, limits)
+        check_constructions(schema, members, who, trusted)
     except UploadError as exc:
         exc.party = party
         raise
@@ -393,7 +384,7 @@ def _load_skops(data, who, is_trusted, limits, party=None):
     except Exception as exc:  # skops raises various errors on a damaged payload
         raise UploadError(f"{who}: unreadable payload: {exc}", party=party,
                           field="payload") from exc
-    untrusted = [t for t in types if not is_trusted(t)]
+    untrusted = [t for t in types if t not in allowed and not _trusted(t, trusted)]
     if untrusted:
         raise UploadError(
             f"{who}: the file holds types this reader does not trust: {untrusted}. "
