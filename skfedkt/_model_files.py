@@ -8,6 +8,7 @@ import zipfile
 from ._deployment._archive import check_limits, read_file, write_atomically
 from ._deployment._upload import _load_skops, _type_names
 from ._engine._fitting import ClassCodeModel
+from ._fedavg import FedAvgClassifier
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
 from ._oneshot import OneShotEnsembleClassifier
@@ -87,6 +88,7 @@ def _model_file_types():
     """The package's own classes a model file may hold: an explicit list of classes,
     never a name prefix (a prefix would admit the package's functions too)."""
     return {f"{cls.__module__}.{cls.__qualname__}" for cls in (
-        FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier, ClassCodeModel,
+        FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier, FedAvgClassifier,
+        ClassCodeModel,
         PrivacyReport, BitFlipPrivacyReport, TeacherVotesPrivacyReport, ServerNoise,
         PartyNoise, BitFlips, TeacherVotes, SoftVotes, HardVotes)}

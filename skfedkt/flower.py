@@ -39,6 +39,7 @@ In-process, with Flower's simulation engine (each simulated SuperNode is a party
 
 import json
 import time
+import warnings
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
@@ -75,8 +76,10 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
 
     Parameters
     ----------
-    estimator : FedKTClassifier, FedCTClassifier or OneShotEnsembleClassifier
-        The agreed algorithm and parameters (the same on every node and the server).
+    estimator : estimator or callable
+        The agreed algorithm and parameters (the same on every node and the server):
+        a FedKT, FedCT, one-shot or FedAvg classifier, or ``estimator(context) ->
+        estimator`` to choose it when the run starts (e.g. from ``context.run_config``).
     party_data : callable
         ``party_data(context) -> (X, y, party)``: the party's rows, labels and name,
         read on the SuperNode (e.g. from a path in ``context.node_config``).
@@ -96,13 +99,14 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
 
     @app.query()
     def party_step(message: Message, context) -> Message:
+        estimator_ = _read(estimator, context)
         X, y, party = party_data(context)
         options = dict(party=party, classes=classes, X_unlabeled=_read(X_public, context),
                        party_seed=party_seed)
         server_message = _bytes_of(message)
-        if estimator.runs_rounds:  # the server's last message
+        if estimator_.runs_rounds:  # the server's last message
             options["message"] = server_message or None
-        upload = estimator.fit_party(X, y, **options)
+        upload = estimator_.fit_party(X, y, **options)
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
 
     @app.train()
@@ -111,9 +115,10 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
         # the second round on the server's manifest of the round
         config = message.content["config"]
         mu = float(config.get("proximal-mu", 0.0))
-        if not _runs_flower_strategy(estimator) or mu != estimator.proximal_mu:
+        estimator_ = _read(estimator, context)
+        if not _runs_flower_strategy(estimator_) or mu != estimator_.proximal_mu:
             raise ValueError(
-                f"This party runs {estimator!r}; the server's strategy sent a training "
+                f"This party runs {estimator_!r}; the server's strategy sent a training "
                 f"round with proximal-mu={mu}: both sides need the same FedAvg settings."
             )
         X, y, party = party_data(context)
@@ -122,9 +127,9 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
             server_message = weights_upload(
                 config[_MANIFEST], message.content["arrays"].to_numpy_ndarrays(),
                 "the server's message")
-        upload = estimator.fit_party(X, y, party=party, classes=classes,
-                                     X_unlabeled=_read(X_public, context),
-                                     message=server_message, party_seed=party_seed)
+        upload = estimator_.fit_party(X, y, party=party, classes=classes,
+                                      X_unlabeled=_read(X_public, context),
+                                      message=server_message, party_seed=party_seed)
         return Message(content=RecordDict({
             "arrays": ArrayRecord(numpy_ndarrays=upload.payload["weights"]),
             "metrics": MetricRecord({"num-examples": upload.manifest["n_rows"],
@@ -139,33 +144,75 @@ def _read(data, context):
     return data(context) if callable(data) else data
 
 
-def _wait_for_nodes(grid, n_parties, timeout):
-    """The SuperNodes' ids, once `n_parties` of them registered."""
+def _wait_for_nodes(grid, n_parties, timeout, min_parties):
+    """The SuperNodes' ids, once `n_parties` of them registered, or after `timeout`
+    seconds as long as `min_parties` did."""
     deadline = time.monotonic() + timeout
     while True:
-        nodes = list(grid.get_node_ids())
+        nodes = sorted(grid.get_node_ids())
         if len(nodes) >= n_parties:
             return nodes
         if time.monotonic() > deadline:
+            if min_parties is not None and len(nodes) >= min_parties:
+                warnings.warn(
+                    f"Only {len(nodes)} of {n_parties} SuperNodes connected within "
+                    f"{timeout} s; going on with them (min_parties={min_parties}).",
+                    UserWarning)
+                return nodes
             raise TimeoutError(
-                f"Only {len(nodes)} of {n_parties} SuperNodes connected within {timeout} s."
+                f"Only {len(nodes)} of {n_parties} SuperNodes connected within {timeout} "
+                f"s{'' if min_parties is None else f' (min_parties={min_parties})'}; no "
+                "model is written."
             )
         time.sleep(0.5)
 
 
-def _ask_every_party(grid, nodes, data, timeout):
-    messages = [
-        Message(content=_payload(data), message_type=MessageType.QUERY, dst_node_id=node)
-        for node in nodes
-    ]
-    replies = list(grid.send_and_receive(messages, timeout=timeout))
-    failed = [reply for reply in replies if reply.has_error()]
-    if failed:
-        raise RuntimeError(
-            f"{len(failed)} of {len(nodes)} parties failed their step: "
-            + "; ".join(reply.error.reason for reply in failed)
-        )
-    return [_bytes_of(reply) for reply in replies]
+class _Federation:
+    """The SuperNodes still in a run: a node that replies with an error, or not within
+    `timeout` seconds, is dropped from the run (warned, naming it and why) as long as
+    `min_parties` nodes remain; otherwise the run stops with no model. Without
+    `min_parties` every node must answer every message."""
+
+    def __init__(self, grid, nodes, timeout, min_parties):
+        self.grid, self.nodes, self.timeout = grid, list(nodes), timeout
+        self.min_parties = min_parties
+        self.dropped = {}  # {"SuperNode <id>": why}
+
+    def drop(self, failures, what):
+        """Drop the nodes of `failures` ({node: why}); a RuntimeError if too few stay."""
+        if not failures:
+            return
+        left = [node for node in self.nodes if node not in failures]
+        reasons = "; ".join(f"SuperNode {node}: {why}" for node, why in failures.items())
+        if self.min_parties is None or len(left) < self.min_parties:
+            raise RuntimeError(
+                f"{len(failures)} of {len(self.nodes)} SuperNodes failed {what} ({reasons})"
+                + ("" if self.min_parties is None else
+                   f"; {len(left)} left, below min_parties={self.min_parties}")
+                + "; no model is written."
+            )
+        warnings.warn(f"Going on with {len(left)} SuperNodes after {what}; dropped "
+                      f"{reasons}.", UserWarning)
+        self.nodes = left
+        self.dropped.update({f"SuperNode {node}": why for node, why in failures.items()})
+
+    def ask(self, data, what):
+        """Every remaining node's reply (bytes) to `data`, in node order."""
+        messages = [Message(content=_payload(data), message_type=MessageType.QUERY,
+                            dst_node_id=node) for node in self.nodes]
+        replies = {reply.metadata.src_node_id: reply for reply in
+                   self.grid.send_and_receive(messages, timeout=self.timeout)}
+        self.drop({node: (f"replied with an error: {replies[node].error.reason}"
+                          if node in replies else
+                          f"did not answer within {self.timeout} s")
+                   for node in self.nodes
+                   if node not in replies or replies[node].has_error()}, what)
+        return [_bytes_of(replies[node]) for node in self.nodes]
+
+    def fitted(self, model):
+        """`model` with the dropped nodes among its left-out parties."""
+        model.left_out_parties_ = {**model.left_out_parties_, **self.dropped}
+        return model
 
 
 def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=(),
@@ -177,8 +224,9 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
 
     Parameters
     ----------
-    estimator : FedKTClassifier, FedCTClassifier or OneShotEnsembleClassifier
-        The agreed algorithm and parameters.
+    estimator : estimator or callable
+        The agreed algorithm and parameters, or ``estimator(context) -> estimator``
+        (as in `client_app`).
     X_public : array-like or callable
         The agreed public set, or ``X_public(context) -> array-like`` to read it when
         the run starts (e.g. from a path in ``context.run_config``).
@@ -187,8 +235,15 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     on_fit : callable
         ``on_fit(estimator, context)``: receives the fitted estimator, e.g. to save it
         with `skfedkt.save_model` at a path of ``context.run_config``.
-    classes, trusted, min_parties, limits
+    classes, trusted, limits
         As in ``fit_server``.
+    min_parties : int, default=None
+        As in ``fit_server``, and for the SuperNodes too: one that replies with an
+        error, or not within `timeout`, is dropped from the run (a warning names it and
+        why; the model lists it in ``left_out_parties_``), and after `timeout` the run
+        starts with the SuperNodes connected, as long as `min_parties` remain;
+        otherwise the run stops and `on_fit` is not called. None: every one of the
+        `n_parties` SuperNodes must answer every message.
     timeout : float, default=600
         Seconds to wait for the SuperNodes and for each round's replies.
 
@@ -201,31 +256,35 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
 
     @app.main()
     def server_step(grid: Grid, context) -> None:
-        nodes = _wait_for_nodes(grid, n_parties, timeout)
-        server, public = clone(estimator), _read(X_public, context)
+        server, public = clone(_read(estimator, context)), _read(X_public, context)
+        nodes = _wait_for_nodes(grid, n_parties, timeout, min_parties)
+        federation = _Federation(grid, nodes, timeout, min_parties)
+        if len(nodes) < n_parties:
+            missing = n_parties - len(nodes)
+            federation.dropped[f"{missing} SuperNode{'s' * (missing > 1)}"] = (
+                f"did not connect within {timeout} s")
         if not server.runs_rounds:
-            uploads = _ask_every_party(grid, nodes, b"", timeout)
-            on_fit(server.fit_server(uploads, public, **checks), context)
+            uploads = federation.ask(b"", "the party step")
+            on_fit(federation.fitted(server.fit_server(uploads, public, **checks)), context)
             return
+        message = None
         if _runs_flower_strategy(server):
             strategy = (_FedProxRounds if server.proximal_mu > 0 else _FedAvgRounds)(
-                server, public, checks, n_parties)
+                server, public, checks, federation)
             # round 1 starts from the shared initial weights every party draws itself
             strategy.start(grid, ArrayRecord(), num_rounds=server.n_rounds, timeout=timeout)
             message = strategy.message
-            uploads = _ask_every_party(grid, nodes, message.to_bytes(), timeout)
-            on_fit(server.fit_server(uploads, public, message=message, **checks), context)
-            return
-        message = None
+        round_ = 0
         while message is None or not message.manifest["done"]:
-            uploads = _ask_every_party(
-                grid, nodes, b"" if message is None else message.to_bytes(), timeout
-            )
+            round_ += 1
+            uploads = federation.ask(b"" if message is None else message.to_bytes(),
+                                     f"round {round_}")
             message = read_upload(
                 server.server_round(uploads, public, message=message, **checks).to_bytes()
             )
-        uploads = _ask_every_party(grid, nodes, message.to_bytes(), timeout)
-        on_fit(server.fit_server(uploads, public, message=message, **checks), context)
+        uploads = federation.ask(message.to_bytes(), "the final step")
+        on_fit(federation.fitted(server.fit_server(uploads, public, message=message,
+                                                   **checks)), context)
 
     return app
 
@@ -237,13 +296,16 @@ class _CheckedRounds:
     as an upload file would be, and averaged by `server_round`, whose message (its
     manifest beside the weights) starts the next round."""
 
-    def __init__(self, server, X_public, checks, n_parties):
+    def __init__(self, server, X_public, checks, federation):
+        n_nodes = len(federation.nodes)
         options = dict(fraction_train=1.0, fraction_evaluate=0.0,
-                       min_train_nodes=n_parties, min_available_nodes=n_parties)
+                       min_train_nodes=federation.min_parties or n_nodes,
+                       min_available_nodes=federation.min_parties or n_nodes)
         if server.proximal_mu > 0:
             options["proximal_mu"] = server.proximal_mu
         super().__init__(**options)
         self.server, self.X_public, self.checks = server, X_public, checks
+        self.federation = federation
         self.message = None  # the server's message of the last round
 
     def configure_train(self, server_round, arrays, config, grid):
@@ -252,15 +314,14 @@ class _CheckedRounds:
         return super().configure_train(server_round, arrays, config, grid)
 
     def aggregate_train(self, server_round, replies):
-        replies = list(replies)
-        failed = [reply for reply in replies if reply.has_error()]
-        if failed:
-            raise RuntimeError(
-                f"{len(failed)} parties failed round {server_round}: "
-                + "; ".join(reply.error.reason for reply in failed)
-            )
+        replies = {reply.metadata.src_node_id: reply for reply in replies}
+        self.federation.drop({
+            node: (f"replied with an error: {replies[node].error.reason}"
+                   if node in replies else "did not answer in time")
+            for node in self.federation.nodes
+            if node not in replies or replies[node].has_error()}, f"round {server_round}")
         uploads = []
-        for reply in replies:
+        for reply in (replies[node] for node in self.federation.nodes):
             name = f"the reply of node {reply.metadata.src_node_id}"
             record = reply.content.get(_RECORD)
             arrays = reply.content.get("arrays")

@@ -17,7 +17,14 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler
 
-from skfedkt import FedAvgClassifier, FedCTClassifier, FedKTClassifier, UploadError
+from skfedkt import (
+    FedAvgClassifier,
+    FedCTClassifier,
+    FedKTClassifier,
+    UploadError,
+    load_model,
+    save_model,
+)
 from skfedkt._engine._weights import (
     averaged_weights,
     model_of,
@@ -130,6 +137,15 @@ def test_pipeline_grid_search_and_pickle(digits):
     assert_array_equal(search.best_estimator_[-1].parties_, np.unique(party))
     model = search.best_estimator_
     assert_array_equal(pickle.loads(pickle.dumps(model)).predict(X_test), model.predict(X_test))
+
+
+def test_a_fitted_model_is_a_model_file_anyone_may_load(digits, tmp_path):
+    X, y, party, X_test, _ = digits
+    model = FedAvgClassifier(MLPClassifier(hidden_layer_sizes=(8,)), n_rounds=2,
+                             proximal_mu=0.1, random_state=0).fit(X, y, groups=party)
+    save_model(model, tmp_path / "fedprox.skops")
+    loaded = load_model(tmp_path / "fedprox.skops")
+    assert_array_equal(loaded.predict_proba(X_test), model.predict_proba(X_test))
 
 
 def test_deployed_rounds_give_the_model_fit_gives(digits, tmp_path):

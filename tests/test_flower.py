@@ -45,7 +45,7 @@ def consortium():
     return X, y, np.arange(len(y)) % N_PARTIES, X_public
 
 
-def _apps(clf, consortium, served):
+def _apps(clf, consortium, served, **server_options):
     from skfedkt.flower import client_app, server_app
 
     X, y, groups, X_public = consortium
@@ -55,7 +55,8 @@ def _apps(clf, consortium, served):
         return X[groups == party], y[groups == party], party
 
     return (client_app(clf, party_data, X_public, classes=[0, 1]),
-            server_app(clf, X_public, N_PARTIES, lambda model, context: served.append(model)))
+            server_app(clf, X_public, N_PARTIES, lambda model, context: served.append(model),
+                       **server_options))
 
 
 def _check_served(clf, consortium, served):
@@ -98,18 +99,22 @@ def in_process_grid(client):
             raise NotImplementedError
 
         def send_and_receive(self, messages, *, timeout=None):
-            return [client(m, self.contexts[m.metadata.dst_node_id]) for m in messages]
+            replies = (client(m, self.contexts[m.metadata.dst_node_id]) for m in messages)
+            return [reply for reply in replies if reply is not None]  # None: no answer
 
     return InProcessGrid()
 
 
-def _serve(server, grid):
+def _context():
     from flwr.app import Context, RecordDict
 
+    return Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={})
+
+
+def _serve(server, grid):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server(grid, Context(run_id=1, node_id=0, node_config={}, state=RecordDict(),
-                             run_config={}))
+        server(grid, _context())
 
 
 @pytest.fixture
@@ -164,6 +169,80 @@ def test_a_strategy_reply_with_false_weights_is_refused_naming_the_node(consorti
 
     with pytest.raises(UploadError, match="node 101.*finite"):
         _serve(server, in_process_grid(tampering))
+
+
+def _failing(client, node, from_message, error=False):
+    """`client`, but SuperNode `node` stops answering (or replies with an error) from
+    its `from_message`-th message on (1 is the first)."""
+    from flwr.app import Error, Message
+
+    received = []
+
+    def answer(message, context):
+        if context.node_id == node:
+            received.append(message)
+            if len(received) >= from_message:
+                return Message(Error(0, "the party's data went away"),
+                               reply_to=message) if error else None
+        return client(message, context)
+    return answer
+
+
+DROPS = {
+    "fedkt, a node that never answers": (ESTIMATORS[0], 1, False),
+    "fedkt, a node that fails": (ESTIMATORS[0], 1, True),
+    "fedct, a node that dies after round 1": (ESTIMATORS[2], 2, False),
+    "fedavg-strategy, a node that fails in round 2": (ESTIMATORS[3], 2, True),
+}
+
+
+@pytest.mark.parametrize("clf, from_message, error", DROPS.values(), ids=DROPS.keys())
+def test_a_dropped_party_is_left_out_with_min_parties(consortium, flower_task, clf,
+                                                      from_message, error):
+    served = []
+    client, server = _apps(clf, consortium, served, min_parties=2, timeout=1)
+    with pytest.warns(UserWarning, match="Going on with 2 SuperNodes after .*dropped "
+                      "SuperNode 102: (did not answer|replied with an error: the party)"):
+        server(in_process_grid(_failing(client, 102, from_message, error)),
+               _context())
+    assert_array_equal(served[0].parties_, [0, 1])
+    (reason,) = served[0].left_out_parties_.values()
+    assert list(served[0].left_out_parties_) == ["SuperNode 102"]
+    assert ("error" in reason) == error
+    if from_message == 1:  # one round, or a first round without party 2: fit's model
+        X, y, groups, X_public = consortium
+        kept = groups < 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = clone(clf).fit(X[kept], y[kept], groups=groups[kept],
+                                    X_unlabeled=X_public)
+        assert_array_equal(served[0].predict_proba(X), fitted.predict_proba(X))
+
+
+def test_without_enough_parties_no_model_is_written(consortium, flower_task):
+    for min_parties, match in ((None, "1 of 3 SuperNodes failed round 2 .*no model"),
+                               (3, "2 left, below min_parties=3; no model")):
+        served = []
+        client, server = _apps(ESTIMATORS[2], consortium, served, min_parties=min_parties,
+                               timeout=1)
+        with pytest.raises(RuntimeError, match=match):
+            _serve(server, in_process_grid(_failing(client, 102, 2)))
+        assert served == []
+
+
+def test_a_server_waits_for_its_nodes_then_goes_on_with_min_parties(consortium,
+                                                                    flower_task):
+    served = []
+    client, server = _apps(ESTIMATORS[0], consortium, served, min_parties=2, timeout=1)
+    grid = in_process_grid(client)
+    del grid.contexts[102]  # never connects
+    with pytest.warns(UserWarning, match="Only 2 of 3 SuperNodes connected within 1 s"):
+        server(grid, _context())
+    assert_array_equal(served[0].parties_, [0, 1])
+    assert served[0].left_out_parties_ == {"1 SuperNode": "did not connect within 1 s"}
+    client, server = _apps(ESTIMATORS[0], consortium, [], timeout=1)
+    with pytest.raises(TimeoutError, match="Only 2 of 3 .*no model is written"):
+        server(grid, _context())
 
 
 @pytest.mark.skipif(

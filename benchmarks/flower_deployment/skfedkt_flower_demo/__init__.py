@@ -1,1 +1,1 @@
-"""A Flower App running skfedkt's FedKT between SuperNodes; started by ../run.sh."""
+"""A Flower App running skfedkt's algorithms between SuperNodes; started by ../run.sh."""

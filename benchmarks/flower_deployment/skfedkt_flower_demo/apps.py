@@ -1,10 +1,37 @@
-"""FedKT between SuperNodes that each read their own CSV; the ServerApp saves the model."""
+"""Every skfedkt algorithm between SuperNodes that each read their own CSV; the run
+config's ``algorithm`` picks one, and the ServerApp saves its model."""
 
-from skfedkt import FedKTClassifier, save_model
+import numpy as np
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from skfedkt import (
+    FedAvgClassifier,
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+    save_model,
+)
 from skfedkt.datasets import load_local_file
 from skfedkt.flower import client_app, server_app
 
-ESTIMATOR = FedKTClassifier(random_state=0)
+ESTIMATORS = {
+    "fedkt": FedKTClassifier(random_state=0),
+    "oneshot": OneShotEnsembleClassifier(random_state=0),
+    "fedct": FedCTClassifier(n_rounds=5, random_state=0),
+    # a stateless step (the same at every party) brings the counts to a network's scale
+    "fedavg": FedAvgClassifier(make_pipeline(FunctionTransformer(np.log1p),
+                                             MLPClassifier(hidden_layer_sizes=(16,))),
+                               n_rounds=5, random_state=0),
+}
+# three SuperNodes are the consortium; a run goes on without one that drops (named in
+# the model's left_out_parties_), never with fewer than two
+N_PARTIES, MIN_PARTIES, TIMEOUT = 3, 2, 30.0
+
+
+def estimator(context):
+    return ESTIMATORS[context.run_config["algorithm"]]
 
 
 def node_public(context):
@@ -24,5 +51,6 @@ def save(model, context):
     save_model(model, context.run_config["model-path"])
 
 
-client = client_app(ESTIMATOR, party_data, node_public, classes=[0, 1])
-server = server_app(ESTIMATOR, run_public, n_parties=2, on_fit=save)
+client = client_app(estimator, party_data, node_public, classes=[0, 1])
+server = server_app(estimator, run_public, n_parties=N_PARTIES, on_fit=save,
+                    min_parties=MIN_PARTIES, timeout=TIMEOUT)
