@@ -595,14 +595,49 @@ def _peak_memory_mib(path):
     return int(result.stdout.split()[-1]) / 1024
 
 
-def test_a_student_referenced_300000_times_is_refused_at_once(fedkt_uploads, tmp_path):
-    flooded, honest = tmp_path / "flooded.skfedkt", tmp_path / "honest.skfedkt"
-    flooded.write_bytes(_flooded(fedkt_uploads[0], 300_000))
+def _with_junk(honest, n_mib):
+    """An honest upload whose payload also holds a member of `n_mib` MiB of zeros that
+    no object refers to (about a thousandth of that once deflated), written in chunks."""
+    members = _members(honest)
+    payload = io.BytesIO()
+    with zipfile.ZipFile(payload, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in _members(members["payload.skops"]).items():
+            archive.writestr(name, content)
+        with archive.open("junk.bin", "w", force_zip64=True) as junk:
+            for _ in range(n_mib):
+                junk.write(bytes(2**20))
+    manifest = json.loads(members["manifest.json"])
+    manifest["payload_sha256"] = hashlib.sha256(payload.getvalue()).hexdigest()
+    return _zip([("manifest.json", json.dumps(manifest)),
+                 ("payload.skops", payload.getvalue())])
+
+
+@pytest.fixture(scope="module")
+def honest_peak_mib(fedkt_uploads, tmp_path_factory):
+    """Peak memory of a fresh process reading an honest upload."""
+    honest = tmp_path_factory.mktemp("honest") / "honest.skfedkt"
     honest.write_bytes(fedkt_uploads[0])
+    return _peak_memory_mib(honest)
+
+
+def test_a_payload_member_no_object_refers_to_costs_no_memory(fedkt_uploads, tmp_path,
+                                                              honest_peak_mib):
+    junk = tmp_path / "junk.skfedkt"
+    junk.write_bytes(_with_junk(fedkt_uploads[0], 512))  # under the 1 GiB cap
+    with pytest.raises(UploadError, match="Party 0 .*members no object of its schema "
+                       "refers to \\('junk.bin'\\)"):
+        read_upload(junk)
+    assert _peak_memory_mib(junk) - honest_peak_mib < 256
+
+
+def test_a_student_referenced_300000_times_is_refused_at_once(fedkt_uploads, tmp_path,
+                                                              honest_peak_mib):
+    flooded = tmp_path / "flooded.skfedkt"
+    flooded.write_bytes(_flooded(fedkt_uploads[0], 300_000))
     assert flooded.stat().st_size < 10 * 2**20
     with pytest.raises(UploadError, match="Party 0 .*repeats an object by reference"):
         read_upload(flooded)
-    assert _peak_memory_mib(flooded) - _peak_memory_mib(honest) < 256
+    assert _peak_memory_mib(flooded) - honest_peak_mib < 256
 
 
 # --- what the manifest and payload claim ---------------------------------------------

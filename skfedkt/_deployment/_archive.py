@@ -15,6 +15,8 @@ import zlib
 from dataclasses import dataclass
 
 _CHUNK = 1 << 20
+# what is kept of a member read only to be counted: a numpy file's header fits
+HEAD_BYTES = 4096
 _MiB = 1 << 20
 
 
@@ -116,7 +118,8 @@ def _plain_name(name):
             and ".." not in name.split("/") and ":" not in name)
 
 
-def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None):
+def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None,
+                 whole=None):
     """{name: bytes} of the zip archive `data`, refusing anything but plain members.
 
     Parameters
@@ -126,6 +129,10 @@ def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None):
     caps : dict, optional
         ``{name: bytes}`` caps for single members; the others share
         ``limits.max_inflated_bytes``.
+    whole : collection of str, optional
+        The members kept whole; every other one is inflated in chunks to count it
+        against the caps, keeping only its first `HEAD_BYTES` (a numpy file's
+        header), so that a member no one reads costs no memory. None keeps all.
     """
     caps = caps or {}
     try:
@@ -157,14 +164,16 @@ def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None):
                 "only stored and deflated members are read."
             )
         cap = caps.get(name, budget)
-        members[name] = _inflate(archive, info, cap, who)
+        keep = None if whole is None or name in whole else HEAD_BYTES
+        members[name], size = _inflate(archive, info, cap, who, keep)
         if name not in caps:
-            budget -= len(members[name])
+            budget -= size
     return members
 
 
-def _inflate(archive, info, cap, who):
-    """A member's bytes, read in chunks; refused as soon as it passes `cap`."""
+def _inflate(archive, info, cap, who, keep=None):
+    """A member's bytes (its first `keep` only, unless None) and its size, read in
+    chunks; refused as soon as it passes `cap`."""
     parts, size = [], 0
     try:
         with archive.open(info) as member:
@@ -175,13 +184,15 @@ def _inflate(archive, info, cap, who):
                         f"{who}: member {info.filename!r} inflates beyond {cap} bytes "
                         "(UploadLimits).", field="limits",
                     )
-                parts.append(chunk)
+                if keep is None or size - len(chunk) < keep:
+                    parts.append(chunk)
     except UploadError:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError,
             NotImplementedError) as exc:
         raise UploadError(f"{who}: member {info.filename!r} is damaged: {exc}") from exc
-    return b"".join(parts)
+    kept = b"".join(parts)
+    return (kept if keep is None else kept[:keep]), size
 
 
 def _depth_and_nodes(value, max_depth, max_nodes, who, what):
@@ -221,7 +232,7 @@ def check_skops_payload(payload, who, limits):
     """Refuse a skops payload that is not a plain archive within the limits, before
     skops walks it (its type audit follows every node of the schema); its parsed
     schema and its members."""
-    members = read_members(payload, who, limits=limits)
+    members = read_members(payload, who, limits=limits, whole={"schema.json"})
     if "schema.json" not in members:
         raise UploadError(f"{who}: the payload has no skops schema.", field="payload")
     return parse_json(members["schema.json"], who, "payload's schema", limits,

@@ -62,10 +62,14 @@ def _nodes(schema):
 def check_constructions(schema, members, who, operator_trusted):
     """Refuse a schema that asks skops to call a type with the file's arguments, to
     build a type trusted by default other than as skops writes it, or to repeat an
-    object by reference. `members` are the payload's members (Tree's arrays are read
-    from there); `operator_trusted` are the type names the operator trusted explicitly.
+    object by reference, and a payload member no object refers to. `members` are the
+    payload's members, or their heads (Tree's class counts' shape is read there);
+    `operator_trusted` are the type names the operator trusted explicitly.
     """
+    referenced = {"schema.json"}
     for node in _nodes(schema):
+        if isinstance(node.get("file"), str):
+            referenced.add(node["file"])
         name = f"{node.get('__module__')}.{node.get('__class__')}"
         loader = node["__loader__"]
         if loader == "CachedNode":
@@ -96,6 +100,12 @@ def check_constructions(schema, members, who, operator_trusted):
             if not all(isinstance(_json_value(argument), (int, float))
                        for argument in _arguments(node, who, name)):
                 _refuse_arguments(who, name, "numbers")
+    unreferenced = sorted(set(members) - referenced)
+    if unreferenced:
+        raise UploadError(
+            f"{who}: the payload holds members no object of its schema refers to "
+            f"({', '.join(map(repr, unreferenced[:3]))}); skops writes none.",
+            field="payload")
 
 
 def _arguments(node, who, name):
