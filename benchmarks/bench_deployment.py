@@ -2,8 +2,10 @@
 
 Each party's step runs on its own rows and writes its upload file; the server's step
 reads and checks the files. Prints, per dataset and algorithm, the mean ± std upload
-size per party and the seconds of each step, and checks the deployed model against
-``fit``. Times include reading and writing the files, not importing skops.
+size per party, the seconds of each step and the memory the final server step
+allocates per party (its peak, traced by tracemalloc, over the parties), and checks
+the deployed model against ``fit``. Times include reading and writing the files, not
+importing skops.
 
     python benchmarks/bench_deployment.py [--datasets digits breast_cancer] [--parties 10]
 
@@ -12,6 +14,7 @@ Produces: doc/performance.rst, "Deployment" (and doc/deployment.rst, "Measured")
 
 import tempfile
 import time
+import tracemalloc
 import warnings
 from pathlib import Path
 
@@ -34,8 +37,9 @@ ALGORITHMS = {
 def deploy(clf, data, folder):
     """Run the party and server steps through files.
 
-    Returns the rounds, the fitted server, and per phase ("labels" for FedCT's rounds,
-    "model" for what ends training) the upload sizes, party seconds and server seconds.
+    Returns the rounds, the fitted server, per phase ("labels" for FedCT's rounds,
+    "model" for what ends training) the upload sizes, party seconds and server seconds,
+    and the peak memory the final server step allocates (once more, untimed, traced).
     """
     parties = np.unique(data.groups)
     rows = {p: data.groups == p for p in parties}
@@ -61,10 +65,14 @@ def deploy(clf, data, folder):
             paths.append(path)
         start = time.perf_counter()
         if final:
-            server.fit_server(paths, data.X_public,
-                              **({"message": message} if fedct else {}))
+            options = {"message": message} if fedct else {}
+            server.fit_server(paths, data.X_public, **options)
             server_seconds.append(time.perf_counter() - start)
-            return max(round_, 1), server, phases
+            tracemalloc.start()
+            clone(clf).fit_server(paths, data.X_public, **options)
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            return max(round_, 1), server, phases, peak
         message = server.server_round(paths, data.X_public, message=message)
         server_seconds.append(time.perf_counter() - start)
         round_ += 1
@@ -80,8 +88,8 @@ def main(argv=None):
     command.add_argument("--parties", type=int, default=10)
     args = command.parse_args(argv)
     print("| dataset | algorithm | rounds | upload | per party (kB) | party step (s) | "
-          "server step (s) | same model as fit |")
-    print("|---|---|---|---|---|---|---|---|")
+          "server step (s) | server memory per party (MiB) | same model as fit |")
+    print("|---|---|---|---|---|---|---|---|---|")
     datasets = {name: load_federated(name, n_parties=args.parties, beta=0.5, random_state=0)
                 for name in args.datasets}
     runs = progress([(name, label, make) for name in args.datasets
@@ -92,18 +100,19 @@ def main(argv=None):
         clf = make(args.trees)
         with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rounds, server, phases = deploy(clf, data, Path(folder))
+            rounds, server, phases, peak = deploy(clf, data, Path(folder))
             fitted = clone(clf).fit(data.X_train, data.y_train, groups=data.groups,
                                     X_unlabeled=data.X_public)
         same = np.array_equal(server.predict_proba(data.X_test),
                               fitted.predict_proba(data.X_test))
         for phase, (sizes, party_s, server_s) in phases.items():
             what = {"labels": "labels, each round", "model": WHAT[label]}[phase]
+            memory = (f"{peak / 2**20 / len(sizes):.1f}" if phase == "model" else "")
             sizes = np.array(sizes) / 1000
             print(f"| {name} | {label} | {rounds} | {what} | {sizes.mean():.1f} ± "
                   f"{sizes.std():.1f} (max {sizes.max():.1f}) | {np.mean(party_s):.2f} ± "
                   f"{np.std(party_s):.2f} | {np.mean(server_s):.2f} ± "
-                  f"{np.std(server_s):.2f} | {same} |", flush=True)
+                  f"{np.std(server_s):.2f} | {memory} | {same} |", flush=True)
 
 
 if __name__ == "__main__":

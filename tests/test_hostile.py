@@ -584,13 +584,14 @@ def _flooded(honest, n_references):
     return _schema_crafted(honest, flood)
 
 
-def _peak_memory_mib(path):
-    """Peak memory of a fresh process that reads the upload at `path`, in MiB."""
+def _peak_memory_mib(*paths):
+    """Peak memory of a fresh process that reads the uploads at `paths`, in MiB."""
     code = ("import resource, sys\n"
             "from skfedkt import read_upload\n"
-            "try:\n    read_upload(sys.argv[1])\nexcept Exception:\n    pass\n"
+            "for path in sys.argv[1:]:\n"
+            "    try:\n        read_upload(path)\n    except Exception:\n        pass\n"
             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-    result = subprocess.run([sys.executable, "-c", code, str(path)], check=True,
+    result = subprocess.run([sys.executable, "-c", code, *map(str, paths)], check=True,
                             capture_output=True, text=True)
     return int(result.stdout.split()[-1]) / 1024
 
@@ -612,32 +613,22 @@ def _with_junk(honest, n_mib):
                  ("payload.skops", payload.getvalue())])
 
 
-@pytest.fixture(scope="module")
-def honest_peak_mib(fedkt_uploads, tmp_path_factory):
-    """Peak memory of a fresh process reading an honest upload."""
-    honest = tmp_path_factory.mktemp("honest") / "honest.skfedkt"
+def test_size_attacks_are_refused_within_256_mib_of_an_honest_read(fedkt_uploads,
+                                                                   tmp_path):
+    honest, flooded, junk = (tmp_path / f"{name}.skfedkt"
+                             for name in ("honest", "flooded", "junk"))
     honest.write_bytes(fedkt_uploads[0])
-    return _peak_memory_mib(honest)
-
-
-def test_a_payload_member_no_object_refers_to_costs_no_memory(fedkt_uploads, tmp_path,
-                                                              honest_peak_mib):
-    junk = tmp_path / "junk.skfedkt"
-    junk.write_bytes(_with_junk(fedkt_uploads[0], 512))  # under the 1 GiB cap
-    with pytest.raises(UploadError, match="Party 0 .*members no object of its schema "
-                       "refers to \\('junk.bin'\\)"):
-        read_upload(junk)
-    assert _peak_memory_mib(junk) - honest_peak_mib < 256
-
-
-def test_a_student_referenced_300000_times_is_refused_at_once(fedkt_uploads, tmp_path,
-                                                              honest_peak_mib):
-    flooded = tmp_path / "flooded.skfedkt"
+    # one student referenced 300,000 times: a few megabytes
     flooded.write_bytes(_flooded(fedkt_uploads[0], 300_000))
     assert flooded.stat().st_size < 10 * 2**20
     with pytest.raises(UploadError, match="Party 0 .*repeats an object by reference"):
         read_upload(flooded)
-    assert _peak_memory_mib(flooded) - honest_peak_mib < 256
+    # a member of 512 MiB, under the 1 GiB cap, that no object refers to
+    junk.write_bytes(_with_junk(fedkt_uploads[0], 512))
+    with pytest.raises(UploadError, match="Party 0 .*members no object of its schema "
+                       "refers to \\('junk.bin'\\)"):
+        read_upload(junk)
+    assert _peak_memory_mib(flooded, junk) - _peak_memory_mib(honest) < 256
 
 
 # --- what the manifest and payload claim ---------------------------------------------

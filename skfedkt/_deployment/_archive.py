@@ -102,7 +102,12 @@ def read_file(source, who, limits):
     else:
         try:
             with open(source, "rb") as file:
-                data = file.read(limits.max_file_bytes + 1)
+                # in chunks: one read of the cap would reserve the cap's bytes at once
+                parts, size = [], 0
+                while size <= limits.max_file_bytes and (chunk := file.read(_CHUNK)):
+                    parts.append(chunk)
+                    size += len(chunk)
+                data = b"".join(parts)
         except OSError as exc:
             raise UploadError(f"{who}: cannot read the file: {exc}") from exc
     if len(data) > limits.max_file_bytes:
