@@ -441,15 +441,15 @@ def test_xgboost_end_to_end_through_files(data):
 
 # --- what the payload's schema asks skops to build -----------------------------------
 
-def _schema_crafted(honest, change):
+def _schema_crafted(honest, change, compression=zipfile.ZIP_DEFLATED):
     """An honest upload with its payload's skops schema changed by `change` (which may
-    also add payload members), the checksum redone."""
+    also change payload members), the checksum redone."""
     members = _members(honest)
     payload = _members(members["payload.skops"])
     schema = json.loads(payload["schema.json"])
     change(schema, payload)
     payload["schema.json"] = json.dumps(schema).encode()
-    payload_bytes = _zip(list(payload.items()), zipfile.ZIP_DEFLATED)
+    payload_bytes = _zip(list(payload.items()), compression)
     manifest = json.loads(members["manifest.json"])
     manifest["payload_sha256"] = hashlib.sha256(payload_bytes).hexdigest()
     return _zip([("manifest.json", json.dumps(manifest)), ("payload.skops", payload_bytes)])
@@ -613,22 +613,47 @@ def _with_junk(honest, n_mib):
                  ("payload.skops", payload.getvalue())])
 
 
+def _with_array(honest, n_mib, *, random, compression):
+    """An honest upload whose first tree's values array is `n_mib` MiB: zeros (which
+    deflate to almost nothing) or random numbers (which do not)."""
+    def bloat(schema, payload):
+        values = _first(schema, "sklearn.tree._tree.Tree")["content"]["content"]["values"]
+        array = io.BytesIO()
+        n_values = n_mib * 2**20 // 8
+        np.save(array, np.random.RandomState(0).rand(n_values) if random
+                else np.zeros(n_values))
+        payload[values["file"]] = array.getvalue()
+    return _schema_crafted(honest, bloat, compression)
+
+
 def test_size_attacks_are_refused_within_256_mib_of_an_honest_read(fedkt_uploads,
                                                                    tmp_path):
-    honest, flooded, junk = (tmp_path / f"{name}.skfedkt"
-                             for name in ("honest", "flooded", "junk"))
+    limits = UploadLimits()
+    attacks = {
+        # one student referenced 300,000 times: a few megabytes
+        "flooded": (_flooded(fedkt_uploads[0], 300_000), "repeats an object by reference"),
+        # a member no object refers to, under the inflated cap
+        "junk": (_with_junk(fedkt_uploads[0], 64),
+                 "members no object of its schema refers to \\('junk.bin'\\)"),
+        # a referenced array at the inflated cap, from a file of a few hundred kB
+        "zeros": (_with_array(fedkt_uploads[0], limits.max_inflated_bytes // 2**20 - 1,
+                              random=False, compression=zipfile.ZIP_DEFLATED),
+                  "unreadable payload"),
+        # a referenced array that fills a stored file to its cap
+        "random": (_with_array(fedkt_uploads[0], limits.max_file_bytes // 2**20 - 1,
+                               random=True, compression=zipfile.ZIP_STORED),
+                   "unreadable payload"),
+    }
+    paths = []
+    for name, (upload, refusal) in attacks.items():
+        paths.append(tmp_path / f"{name}.skfedkt")
+        paths[-1].write_bytes(upload)
+        with pytest.raises(UploadError, match=f"Party 0 .*{refusal}"):
+            read_upload(paths[-1])
+    assert attacks["flooded"][0].__len__() < 10 * 2**20
+    honest = tmp_path / "honest.skfedkt"
     honest.write_bytes(fedkt_uploads[0])
-    # one student referenced 300,000 times: a few megabytes
-    flooded.write_bytes(_flooded(fedkt_uploads[0], 300_000))
-    assert flooded.stat().st_size < 10 * 2**20
-    with pytest.raises(UploadError, match="Party 0 .*repeats an object by reference"):
-        read_upload(flooded)
-    # a member of 512 MiB, under the 1 GiB cap, that no object refers to
-    junk.write_bytes(_with_junk(fedkt_uploads[0], 512))
-    with pytest.raises(UploadError, match="Party 0 .*members no object of its schema "
-                       "refers to \\('junk.bin'\\)"):
-        read_upload(junk)
-    assert _peak_memory_mib(flooded, junk) - _peak_memory_mib(honest) < 256
+    assert _peak_memory_mib(*paths) - _peak_memory_mib(honest) < 256
 
 
 # --- what the manifest and payload claim ---------------------------------------------

@@ -162,7 +162,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
 def _add_size_limit(command):
     command.add_argument(
         "--max-upload-mb", type=float, default=DEFAULT_LIMITS.max_file_bytes / 2**20,
-        help="the largest file read, in MiB; its members may inflate to 4 times that",
+        help="the largest file read, in MiB; its members may inflate to twice that",
     )
 
 
@@ -171,7 +171,7 @@ def _limits(args):
     if size < 1:
         raise ValueError(f"--max-upload-mb must be positive, got {args.max_upload_mb}.")
     return UploadLimits(max_file_bytes=size,
-                        max_inflated_bytes=max(4 * size, DEFAULT_LIMITS.max_manifest_bytes))
+                        max_inflated_bytes=max(2 * size, DEFAULT_LIMITS.max_manifest_bytes))
 
 
 def _csv(path, X, y=None):

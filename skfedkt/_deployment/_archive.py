@@ -44,18 +44,22 @@ class UploadError(ValueError):
 class UploadLimits:
     """What a coordinator (or a party reading a message) reads from one file at most.
 
-    Honest files stay far below the defaults: a FedKT upload of two random forests of
-    100 full-depth trees on 30,000 rows is about 5 MB and 40,000 schema nodes. Raise a
-    limit for larger models; a file beyond one is refused before its payload is loaded.
+    Honest files stay far below the defaults: an upload of FedKT's defaults is 0.4-1 MB
+    and its server step needs 1.3-2.9 MiB per party (``bench_deployment.py``); one of
+    two random forests of 100 full-depth trees on 30,000 rows is about 5 MB and 40,000
+    schema nodes. The defaults keep what a hostile file can make the server allocate
+    within 256 MiB of an honest read (skops holds an array's bytes and the array, a
+    stored file up to four copies). Raise a limit for larger models; a file beyond one
+    is refused before its payload is loaded.
 
     Parameters
     ----------
-    max_file_bytes : int, default=256 MiB
-        Size of the file itself.
-    max_inflated_bytes : int, default=1 GiB
+    max_file_bytes : int, default=48 MiB
+        Size of the file itself (read in chunks, stopped at the cap).
+    max_inflated_bytes : int, default=96 MiB
         Size of the payload's members together once decompressed (read in chunks, the
         read stops at the cap: a small file that inflates to gigabytes is refused
-        after reading at most this much).
+        after reading at most this much; only the payload's schema is kept).
     max_manifest_bytes : int, default=1 MiB
         Size of the manifest (JSON) once decompressed.
     max_json_depth : int, default=64
@@ -70,8 +74,8 @@ class UploadLimits:
     10485760
     """
 
-    max_file_bytes: int = 256 * _MiB
-    max_inflated_bytes: int = 1024 * _MiB
+    max_file_bytes: int = 48 * _MiB
+    max_inflated_bytes: int = 96 * _MiB
     max_manifest_bytes: int = _MiB
     max_json_depth: int = 64
     max_payload_nodes: int = 2_000_000
