@@ -12,6 +12,7 @@ skops writes every object in full, a reference node (``CachedNode``: one object
 repeated at no cost, e.g. one student 300,000 times) only comes from a crafted file.
 """
 
+import functools
 import io
 import json
 
@@ -41,9 +42,18 @@ HONEST_LOADERS = {
 # skops loaders that call a type with arguments read from the file
 CALLING_LOADERS = frozenset({"ReduceNode", "TreeNode", "LossNode",
                              "ConstructorFromReduceNode"})
-# scikit-learn's compiled losses, which skops writes with LossNode and numbers as
-# arguments (an SGDClassifier's hinge, a boosting model's log loss)
-LOSS_MODULES = ("sklearn._loss._loss.", "sklearn.linear_model._sgd_fast.")
+
+
+@functools.cache
+def _losses():
+    """The type names of scikit-learn's compiled losses, which skops writes with
+    LossNode and numbers as arguments (an SGDClassifier's hinge, a boosting model's log
+    loss): skops' own list, named as skops names them (``_loss.CyHalfBinomialLoss``
+    with some scikit-learn builds)."""
+    from skops.io._sklearn import ALLOWED_LOSSES
+    from skops.io._utils import get_module
+
+    return frozenset(f"{get_module(loss)}.{loss.__name__}" for loss in ALLOWED_LOSSES)
 
 
 def _nodes(schema):
@@ -86,7 +96,7 @@ def check_constructions(schema, members, who, operator_trusted):
                 "bytes, never called with arguments the file chose.", field="payload")
         calls = loader in CALLING_LOADERS or "__reduce__" in node
         if calls and not (name in operator_trusted or name == TREE
-                          or (loader == "LossNode" and name.startswith(LOSS_MODULES))):
+                          or (loader == "LossNode" and name in _losses())):
             raise UploadError(
                 f"{who}: the payload asks the loader to call {name} with arguments the "
                 f"file chose (skops' {loader}); no honest file of a type trusted by "
