@@ -550,6 +550,17 @@ def test_a_type_the_operator_trusts_may_be_called(fedkt_uploads):
     assert read_upload(crafted, trusted=["datetime.timedelta"]).payload["extra"].days == 1
 
 
+def test_a_loss_is_called_with_numbers_only(fedkt_uploads):
+    from skfedkt._deployment._schema import _losses
+
+    # the name skops gives it with this scikit-learn build
+    (pinball,) = [name for name in _losses() if name.endswith(".CyPinballLoss")]
+    crafted = _schema_crafted(fedkt_uploads[0], _with_entry(
+        _called(pinball, "LossNode", ["/etc/passwd"])))
+    with pytest.raises(UploadError, match="arguments of .*CyPinballLoss are not numbers"):
+        read_upload(crafted)
+
+
 def test_a_tree_of_more_outputs_than_class_counts_is_refused(fedkt_uploads):
     def more_outputs(schema, payload):
         _first(schema, "sklearn.tree._tree.Tree")["__reduce__"]["args"]["content"][2] = (
@@ -651,7 +662,7 @@ def test_size_attacks_are_refused_within_256_mib_of_an_honest_read(fedkt_uploads
         paths[-1].write_bytes(upload)
         with pytest.raises(UploadError, match=f"Party 0 .*{refusal}"):
             read_upload(paths[-1])
-    assert attacks["flooded"][0].__len__() < 10 * 2**20
+    assert len(attacks["flooded"][0]) < 10 * 2**20
     honest = tmp_path / "honest.skfedkt"
     honest.write_bytes(fedkt_uploads[0])
     after_honest, *_, after_attacks = _peak_memory_mib(honest, *paths)
