@@ -7,6 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 from skfedkt import LabelCollapseWarning
 from skfedkt._cli._main import DEFAULT_PARTIES, build_parser, main
@@ -381,13 +384,17 @@ def test_the_flags_of_the_iterative_algorithms_reach_them():
     args = build_parser().parse_args(["run", "--averaging-rounds", "3", "--mu", "0.5",
                                       "--local-epochs", "4", "--distill-epochs", "6"])
     options = algorithm_options(args)
-    made = {name: make_estimator(name, None, options, 0, 1, 0)
+    mlp = make_pipeline(FunctionTransformer(), MLPClassifier(max_iter=300))
+    made = {name: make_estimator(name, mlp, options, 0, 1, 0)
             for name in ("fedavg", "fedprox", "feddf", "fedkt-prox")}
     assert {name: (clf.n_rounds, clf.local_epochs, clf.proximal_mu, clf.distill_epochs)
             for name, clf in made.items()} == {
         "fedavg": (3, 4, 0.0, 0), "fedprox": (3, 4, 0.5, 0), "feddf": (3, 4, 0.0, 6),
         "fedkt-prox": (3, 4, 0.5, 0)}
     assert made["fedkt-prox"].init.n_students == 2
+    # FedKT-Prox's first model, where its rounds start, trains as long as a round
+    assert made["fedkt-prox"].init.final_estimator[-1].max_iter == 4
+    assert mlp[-1].max_iter == 300
 
 
 def test_the_iterative_algorithms_need_the_mlp(capsys):

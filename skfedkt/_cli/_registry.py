@@ -3,6 +3,7 @@ experiment runner (``skfedkt run``) and the deployment commands (``skfedkt party
 ``server``, ``audit``)."""
 
 import numpy as np
+from sklearn.base import clone
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
@@ -92,6 +93,16 @@ def averaged_model(estimator, X_public):
     return make_pipeline(public_scaling(X_public), learner)
 
 
+def first_round(estimator, fedkt_options, local_epochs):
+    """FedKT-Prox's first round: FedKT, whose final model (where the rounds start, an
+    MLP or a Pipeline ending in one) trains only as long as a round's local training,
+    `local_epochs` epochs; a model fitted longer to the public set is a worse start
+    (``benchmarks/bench_networks.py``)."""
+    final = clone(estimator)
+    (final[-1] if isinstance(final, Pipeline) else final).set_params(max_iter=local_epochs)
+    return FedKTClassifier(estimator, **fedkt_options, final_estimator=final)
+
+
 def make_estimator(algorithm, estimator, options, seed, n_jobs, verbose):
     """The meta-estimator of `algorithm` (a name of `ALGORITHMS` that fits one model)
     around `estimator`, with `options` (keyword arguments per algorithm family)."""
@@ -103,7 +114,7 @@ def make_estimator(algorithm, estimator, options, seed, n_jobs, verbose):
             proximal_mu=fedavg["proximal_mu"] if algorithm in ("fedprox", "fedkt-prox")
             else 0.0,
             distill_epochs=fedavg["distill_epochs"] if algorithm == "feddf" else 0,
-            init=(FedKTClassifier(estimator, **options["fedkt"])
+            init=(first_round(estimator, options["fedkt"], fedavg["local_epochs"])
                   if algorithm == "fedkt-prox" else None),
             **common,
         )

@@ -36,7 +36,9 @@ class FedAvgClassifier(BaseFederatedClassifier):
       public set (`X_unlabeled`), labelled by the parties' models' mean probabilities;
     - FedKT as the first round (``init=FedKTClassifier(...)``, the FedKT paper's
       "FedKT-Prox" with ``proximal_mu``): round 1 is that one-shot algorithm, whose final
-      model starts the averaging rounds.
+      model starts the averaging rounds (train it about as long as a round's local
+      training, through FedKT's ``final_estimator``: a model fitted longer to the public
+      set is a worse start).
 
     Only models that learn epoch by epoch and whose parameters can be averaged qualify:
     scikit-learn's `~sklearn.neural_network.MLPClassifier` (solver ``"adam"`` or
