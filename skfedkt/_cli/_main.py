@@ -127,7 +127,8 @@ def _add_run_arguments(run):
                         "FedKT)")
     fedavg.add_argument("--local-epochs", type=_positive(int), default=10,
                         help="epochs a party trains in every round (the FedKT paper's 10), "
-                        "and FedKT-Prox's first model, where its rounds start")
+                        "and the epochs of FedKT-Prox's first model, where its rounds "
+                        "start")
     fedavg.add_argument("--mu", type=_positive(float), default=0.1,
                         help="FedProx's proximal weight (the FedKT paper's 0.1)")
     fedavg.add_argument("--distill-epochs", type=_positive(int), default=10,
