@@ -25,7 +25,7 @@ from ._deployment._protocol import (
     server_expectations,
 )
 from ._deployment._upload import check_uploadable
-from ._engine._fitting import warnings_once_per_call
+from ._engine._fitting import recording_tiers, warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
     FederatedData,
@@ -294,16 +294,18 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         manifests = [dict(party=party, n_rows=len(rows))
                      for party, rows in zip(data.parties, data.party_rows)]
         message, messages = None, []
-        while True:
-            uploads, reused = self._party_step(plan, parties, data, root, message, manifests)
-            if not self.runs_rounds or message is not None and message.manifest["done"]:
-                break
-            message = self._server_round(plan, uploads, message, X_public, root,
-                                         self.classes_, None)
-            messages.append(message)
-        fitted = self._server_step(plan, uploads, X_public, root, self.classes_, message,
-                                   reused)
-        fitted.update(self._kept_from_rounds(messages))
+        with recording_tiers() as tier_fits:
+            while True:
+                uploads, reused = self._party_step(plan, parties, data, root, message,
+                                                   manifests)
+                if not self.runs_rounds or message is not None and message.manifest["done"]:
+                    break
+                message = self._server_round(plan, uploads, message, X_public, root,
+                                             self.classes_, None)
+                messages.append(message)
+            fitted = self._server_step(plan, uploads, X_public, root, self.classes_,
+                                       message, reused)
+        fitted.update(self._kept_from_rounds(messages), tier_fits_=tier_fits)
         # what each party sent is measured when asked for: skops takes far longer than
         # the fits of small models
         self._set_fitted(dict(fitted, _upload_bytes=None))
@@ -490,9 +492,10 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             self.n_features_in_ = manifest["n_features"]
             if manifest["feature_names"] is not None:
                 self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
-        fitted = self._server_step(plan, uploads, X_public, root, classes, message, None)
+        with recording_tiers() as tier_fits:
+            fitted = self._server_step(plan, uploads, X_public, root, classes, message, None)
         self._set_fitted(dict(
-            fitted, classes_=classes, left_out_parties_=left_out,
+            fitted, classes_=classes, left_out_parties_=left_out, tier_fits_=tier_fits,
             parties_=np.array([upload.party for upload in uploads]),
             _upload_bytes=np.array([upload.n_bytes for upload in uploads]),
         ))

@@ -69,5 +69,6 @@ def solo_scores(estimator, X, y, groups, X_test, y_test, *, n_jobs=None,
         n_jobs=n_jobs,
         X_predict=X_test,
         keep_models=False,
+        tier="solo models",
     )
     return np.mean(classes[fits.predictions] == np.asarray(y_test), axis=1)

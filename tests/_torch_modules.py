@@ -12,14 +12,51 @@ from torch import nn
 class MLP(nn.Module):
     """A small multilayer perceptron returning logits, one output per class."""
 
-    def __init__(self, n_features=64, n_hidden=32, n_classes=10):
+    def __init__(self, n_features=64, n_hidden=32, n_classes=10, dtype=None):
         super().__init__()
         self.layers = nn.Sequential(
-            nn.Linear(n_features, n_hidden), nn.ReLU(), nn.Linear(n_hidden, n_classes)
+            nn.Linear(n_features, n_hidden, dtype=dtype), nn.ReLU(),
+            nn.Linear(n_hidden, n_classes, dtype=dtype),
         )
 
     def forward(self, X):
         return self.layers(X)
+
+
+class SmallCNN(nn.Module):
+    """A LeNet-like network for 8x8 one-channel images: a 3x3 convolution, 2x2 max
+    pooling, one dense layer; `dtype` float64 makes exact comparisons possible."""
+
+    def __init__(self, n_classes=10, dtype=None):
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Conv2d(1, 4, 3, dtype=dtype), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+            nn.Linear(4 * 3 * 3, n_classes, dtype=dtype),
+        )
+
+    def forward(self, X):
+        return self.layers(X)
+
+
+class DropoutMLP(MLP):
+    """`MLP` with dropout before its output layer."""
+
+    def __init__(self, n_features=64, n_hidden=32, n_classes=10):
+        super().__init__(n_features, n_hidden, n_classes)
+        self.layers.insert(2, nn.Dropout(0.5))
+
+
+class BatchNormMLP(MLP):
+    """`MLP` with batch normalisation after its hidden layer."""
+
+    def __init__(self, n_features=64, n_hidden=32, n_classes=10):
+        super().__init__(n_features, n_hidden, n_classes)
+        self.layers.insert(1, nn.BatchNorm1d(n_hidden))
+
+
+def to_images(X):
+    """Rows of 64 pixels as float64 8x8 images of one channel."""
+    return np.asarray(X, dtype=np.float64).reshape(-1, 1, 8, 8)
 
 
 def to_float32(X):

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
@@ -66,14 +66,19 @@ def _fit_and_check(digits_parties, device, n_jobs=1, record_in=None):
 
 def test_skorch_network_base_on_cpu(digits_parties, tmp_path):
     first = _fit_and_check(digits_parties, "cpu")
-    again = _fit_and_check(digits_parties, "cpu", n_jobs=2, record_in=tmp_path)
-    # torch is seeded per clone: loky workers reproduce the sequential fit
+    again = _fit_and_check(digits_parties, "cpu", n_jobs=2)
+    # every tier's nets trained together, in one chunk: the same in worker processes
     X_test = digits_parties[4]
     assert_array_equal(first.predict(X_test), again.predict(X_test))
+    assert [t["path"] for t in again.tier_fits_] == ["stacked", "stacked", "per-clone"]
     # the check a GPU run makes, on the CPU: every teacher, student and final model
     # trained with the net's device, its weights there, in the worker processes too
+    # (a callback: one by one)
+    recorded = _fit_and_check(digits_parties, "cpu", n_jobs=2, record_in=tmp_path)
+    assert {(t["path"], t["reason"]) for t in recorded.tier_fits_[:2]} == {
+        ("per-clone", "callbacks: they act on each net's own training loop")}
     fits = [path.read_text().split() for path in tmp_path.iterdir()]
-    assert len(fits) == again.n_teachers_.sum() + len(again.parties_) + 1
+    assert len(fits) == recorded.n_teachers_.sum() + len(recorded.parties_) + 1
     assert {(given, placed) for given, placed, _ in fits} == {("cpu", "cpu")}
 
 
@@ -114,9 +119,17 @@ def test_fedavg_and_fedprox_average_a_skorch_net(digits_parties, tmp_path):
     # torch is seeded per clone: loky workers train exactly as one process does
     assert scores["fedavg, 2 jobs"] == scores["fedavg"]
     assert scores["fedprox"] != scores["fedavg"]
-    # the deployed rounds, through upload files, give fit's model
-    server, _ = fit_through_files(fedavg, X_train, y_train, party, tmp_path)
-    assert_array_equal(server.predict_proba(X_test), fedavg.predict_proba(X_test))
+    # the deployed rounds, through upload files, give fit's model: where fit trained
+    # every party's net in one stack and each party its own, within rounding
+    (tmp_path / "stacked").mkdir()
+    (tmp_path / "alone").mkdir()
+    server, _ = fit_through_files(fedavg, X_train, y_train, party, tmp_path / "stacked")
+    assert_allclose(server.predict_proba(X_test), fedavg.predict_proba(X_test), atol=1e-5)
+    # where both trained each net alone, to the bit
+    alone = clone(fedavg).set_params(stack_networks=False).fit(X_train, y_train,
+                                                               groups=party)
+    server, _ = fit_through_files(alone, X_train, y_train, party, tmp_path / "alone")
+    assert_array_equal(server.predict_proba(X_test), alone.predict_proba(X_test))
 
 
 def test_a_large_proximal_weight_keeps_a_net_near_the_global_weights():

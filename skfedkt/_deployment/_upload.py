@@ -77,7 +77,7 @@ def _canonical(value):
 
 
 # parameters that change how a step runs, not what it computes
-_RUNTIME_PARAMS = ("n_jobs", "verbose")
+_RUNTIME_PARAMS = ("n_jobs", "verbose", "stack_networks")
 
 
 def algorithm_params(estimator):

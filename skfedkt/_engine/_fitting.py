@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import threading
+import time
 import warnings
 from contextlib import contextmanager, nullcontext
 from itertools import islice
@@ -460,8 +461,127 @@ class CloneFits(NamedTuple):
     """What each task's `Task.score` gave (None for a task without one)."""
 
 
+# what the current call of a meta-estimator's method records of each tier it fits
+# (see `recording_tiers`)
+_tiers = contextvars.ContextVar("skfedkt_tiers", default=None)
+
+
+@contextmanager
+def recording_tiers():
+    """Within, every tier of clones fitted is recorded in the list this yields: one
+    dict per tier (``tier``, ``clones``, ``path``, ``reason``, ``chunks``, ``device``,
+    ``seconds``), where a meta-estimator reads its ``tier_fits_``."""
+    record = []
+    token = _tiers.set(record)
+    try:
+        yield record
+    finally:
+        _tiers.reset(token)
+
+
+def _is_torch_net(estimator):
+    return _predicts_output_positions(estimator)
+
+
+def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
+    """How the tier's clones stack (`_stacked.Probe`), or why they fit one by one (a
+    string): the stacked path serves tasks that all clone one skorch net it can
+    train together faithfully. `templates`: the tasks' `SeededTemplate` by estimator
+    id (made here if None)."""
+    estimators = {id(task.estimator) for task in tasks}
+    template = (templates[next(iter(estimators))] if templates is not None
+                else SeededTemplate(tasks[0].estimator))
+    if not stack_networks:
+        return "stack_networks=False"
+    if len(estimators) > 1:
+        return "the tier clones several estimators"
+    if not _is_torch_net(template.template):
+        return f"{type(_final_step(template.template)).__name__} is not a torch network"
+    from . import _stacked
+
+    reason = _stacked.stacking_refusal(template.template)
+    if reason is not None:
+        return reason
+    if sample_weight_param(template.template) is not None and any(
+            task.sample_weight is not None for task in tasks):
+        return "sample weights: the stacked path trains on unweighted rows"
+    several = [i for i, task in enumerate(tasks) if np.unique(task.y).size > 1]
+    if not several:
+        return "every clone's rows hold one class"
+    device = str(_final_step(template.template).device or "cpu")
+    if len(several) == 1 and not device.startswith("cuda"):
+        # skorch's own loop is as fast for one net on the CPU
+        return "one net: nothing to stack on the CPU"
+    first = several[0]
+    max_rows = max(len(task.y) for task in tasks)
+    probe = _stacked.probe(template, seeds[first], take_rows(X, tasks[first].rows),
+                           np.asarray(tasks[first].y, dtype=np.int64), n_classes, max_rows)
+    return probe if probe.refusal is None else probe.refusal
+
+
+def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
+    """`_fit_clone`'s results for every task, the nets trained together in chunks of
+    ``probe.copies_per_chunk`` (consecutive tasks: results do not depend on `n_jobs`),
+    spread over worker processes on the CPU and run one after the other on a GPU;
+    a task whose rows hold one class fits alone (a constant model)."""
+    from . import _stacked
+
+    alone = [np.unique(task.y).size < 2 for task in tasks]
+    stacked = [index for index, one_class in enumerate(alone) if not one_class]
+    size = probe.copies_per_chunk
+    chunks = [stacked[start : start + size] for start in range(0, len(stacked), size)]
+    on_gpu = probe.device.startswith("cuda")
+    keywords = dict(shared, keep_models=shared["keep_model"], take_rows=take_rows,
+                    model_type=ClassCodeModel)
+    del keywords["keep_model"]
+    jobs = (delayed(_recorded)(os.getpid(), _stacked.fit_chunk, template,
+                               [tasks[i] for i in chunk], [seeds[i] for i in chunk],
+                               **keywords)
+            for chunk in chunks)
+    results = iter(Parallel(n_jobs=1 if on_gpu else min(effective_n_jobs(n_jobs),
+                                                         max(len(chunks), 1)),
+                            verbose=verbose, return_as="generator")(jobs))
+    pending = []
+    for index, task in enumerate(tasks):
+        if alone[index]:
+            yield _fit_clone(task, template, seeds[index], **shared)
+            continue
+        if not pending:
+            pending, caught = next(results)
+            issue_worker_warnings(caught)
+        yield pending.pop(0)
+
+
+def tier_entry(probe, estimator, n_stacked):
+    """What `report_tier` records of a tier, but its size and time: the path `probe`
+    chose (a `_stacked.Probe`, or the reason the clones fit one by one), the chunks of
+    its `n_stacked` stacked nets, and torch networks' device."""
+    if isinstance(probe, str):
+        device = (str(_final_step(estimator).device or "cpu") if _is_torch_net(estimator)
+                  else None)
+        return dict(path="per-clone", reason=probe, chunks=None, device=device)
+    return dict(path="stacked", reason=None, device=probe.device,
+                chunks=-(-n_stacked // probe.copies_per_chunk))
+
+
+def report_tier(say, tier, entry):
+    """Record a fitted tier (see `recording_tiers`) and, for torch networks, say which
+    path trained it."""
+    record = _tiers.get()
+    if record is not None:
+        record.append(dict(tier=tier, **entry))
+    if say is not None and entry["device"] is not None:
+        if entry["path"] == "stacked":
+            say(f"{tier}: {entry['clones']} nets trained together in {entry['chunks']} "
+                f"chunk(s) on {entry['device']} ({entry['seconds']:.1f} s)")
+        else:
+            say(f"{tier}: {entry['clones']} nets trained one by one "
+                f"({entry['reason']}; {entry['seconds']:.1f} s)")
+
+
 def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
-                    soft_votes=False, keep_models=True, score_training=False):
+                    soft_votes=False, keep_models=True, score_training=False,
+                    stack_networks=True, tier="clones", say=None):
     """Fit one clone per task in a single flat parallel batch, yielding results in order.
 
     Results are yielded as the batch runs (where the joblib backend can), so callers
@@ -469,22 +589,40 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
     those of `fit_clones`; each item is a ``(model, predictions, training_accuracy,
     score)`` tuple of one task.
     """
+    start = time.perf_counter()
     n_workers = min(effective_n_jobs(n_jobs), len(tasks))
     single_threaded = n_workers > 1
-    # threads of BLAS/OpenMP in this process (threading backend); loky workers are
-    # limited by loky itself
-    limits = threadpool_limits(limits=1) if single_threaded else nullcontext()
     # one template per distinct estimator: cloned and searched for parameters once
     templates = {}
     for task in tasks:
         if id(task.estimator) not in templates:
             templates[id(task.estimator)] = SeededTemplate(task.estimator, single_threaded)
-    work = [(task, templates[id(task.estimator)], seed) for task, seed in zip(tasks, seeds)]
-    size = _batch_size(len(work), max(n_workers, 1),
-                       0 if X_predict is None else _num_samples(X_predict), n_classes,
-                       soft_votes)
     shared = dict(X=X, n_classes=n_classes, X_predict=X_predict, soft_votes=soft_votes,
                   keep_model=keep_models, score_training=score_training)
+    probe = stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates)
+    template = templates[id(tasks[0].estimator)]
+    if isinstance(probe, str):
+        fits = _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
+    else:
+        fits = _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared)
+    entry = tier_entry(probe, template.template,
+                       sum(np.unique(task.y).size > 1 for task in tasks))
+    for index, fit in enumerate(fits):
+        if index == len(tasks) - 1:  # reported before the last: a caller may stop there
+            report_tier(say, tier, dict(entry, clones=len(tasks),
+                                        seconds=time.perf_counter() - start))
+        yield fit
+
+
+def _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared):
+    """`_fit_clone` of every task, one clone at a time, in parallel batches."""
+    # threads of BLAS/OpenMP in this process (threading backend); loky workers are
+    # limited by loky itself
+    limits = threadpool_limits(limits=1) if n_workers > 1 else nullcontext()
+    work = [(task, templates[id(task.estimator)], seed) for task, seed in zip(tasks, seeds)]
+    size = _batch_size(len(work), max(n_workers, 1),
+                       0 if shared["X_predict"] is None else _num_samples(shared["X_predict"]),
+                       shared["n_classes"], shared["soft_votes"])
     jobs = [delayed(_recorded)(os.getpid(), _fit_batch, work[start : start + size], **shared)
             for start in range(0, len(work), size)]
     with limits:
@@ -501,7 +639,8 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
 
 
 def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
-               soft_votes=False, keep_models=True, score_training=False):
+               soft_votes=False, keep_models=True, score_training=False,
+               stack_networks=True, tier="clones", say=None):
     """Fit one clone per task in a single flat parallel batch.
 
     Parameters
@@ -528,6 +667,13 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         Whether to return the fitted clones (teachers' are not kept).
     score_training : bool, default=False
         Whether to measure each clone's accuracy on its own training rows.
+    stack_networks : bool, default=True
+        Whether clones of one skorch net train together as one stacked module where
+        the stacked path (`_stacked`) serves them faithfully; else one by one.
+    tier : str, default="clones"
+        The tier's name in what `recording_tiers` records and `say` prints.
+    say : callable, default=None
+        Prints which path trained a tier of torch networks (a plan's ``say``).
 
     Returns
     -------
@@ -537,7 +683,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     for index, (model, votes, accuracy, score) in enumerate(iter_clone_fits(
         tasks, X, n_classes=n_classes, seeds=seeds, n_jobs=n_jobs, verbose=verbose,
         X_predict=X_predict, soft_votes=soft_votes, keep_models=keep_models,
-        score_training=score_training,
+        score_training=score_training, stack_networks=stack_networks, tier=tier, say=say,
     )):
         if votes is not None:  # filled as they come: never a list and its stacked copy
             if predictions is None:

@@ -14,15 +14,18 @@ class Plan:
 
     n_jobs: "int | None"
     verbose: int
+    stack_networks: bool
 
     # the estimator whose fit the plan runs, in what `say` prints
     estimator_name: ClassVar[str] = ""
 
     @property
     def clone_fitting(self):
-        """The keywords of the engine's clone fitting: the jobs, and its own verbosity
-        one level below the plan's."""
-        return dict(n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0))
+        """The keywords of the engine's clone fitting: the jobs, its own verbosity one
+        level below the plan's, whether torch networks train stacked, and where it
+        says which path trained them."""
+        return dict(n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0),
+                    stack_networks=self.stack_networks, say=self.say)
 
     def say(self, message):
         """Print a stage of the fit when ``verbose`` is set."""

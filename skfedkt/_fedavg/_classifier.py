@@ -79,6 +79,15 @@ class FedAvgClassifier(BaseFederatedClassifier):
         shared initialisation.
     n_jobs : int, default=None
         Number of parties trained in parallel in a round.
+    stack_networks : bool, default=True
+        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
+        (alone or a Pipeline's last step) train together as one stacked module, each
+        on its own rows with its own seed and optimizer state, as their separate fits
+        would train them (within floating-point tolerance). Nets the stacked path
+        cannot serve faithfully (callbacks, a validation split, dropout, batch
+        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
+        train one by one, as they all do with ``False``. ``tier_fits_`` says which
+        path each tier took.
     random_state : int, RandomState instance or None, default=None
         Controls the shared initial weights (every party's first round starts from the
         same ones) and every party's seed in every round.
@@ -113,6 +122,11 @@ class FedAvgClassifier(BaseFederatedClassifier):
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
+    tier_fits_ : list of dict
+        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
+        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
+        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
+        ``seconds``.
 
     Notes
     -----
@@ -178,12 +192,14 @@ class FedAvgClassifier(BaseFederatedClassifier):
         "distill_epochs": [Interval(Integral, 0, None, closed="left")],
         "init": [HasMethods(["fit_party", "fit_server"]), None],  # the plan says which
         "n_jobs": [Integral, None],
+        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimator=None, *, n_rounds=10, local_epochs=1, proximal_mu=0.0,
-                 distill_epochs=0, init=None, n_jobs=None, random_state=None, verbose=0):
+                 distill_epochs=0, init=None, n_jobs=None, stack_networks=True,
+                 random_state=None, verbose=0):
         self.estimator = estimator
         self.n_rounds = n_rounds
         self.local_epochs = local_epochs
@@ -191,6 +207,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
         self.distill_epochs = distill_epochs
         self.init = init
         self.n_jobs = n_jobs
+        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

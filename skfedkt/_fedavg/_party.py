@@ -8,13 +8,19 @@ toward the global weights. With a one-shot first round (`init`), round 0 is that
 algorithm's own party step (`first_round`).
 """
 
+import time
 from functools import partial
 
 import numpy as np
-from sklearn.utils import _safe_indexing
-
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import map_in_parallel
+from .._engine._fitting import (
+    Task,
+    map_in_parallel,
+    report_tier,
+    stacking_probe,
+    take_rows,
+    tier_entry,
+)
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._weights import model_weights, started_model, train_epoch
 
@@ -67,6 +73,34 @@ def _train_item(plan, item):
     return train_party(plan, *item)
 
 
+def train_parties(plan, data, parties, seeds, weights, tier):
+    """`train_party` of every party (its clone seeded with its seed of `seeds`, from
+    `weights`): skorch nets trained together as one stacked module, in chunks, where
+    the stacked path serves them (`_stacked.train_from_weights`), else one by one in
+    one flat parallel batch."""
+    start = time.perf_counter()
+    n_classes = len(data.classes)
+    tasks = [Task(plan.estimator, data.y[party.rows], party.rows) for party in parties]
+    items = [(take_rows(data.X, task.rows), task.y, n_classes, seed, weights)
+             for task, seed in zip(tasks, seeds)]
+    probe = stacking_probe(tasks, data.X, seeds, n_classes, plan.stack_networks)
+    if isinstance(probe, str):
+        trained = map_in_parallel(partial(_train_item, plan), items, n_jobs=plan.n_jobs)
+    else:
+        from .._engine._stacked import train_from_weights
+
+        trained, size = [], probe.copies_per_chunk
+        for first in range(0, len(items), size):
+            chunk = items[first : first + size]
+            models = [started_model(plan.estimator, *item) for item in chunk]
+            trained += train_from_weights(models, [X for X, *_ in chunk],
+                                          [y for _, y, *_ in chunk], plan.local_epochs,
+                                          plan.proximal_mu)
+    report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items)),
+                                     clones=len(items), seconds=time.perf_counter() - start))
+    return trained
+
+
 def party_round(plan, parties, data, root, message, manifests):
     """Every party's upload for the round `message` asks for (round 0 without one): its
     trained weights, or nothing once the message says done (the final model is the
@@ -76,13 +110,9 @@ def party_round(plan, parties, data, root, message, manifests):
         return [PartyUpload(manifest=dict(manifest, round=round_, training_accuracy=None),
                             payload={"weights": None})
                 for manifest in manifests]
-    n_classes = len(data.classes)
-    trained = map_in_parallel(
-        partial(_train_item, plan),
-        [(_safe_indexing(data.X, party.rows), data.y[party.rows], n_classes,
-          party.round_seed(round_, root), weights) for party in parties],
-        n_jobs=plan.n_jobs,
-    )
+    trained = train_parties(plan, data, parties,
+                            [party.round_seed(round_, root) for party in parties], weights,
+                            f"local training, round {round_}")
     return [
         PartyUpload(manifest=dict(manifest, round=round_, training_accuracy=accuracy),
                     payload={"weights": party_weights})

@@ -60,6 +60,15 @@ class FedCTClassifier(BaseFederatedClassifier):
         guarantee. Settable in a search as ``privacy__epsilon``.
     n_jobs : int, default=None
         Number of jobs for fitting the parties' models of a round in parallel.
+    stack_networks : bool, default=True
+        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
+        (alone or a Pipeline's last step) train together as one stacked module, each
+        on its own rows with its own seed and optimizer state, as their separate fits
+        would train them (within floating-point tolerance). Nets the stacked path
+        cannot serve faithfully (callbacks, a validation split, dropout, batch
+        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
+        train one by one, as they all do with ``False``. ``tier_fits_`` says which
+        path each tier took.
     random_state : int, RandomState instance or None, default=None
         Controls one seed per party and round (set on every ``random_state`` parameter of
         a clone, and on torch's RNG for skorch nets) and the bit flips.
@@ -106,6 +115,11 @@ class FedCTClassifier(BaseFederatedClassifier):
         The guarantee when `privacy` is set.
     epsilon_ : float
         ``privacy_report_.epsilon``; ``inf`` without bit-flip noise.
+    tier_fits_ : list of dict
+        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
+        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
+        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
+        ``seconds``.
 
     Notes
     -----
@@ -178,6 +192,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         "voting": [StrOptions({"hard", "soft"})],
         "privacy": [BitFlips, TeacherVotes, None],
         "n_jobs": [Integral, None],
+        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -192,6 +207,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         voting="hard",
         privacy=None,
         n_jobs=None,
+        stack_networks=True,
         random_state=None,
         verbose=0,
     ):
@@ -202,6 +218,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         self.voting = voting
         self.privacy = privacy
         self.n_jobs = n_jobs
+        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

@@ -117,6 +117,7 @@ def party_round(plan, parties, data, root, message, manifests, share_model=True)
             seeds=np.concatenate([party.round_seeds(round_) for party in parties]),
             X_predict=X_predict,
             score_training=True,
+            tier=f"local models, round {round_}",
             **plan.clone_fitting,
         )
         start = 0

@@ -137,6 +137,15 @@ class FedKTClassifier(BaseFederatedClassifier):
         parallel batch, then all students; ``None`` means 1 unless in a
         :obj:`joblib.parallel_config` context, ``-1`` means all processors. When clones
         run in parallel, every ``n_jobs`` parameter of the base estimators is set to 1.
+    stack_networks : bool, default=True
+        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
+        (alone or a Pipeline's last step) train together as one stacked module, each
+        on its own rows with its own seed and optimizer state, as their separate fits
+        would train them (within floating-point tolerance). Nets the stacked path
+        cannot serve faithfully (callbacks, a validation split, dropout, batch
+        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
+        train one by one, as they all do with ``False``. ``tier_fits_`` says which
+        path each tier took.
     random_state : int, RandomState instance or None, default=None
         Controls the partitions, one seed per clone (set on every ``random_state``
         parameter of a clone, nested ones too, and on torch's RNG for skorch nets), the
@@ -214,6 +223,11 @@ class FedKTClassifier(BaseFederatedClassifier):
         epsilon at L2, the moment orders, and a statement in words.
     epsilon_ : float
         ``privacy_report_.epsilon``: the privacy budget spent, ``inf`` at L0.
+    tier_fits_ : list of dict
+        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
+        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
+        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
+        ``seconds``.
 
     See Also
     --------
@@ -302,6 +316,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         "distill": ["boolean"],
         "privacy": [ServerNoise, PartyNoise, None],
         "n_jobs": [Integral, None],
+        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -320,6 +335,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         distill=True,
         privacy=None,
         n_jobs=None,
+        stack_networks=True,
         random_state=None,
         verbose=0,
     ):
@@ -334,6 +350,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.distill = distill
         self.privacy = privacy
         self.n_jobs = n_jobs
+        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

@@ -216,6 +216,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
                    else _safe_indexing(X_public, party_queries)),
         soft_votes=plan.soft_votes,
         keep_models=False,
+        tier="teachers",
         **fit_options,
     )
     histograms = group_votes(
@@ -239,6 +240,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
         seeds=np.concatenate([party.student_seeds for party in parties]),
         X_predict=X_public,
         soft_votes=plan.soft_votes,
+        tier="students",
         **fit_options,
     )
     s, models = plan.n_students, students.models

@@ -182,6 +182,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
         (final_model,) = fit_clones(
             [final_task], X_labelled, n_classes=n_classes,
             seeds=draw_seeds(derived_random_state(root, "final"), 1),
+            stack_networks=plan.stack_networks, tier="final model", say=plan.say,
         ).models
         fitted.update(_final_model=final_model, final_estimator_=final_model.estimator)
     final_rows = np.arange(n_labelled) if final_task.rows is None else final_task.rows

@@ -71,6 +71,15 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         as ``decision_function``) are those this classifier offers.
     n_jobs : int, default=None
         Number of jobs for fitting the local models in parallel.
+    stack_networks : bool, default=True
+        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
+        (alone or a Pipeline's last step) train together as one stacked module, each
+        on its own rows with its own seed and optimizer state, as their separate fits
+        would train them (within floating-point tolerance). Nets the stacked path
+        cannot serve faithfully (callbacks, a validation split, dropout, batch
+        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
+        train one by one, as they all do with ``False``. ``tier_fits_`` says which
+        path each tier took.
     random_state : int, RandomState instance or None, default=None
         Controls the validation splits, the random selection and one seed per clone.
     verbose : int, default=0
@@ -110,6 +119,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
+    tier_fits_ : list of dict
+        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
+        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
+        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
+        ``seconds``.
 
     Notes
     -----
@@ -160,6 +174,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         "distill": ["boolean"],
         "final_estimator": [HasMethods(["fit", "predict"]), None],
         "n_jobs": [Integral, None],
+        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -177,6 +192,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         distill=False,
         final_estimator=None,
         n_jobs=None,
+        stack_networks=True,
         random_state=None,
         verbose=0,
     ):
@@ -190,6 +206,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self.distill = distill
         self.final_estimator = final_estimator
         self.n_jobs = n_jobs
+        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

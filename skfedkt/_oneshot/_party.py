@@ -73,7 +73,7 @@ def party_tier(plan, parties, X, classes):
     fits = fit_clones(
         [task for party in parties for task in party.tasks(classes)], X,
         n_classes=len(classes), seeds=np.concatenate([party.seeds for party in parties]),
-        **plan.clone_fitting,
+        tier="local models", **plan.clone_fitting,
     )
     fits = list(zip(fits.models, fits.scores))
     sizes = np.cumsum([0] + [len(party.seeds) for party in parties])

@@ -1,0 +1,246 @@
+"""A tier's torch networks trained together (the stacked path) against separate fits."""
+
+import copy
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+from skfedkt import FedAvgClassifier, FedKTClassifier
+from skfedkt._engine import _stacked
+from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_clone
+
+torch = pytest.importorskip("torch")
+skorch = pytest.importorskip("skorch")
+
+from _data import federated_digits  # noqa: E402
+from _torch_modules import (  # noqa: E402
+    MLP,
+    BatchNormMLP,
+    DropoutMLP,
+    SmallCNN,
+    to_float32,
+    to_images,
+)
+
+# float64 networks: a stacked fit and a separate one agree to this
+FLOAT64_TOLERANCE = 1e-10
+# float32 networks after 20 epochs: torch's kernels round differently for a stack
+FLOAT32_TOLERANCE = 1e-4
+
+
+def _net(module=MLP, dtype=torch.float64, **params):
+    settings = dict(module__dtype=dtype, criterion=torch.nn.CrossEntropyLoss,
+                    optimizer=torch.optim.Adam, lr=0.01, max_epochs=20, batch_size=16,
+                    train_split=None, verbose=0)
+    settings.update(params)
+    if module in (DropoutMLP, BatchNormMLP):
+        del settings["module__dtype"]
+    return skorch.NeuralNetClassifier(module, **settings)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X_train, y_train, _, X_public, _, _ = federated_digits(n_parties=5)
+    return X_train / 16, y_train, X_public / 16
+
+
+def _tasks(estimator, y, sizes=(23, 40, 7, 61, 16, 33)):
+    """Tasks on consecutive rows of uneven sizes: the stack pads and masks them."""
+    starts = np.cumsum((0,) + sizes)
+    return [Task(estimator, y[start:stop], np.arange(start, stop))
+            for start, stop in zip(starts[:-1], starts[1:])]
+
+
+def _separate_fit(estimator, task, seed, X):
+    return seeded_clone(estimator, seed).fit(X[task.rows], task.y.astype(np.int64))
+
+
+def _last_step(estimator):
+    return estimator[-1] if hasattr(estimator, "steps") else estimator
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn", "scaled mlp", "sgd", "adamw"])
+def test_a_stacked_fit_gives_each_clone_its_separate_fit(digits, kind):
+    X, y, X_public = digits
+    estimator = {
+        "mlp": _net(),
+        "cnn": make_pipeline(FunctionTransformer(to_images), _net(SmallCNN)),
+        # a step that learns from each clone's own rows
+        "scaled mlp": make_pipeline(StandardScaler(), _net()),
+        "sgd": _net(optimizer=torch.optim.SGD, optimizer__momentum=0.9,
+                    optimizer__nesterov=True, optimizer__weight_decay=1e-3),
+        "adamw": _net(optimizer=torch.optim.AdamW, optimizer__amsgrad=True,
+                      criterion__label_smoothing=0.1),
+    }[kind]
+    tasks, seeds = _tasks(estimator, y), np.arange(6) + 10
+    with recording_tiers() as tiers:
+        fits = fit_clones(tasks, X, n_classes=10, seeds=seeds, X_predict=X_public,
+                          soft_votes=True)
+    assert [(t["path"], t["chunks"]) for t in tiers] == [("stacked", 1)]
+    for task, seed, model, votes in zip(tasks, seeds, fits.models, fits.predictions):
+        alone = _separate_fit(estimator, task, seed, X)
+        stacked_net, alone_net = _last_step(model.estimator), _last_step(alone)
+        for mine, theirs in zip(stacked_net.module_.state_dict().values(),
+                                alone_net.module_.state_dict().values()):
+            assert_allclose(mine.numpy(), theirs.numpy(), rtol=0, atol=FLOAT64_TOLERANCE)
+        # an ordinary fitted net: its optimizer state, history and classes as fit's
+        theirs_state = alone_net.optimizer_.state_dict()["state"]
+        for index, state in stacked_net.optimizer_.state_dict()["state"].items():
+            for key, value in state.items():
+                if value is not None:
+                    assert_allclose(np.asarray(value), np.asarray(theirs_state[index][key]),
+                                    atol=FLOAT64_TOLERANCE)
+        assert_allclose(stacked_net.history[:, "train_loss"],
+                        alone_net.history[:, "train_loss"], atol=FLOAT64_TOLERANCE)
+        assert stacked_net.history[:, "train_batch_count"] == alone_net.history[
+            :, "train_batch_count"]
+        assert_array_equal(stacked_net.classes_, alone_net.classes_)
+        assert_allclose(votes, alone.predict_proba(X_public).astype(np.float32), atol=1e-6)
+
+
+def test_float32_nets_agree_within_the_stated_tolerance(digits):
+    X, y, X_public = digits
+    estimator = make_pipeline(FunctionTransformer(to_float32), _net(dtype=torch.float32))
+    tasks, seeds = _tasks(estimator, y), np.arange(6)
+    fits = fit_clones(tasks, X, n_classes=10, seeds=seeds)
+    for task, seed, model in zip(tasks, seeds, fits.models):
+        alone = _separate_fit(estimator, task, seed, X)
+        for mine, theirs in zip(model.estimator[-1].module_.parameters(),
+                                alone[-1].module_.parameters()):
+            assert_allclose(mine.detach().numpy(), theirs.detach().numpy(),
+                            atol=FLOAT32_TOLERANCE)
+
+
+def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
+    X, y, X_public = digits
+    estimator = _net(max_epochs=5)
+    tasks, seeds = _tasks(estimator, y), np.arange(6)
+
+    def votes(**options):
+        with recording_tiers() as tiers:
+            fits = fit_clones(tasks, X, n_classes=10, seeds=seeds, X_predict=X_public,
+                              soft_votes=True, **options)
+        return fits.predictions, tiers[0]
+
+    one, tier = votes()
+    two, _ = votes(n_jobs=2)
+    assert_array_equal(one, two)
+    # a tier larger than one chunk streams in chunks, with the same training
+    monkeypatch.setattr(_stacked, "CPU_CHUNK_BYTES", 1)
+    chunked, chunked_tier = votes(n_jobs=2)
+    assert (tier["chunks"], chunked_tier["chunks"]) == (1, len(tasks))
+    assert_allclose(chunked, one, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
+@pytest.mark.parametrize("change, reason", [
+    (dict(module=DropoutMLP), "Dropout"),
+    (dict(module=BatchNormMLP), "BatchNorm1d"),
+    (dict(optimizer=torch.optim.RMSprop), "optimizer RMSprop"),
+    (dict(callbacks=[skorch.callbacks.EpochScoring("accuracy")]), "callbacks"),
+    (dict(train_split=skorch.dataset.ValidSplit(3)), "train_split"),
+    (dict(iterator_train__shuffle=True), "shuffle"),
+    (dict(criterion=torch.nn.MultiMarginLoss), "criterion MultiMarginLoss"),
+])
+def test_what_the_stacked_path_cannot_serve_trains_one_by_one_and_says_why(
+        digits, change, reason, capsys):
+    X, y, X_public = digits
+    module = change.pop("module", MLP)
+    estimator = _net(module, dtype=torch.float32, max_epochs=2, **change)
+    clf = FedKTClassifier(make_pipeline(FunctionTransformer(to_float32), estimator),
+                          n_students=1, n_teachers=2, verbose=1, random_state=0)
+    party = np.arange(len(y)) % 2
+    clf.fit(X[:200], y[:200], groups=party[:200], X_unlabeled=X_public[:50])
+    teachers = clf.tier_fits_[0]
+    assert (teachers["tier"], teachers["path"], teachers["device"]) == (
+        "teachers", "per-clone", "cpu")
+    assert reason in teachers["reason"]
+    assert f"teachers: 4 nets trained one by one ({teachers['reason']}" in (
+        capsys.readouterr().out)
+
+
+def test_the_stacked_path_can_be_turned_off_and_is_said(digits, capsys):
+    X, y, X_public = digits
+    net = make_pipeline(FunctionTransformer(to_float32), _net(dtype=torch.float32,
+                                                               max_epochs=2))
+    party = np.arange(len(y)) % 3
+    clf = FedKTClassifier(net, n_students=2, n_teachers=2, verbose=1, random_state=0)
+    clf.fit(X, y, groups=party, X_unlabeled=X_public)
+    said = capsys.readouterr().out
+    assert [(t["tier"], t["path"], t["clones"]) for t in clf.tier_fits_] == [
+        ("teachers", "stacked", 12), ("students", "stacked", 6),
+        # one net gains nothing from a stack on the CPU
+        ("final model", "per-clone", 1)]
+    assert "teachers: 12 nets trained together in 1 chunk(s) on cpu" in said
+    off = clone(clf).set_params(stack_networks=False).fit(X, y, groups=party,
+                                                          X_unlabeled=X_public)
+    assert {(t["path"], t["reason"]) for t in off.tier_fits_} == {
+        ("per-clone", "stack_networks=False")}
+    # the parameter changes how the steps run, not what the parties agree on
+    upload = off.fit_party(X[party == 0], y[party == 0], party=0, classes=clf.classes_,
+                           X_unlabeled=X_public)
+    assert "stack_networks" not in upload.manifest["params"]
+
+
+def test_non_network_tiers_are_recorded_without_a_device(digits):
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y, X_public = digits
+    clf = FedKTClassifier(DecisionTreeClassifier(), random_state=0).fit(
+        X, y, groups=np.arange(len(y)) % 2, X_unlabeled=X_public)
+    assert [(t["path"], t["device"]) for t in clf.tier_fits_] == [("per-clone", None)] * 3
+    assert "not a torch network" in clf.tier_fits_[0]["reason"]
+
+
+def test_a_clone_of_one_class_in_a_stacked_tier_is_a_constant_model(digits):
+    X, y, _ = digits
+    estimator = _net(max_epochs=2)
+    tasks = _tasks(estimator, y)
+    rows = np.flatnonzero(y == 3)[:5]
+    tasks[2] = Task(estimator, y[rows], rows)
+    fits = fit_clones(tasks, X, n_classes=10, seeds=np.arange(6))
+    assert type(fits.models[2].estimator).__name__ == "DummyClassifier"
+    assert_array_equal(fits.models[2].predict(X[:4]), [3, 3, 3, 3])
+    assert all(isinstance(m.estimator, skorch.NeuralNetClassifier)
+               for i, m in enumerate(fits.models) if i != 2)
+
+
+@pytest.mark.parametrize("proximal_mu", [0.0, 0.1])
+def test_fedavg_rounds_train_every_party_together_as_their_separate_fits(digits,
+                                                                       proximal_mu):
+    X, y, _ = digits
+    party = np.arange(len(y)) % 4
+    net = make_pipeline(FunctionTransformer(to_float32), _net(dtype=torch.float32,
+                                                               max_epochs=1))
+    stacked = FedAvgClassifier(net, n_rounds=3, local_epochs=2, proximal_mu=proximal_mu,
+                               random_state=0).fit(X, y, groups=party)
+    alone = clone(stacked).set_params(stack_networks=False).fit(X, y, groups=party)
+    assert {t["path"] for t in stacked.tier_fits_} == {"stacked"}
+    assert {t["path"] for t in alone.tier_fits_} == {"per-clone"}
+    for mine, theirs in zip(stacked.estimator_[-1].module_.parameters(),
+                            alone.estimator_[-1].module_.parameters()):
+        assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), atol=1e-5)
+
+
+def test_the_probe_refuses_a_module_vmap_cannot_batch(digits):
+    X, y, _ = digits
+
+    class Looping(torch.nn.Module):  # noqa: D401 - data-dependent control flow
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(64, 10, dtype=torch.float64)
+
+        def forward(self, X):
+            return self.linear(X) * (2 if X.sum() > 0 else 1)
+
+    template = copy.deepcopy(_net(Looping, max_epochs=1))
+    del template.module__dtype
+    from skfedkt._engine._fitting import SeededTemplate
+
+    probe = _stacked.probe(SeededTemplate(template), 0, X[:20], y[:20].astype(np.int64), 10,
+                           20)
+    assert "torch.func cannot stack the module" in probe.refusal
