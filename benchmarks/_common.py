@@ -64,3 +64,18 @@ def run_parallel(calls, n_jobs, what):
     calls = list(calls)
     return list(progress(Parallel(n_jobs=n_jobs, return_as="generator")(calls), what,
                          total=len(calls)))
+
+
+def status_mib(field):
+    """This process's VmRSS (now) or VmHWM (peak since the last reset), in MiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    raise KeyError(field)
+
+
+def reset_peak():
+    """Start this process's peak resident size afresh (Linux: clear_refs 5)."""
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")

@@ -29,22 +29,27 @@ public set (chosen on seeds 10-12, apart from the seeds shown).
 Mean ± std of the test accuracy over seeds, the paper's MNIST column beside (it has no
 digits row).
 
-With ``--device`` (``cuda`` on a machine with a GPU, or ``cpu``), FedKT's round again
-with the paper's MLP as a PyTorch network (skorch) on that device, its 100 teachers
-trained one after the other in one process (``n_jobs=1``) and by two worker processes
-sharing the device (``n_jobs=2``): wall time, teachers per second, test accuracy and,
-in one process, the device memory torch held at its peak.
+With ``--device`` (``cuda`` on a machine with a GPU, or ``cpu``), a tier's PyTorch
+networks (skorch) trained together as one stacked module against one by one, in the
+same run (``_device_runs.py``): FedKT's round with the paper's MLP on these splits
+(``--device-seeds``, ``--epochs``), each tier's seconds and the accuracy; the
+teachers' tier and the whole round on MNIST-sized inputs with the paper's MLP and CNN
+(``--device-teachers``, ``--device-epochs``), teachers per second and peak memory;
+FedAvg's rounds (``--device-rounds``); a tier of ``--stream-parties`` x 2 x
+``--stream-teachers`` teachers streamed in chunks. ``--only-device`` prints these
+tables alone.
 
-    python benchmarks/bench_networks.py [--seeds 5] [--rounds 30] [--device cuda]
+    python benchmarks/bench_networks.py [--seeds 5] [--rounds 30]
+    python benchmarks/bench_networks.py --device cpu --only-device
 
-Produces: doc/performance.rst, "Networks in one round".
+Produces: doc/performance.rst, "Networks in one round" and "Networks trained together".
 """
 
-import time
 import warnings
 
 import numpy as np
 from _common import mean_std, parser, print_table, run_parallel
+from _device_runs import run_all
 from joblib import delayed
 from sklearn.base import clone
 from sklearn.neural_network import MLPClassifier
@@ -138,29 +143,6 @@ def by_round(seed, epochs, n_rounds, n_parties, final_epochs):
     return curves
 
 
-def on_device(device, epochs, n_jobs, n_parties):
-    """FedKT's round with the paper's MLP as a skorch net on `device`: wall time,
-    teachers per second, accuracy and (in one process) peak device memory."""
-    import torch
-    from _torch_nets import paper_net
-
-    data, X, X_public, X_test = split(0, n_parties)
-    clf = FedKTClassifier(paper_net(device, epochs), n_students=2, n_teachers=5,
-                          n_jobs=n_jobs, random_state=0)
-    if device.startswith("cuda"):
-        torch.cuda.reset_peak_memory_stats()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        start = time.perf_counter()
-        clf.fit(X, data.y_train, groups=data.groups, X_unlabeled=X_public)
-        seconds = time.perf_counter() - start
-    teachers = int(clf.n_teachers_.sum()) * clf.n_students
-    memory = (f"{torch.cuda.max_memory_allocated() / 2**20:.0f}"
-              if device.startswith("cuda") and n_jobs == 1 else "-")
-    return [device, n_jobs, f"{seconds:.1f}", f"{teachers / seconds:.1f}",
-            f"{clf.score(X_test, data.y_test):.3f}", memory]
-
-
 def first_round_reaching(curve, target):
     """The first round (1-based) whose accuracy reaches `target`, or None."""
     reached = np.flatnonzero(np.asarray(curve) >= target)
@@ -181,12 +163,35 @@ def main(argv=None):
     command.add_argument("--final-epochs", type=int, default=LOCAL_EPOCHS,
                          help="epochs of the final model of FedKT-Prox's first round")
     command.add_argument("--device", default=None,
-                         help="also time FedKT with a PyTorch network on this device "
-                              "(cuda, cpu)")
-    command.add_argument("--device-jobs", type=int, nargs="+", default=[1, 2],
-                         help="with --device: the n_jobs to time (worker processes "
-                              "sharing the device)")
+                         help="also time a tier's PyTorch networks trained together "
+                              "against one by one on this device (cuda, cpu)")
+    command.add_argument("--only-device", action="store_true",
+                         help="with --device: only its tables")
+    command.add_argument("--device-seeds", type=int, default=None,
+                         help="with --device: seeds of its FedKT and FedAvg tables "
+                              "(default: --seeds)")
+    command.add_argument("--device-teachers", type=int, nargs="+", default=[100, 500],
+                         help="with --device: teachers of the MNIST-sized runs")
+    command.add_argument("--device-epochs", type=int, default=20,
+                         help="with --device: epochs of the MNIST-sized runs")
+    command.add_argument("--device-rounds", type=int, default=10,
+                         help="with --device: FedAvg's rounds")
+    command.add_argument("--stream-parties", type=int, default=20,
+                         help="with --device: parties of the tier streamed in chunks")
+    command.add_argument("--stream-teachers", type=int, default=50,
+                         help="with --device: teachers per partition of that tier "
+                              "(2 partitions a party)")
     args = command.parse_args(argv)
+    if args.device_seeds is None:
+        args.device_seeds = args.seeds
+    if not args.only_device:
+        published_tables(args)
+    if args.device is not None:
+        run_all(args.device, split, args)
+
+
+def published_tables(args):
+    """FedKT against the iterative algorithms in one round, then the rounds."""
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     runs = run_parallel((delayed(one_round)(seed, args.epochs, args.parties) for seed in seeds),
                         args.n_jobs, "one round")
@@ -217,14 +222,6 @@ def main(argv=None):
          f"{np.sum(curve[:, third - 1] >= fedavg_last)} of {args.seeds}"]
         for name, curve in curves.items()
     ])
-    if args.device is not None:
-        print(f"\nFedKT's round ({10 * args.parties} teachers, {2 * args.parties} students, "
-              f"the final model) with the paper's MLP as a PyTorch network, {args.epochs} "
-              "epochs, one split\n")
-        print_table(["device", "n_jobs", "wall time (s)", "teachers per second",
-                     "accuracy", "peak device memory (MiB)"],
-                    [on_device(args.device, args.epochs, n_jobs, args.parties)
-                     for n_jobs in args.device_jobs])
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import parser, progress
+from _common import parser, progress, reset_peak, status_mib
 
 ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
 ROWS_PER_PARTY = 114  # the parties of the cross-device papers: tens to hundreds of rows
@@ -38,21 +38,6 @@ PARTIES_FOR_ROWS = 50
 
 def _peak_mib(who=resource.RUSAGE_SELF):
     return resource.getrusage(who).ru_maxrss / 1024
-
-
-def _status_mib(field):
-    """This process's VmRSS (now) or VmHWM (peak since the last reset), in MiB."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    raise KeyError(field)
-
-
-def _reset_peak():
-    """Start this process's peak resident size afresh (Linux: clear_refs 5)."""
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")
 
 
 def _cpu(who=resource.RUSAGE_SELF):
@@ -90,8 +75,8 @@ def one(algorithm, n_parties, n_rows, n_jobs, direct=True):
     warnings.simplefilter("ignore")
     startup_cpu = _worker_startup_cpu(n_jobs)
     X, y, party, X_public = make_data(n_parties, n_rows // n_parties)
-    _reset_peak()  # the data's temporaries are not the fit's
-    baseline = _status_mib("VmRSS")  # interpreter, imports and data
+    reset_peak()  # the data's temporaries are not the fit's
+    baseline = status_mib("VmRSS")  # interpreter, imports and data
     tree = DecisionTreeClassifier(max_depth=6)
     estimator = {
         "oneshot": OneShotEnsembleClassifier(tree, n_jobs=n_jobs, random_state=0),
@@ -103,7 +88,7 @@ def one(algorithm, n_parties, n_rows, n_jobs, direct=True):
     cpu, start = _cpu(), time.perf_counter()
     estimator.fit(X, y, groups=party, **public)
     wall, main_cpu = time.perf_counter() - start, _cpu() - cpu
-    main_peak = _status_mib("VmHWM") - baseline
+    main_peak = status_mib("VmHWM") - baseline
     get_reusable_executor().shutdown(wait=True)  # reaped workers count as children
     worker_cpu = _cpu(resource.RUSAGE_CHILDREN) - 2 * startup_cpu
     worker_peak = _peak_mib(resource.RUSAGE_CHILDREN)

@@ -15,6 +15,8 @@ SCRIPTS = sorted(path.stem for path in BENCHMARKS.glob("*.py") if not path.stem.
 # each script's tiny run and a line of what it prints; the scripts whose main needs a
 # local data file (census), or whose tiny runs check more, have tests of their own below
 TINY = {
+    "bench_busy_machine": (["--busy", "0", "--epochs", "1", "--parties", "3"],
+                           "| the same networks by hand |"),
     "bench_dask": (["--workers", "1", "--parties", "3", "--rows-per-party", "40",
                     "--trees", "2"], "identical predictions: True"),
     "bench_deployment": (["--datasets", "breast_cancer", "--parties", "3", "--trees", "2"],
@@ -30,7 +32,9 @@ TINY = {
     "bench_label_skew": (["--datasets", "wine", "--betas", "1", "--seeds", "1", "--n-jobs",
                           "1", "--trees", "2"], "| wine | 1 | 4 |"),
     "bench_networks": (["--seeds", "1", "--n-jobs", "1", "--epochs", "2", "--rounds", "2",
-                        "--parties", "3", "--device", "cpu", "--device-jobs", "1"],
+                        "--parties", "3", "--device", "cpu", "--device-teachers", "10",
+                        "--device-epochs", "1", "--device-rounds", "1",
+                        "--stream-parties", "2", "--stream-teachers", "3"],
                        "| FedKT-Prox |"),
     "bench_privacy": (["--tasks", "cod-rna", "--seeds", "1", "--n-jobs", "1", "--trees", "2",
                        "--cod-rna-rows", "8000"], "| cod-rna | L2 |"),

@@ -337,7 +337,7 @@ class NetworkStack:
     def predict_proba(self, X, shared=False, block_rows=4096):
         """Every copy's class probabilities, as its net's ``predict_proba`` gives them,
         shape (n_copies, n_rows, n_outputs): on the same rows `X` with `shared`, else
-        on each copy's own (a list)."""
+        on each copy's own (a list); `block_rows` rows at a time."""
         nonlinearity = self.nets[0]._get_predict_nonlinearity()
         n_rows = len(X) if shared else max(len(rows) for rows in X)
         outputs = []
@@ -437,6 +437,8 @@ def started_clone(template, seed, X, y):
 # and keep copies of like sizes together; on a GPU, half its free memory
 CPU_CHUNK_BYTES = 256 * 2**20
 _MAX_COPIES = {"cpu": 64, "cuda": 1024}
+# what the votes of one chunk may hold at once (activations of a block of rows)
+VOTE_BLOCK_BYTES = 64 * 2**20
 
 
 class Probe(NamedTuple):
@@ -448,6 +450,12 @@ class Probe(NamedTuple):
     """How many copies one chunk holds."""
     device: str
     """Where the copies train."""
+    row_bytes: int = 0
+    """What one row holds in one copy's forward pass (its activations)."""
+
+    def block_rows(self, n_copies):
+        """Rows that `n_copies` copies vote on at once within `VOTE_BLOCK_BYTES`."""
+        return int(max(1, VOTE_BLOCK_BYTES // max(1, n_copies * self.row_bytes)))
 
 
 def probe(template, seed, X, y, n_classes, max_rows):
@@ -470,7 +478,8 @@ def probe(template, seed, X, y, n_classes, max_rows):
         return refused(f"the net's rows are {type(rows).__name__}, not one numeric array")
     sample = torch.as_tensor(rows[:2], device=device)
     activations = []
-    hooks = [part.register_forward_hook(lambda m, i, out: activations.append(out.numel()))
+    hooks = [part.register_forward_hook(lambda m, i, out: activations.append(
+                 _activation_elements(m, out)))
              for part in net.module_.modules() if not list(part.children())]
     try:
         with torch.no_grad():
@@ -489,13 +498,25 @@ def probe(template, seed, X, y, n_classes, max_rows):
         return refused(f"torch.func cannot stack the module ({type(exc).__name__}: {exc})")
     batch = net.get_params_for("iterator_train").get("batch_size", net.batch_size)
     batch = max_rows if batch == -1 else min(batch, max_rows)
-    per_copy = _bytes_per_copy(net, max_rows * rows[0].size,
-                               sum(activations) * batch / len(sample), max_rows)
+    row_activations = sum(activations) / len(sample)
+    per_copy = _bytes_per_copy(net, max_rows * rows[0].size, row_activations * batch,
+                               max_rows)
     kind = torch.device(device).type
     budget = (torch.cuda.mem_get_info(torch.device(device))[0] // 2 if kind == "cuda"
               else CPU_CHUNK_BYTES)
+    itemsize = next(net.module_.parameters()).element_size()
     return Probe(None, int(max(1, min(_MAX_COPIES.get(kind, 64), budget // per_copy))),
-                 device)
+                 device, int(row_activations * itemsize))
+
+
+def _activation_elements(module, output):
+    """Elements a layer's forward pass holds: its output, and for a convolution the
+    unfolded input it multiplies (input channels x kernel area per output position)."""
+    elements = output.numel() if torch.is_tensor(output) else 0
+    if isinstance(module, nn.modules.conv._ConvNd):
+        per_position = module.in_channels // module.groups * int(np.prod(module.kernel_size))
+        elements += output.numel() // module.out_channels * per_position
+    return elements
 
 
 def _bytes_per_copy(net, row_elements, activation_elements, n_rows):
@@ -511,7 +532,7 @@ def _bytes_per_copy(net, row_elements, activation_elements, n_rows):
             + 8 * n_rows)
 
 
-def train_from_weights(models, X, y, epochs, proximal_mu):
+def train_from_weights(models, X, y, epochs, proximal_mu, block_rows):
     """Train started models (FedAvg's local training: nets carrying the global weights
     and a fresh optimizer, after stateless steps) `epochs` epochs together, each on
     its own rows; with a positive `proximal_mu`, toward the weights each started
@@ -528,7 +549,7 @@ def train_from_weights(models, X, y, epochs, proximal_mu):
     anchor = [p.detach().clone() for p, train in zip(stack.params, stack.trainable) if train]
     stack.train(rows, labels, epochs, proximal=(proximal_mu, anchor) if proximal_mu > 0
                 else None)
-    own = stack.predict_proba(rows)
+    own = stack.predict_proba(rows, block_rows=block_rows)
     results = [None] * len(models)
     for position, index in enumerate(order):
         accuracy = float(np.mean(own[position][: len(labels[position])].argmax(axis=1)
@@ -538,7 +559,7 @@ def train_from_weights(models, X, y, epochs, proximal_mu):
 
 
 def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_models,
-              score_training, take_rows, model_type):
+              score_training, take_rows, model_type, block_rows):
     """Fit every task of a chunk together, as `_fit_clone` fits one: returns, per task,
     ``(model, votes, training_accuracy, score)``, the model a `model_type` (the
     engine's ClassCodeModel) holding an ordinary fitted clone, or None unless kept.
@@ -550,7 +571,7 @@ def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_
     order = np.argsort([-len(task.y) for task in tasks], kind="stable")
     results = _fit_ordered(template, [tasks[i] for i in order], [seeds[i] for i in order],
                            X, n_classes, X_predict, soft_votes, keep_models, score_training,
-                           take_rows, model_type)
+                           take_rows, model_type, block_rows)
     in_order = [None] * len(tasks)
     for position, index in enumerate(order):
         in_order[index] = results[position]
@@ -558,7 +579,7 @@ def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_
 
 
 def _fit_ordered(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_models,
-                 score_training, take_rows, model_type):
+                 score_training, take_rows, model_type, block_rows):
     start = time.perf_counter()
     labels = [np.asarray(task.y, dtype=np.int64) for task in tasks]
     started = [started_clone(template, seed, take_rows(X, task.rows), y)
@@ -574,13 +595,14 @@ def _fit_ordered(template, tasks, seeds, X, n_classes, X_predict, soft_votes, ke
         X_votes = (X_predict if steps is None else steps.transform(X_predict)) if shared else [
             (X_predict if s is None else s.transform(X_predict))
             for s in (_learner_and_steps(estimator)[1] for estimator, _, _ in started)]
-        proba = stack.predict_proba(np.asarray(X_votes) if shared else X_votes, shared=shared)
+        proba = stack.predict_proba(np.asarray(X_votes) if shared else X_votes, shared=shared,
+                                    block_rows=block_rows)
         code_type = np.int8 if n_classes < 128 else np.int16 if n_classes < 32768 else np.int32
         votes = [p.astype(np.float32) if soft_votes else p.argmax(axis=1).astype(code_type)
                  for p in proba]
     accuracies = [None] * len(tasks)
     if score_training:
-        own = stack.predict_proba(rows)
+        own = stack.predict_proba(rows, block_rows=block_rows)
         accuracies = [np.mean(p[: len(y)].argmax(axis=1) == y) for p, y in zip(own, labels)]
     seconds = time.perf_counter() - start
     results = []

@@ -15,6 +15,7 @@ import numpy as np
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import (
     Task,
+    in_one_thread,
     map_in_parallel,
     report_tier,
     stacking_probe,
@@ -70,7 +71,7 @@ def train_party(plan, X, y, n_classes, seed, weights):
 
 
 def _train_item(plan, item):
-    return train_party(plan, *item)
+    return in_one_thread(train_party, plan, *item)
 
 
 def train_parties(plan, data, parties, seeds, weights, tier):
@@ -93,9 +94,9 @@ def train_parties(plan, data, parties, seeds, weights, tier):
         for first in range(0, len(items), size):
             chunk = items[first : first + size]
             models = [started_model(plan.estimator, *item) for item in chunk]
-            trained += train_from_weights(models, [X for X, *_ in chunk],
-                                          [y for _, y, *_ in chunk], plan.local_epochs,
-                                          plan.proximal_mu)
+            trained += in_one_thread(train_from_weights, models, [X for X, *_ in chunk],
+                                     [y for _, y, *_ in chunk], plan.local_epochs,
+                                     plan.proximal_mu, probe.block_rows(len(chunk)))
     report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items)),
                                      clones=len(items), seconds=time.perf_counter() - start))
     return trained

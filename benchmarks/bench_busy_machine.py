@@ -1,0 +1,125 @@
+"""A busy machine: FedKT's round with PyTorch networks while other processes keep the
+cores busy, against the same networks fitted one by one in the same process.
+
+digits (bundled; pixels scaled by 16), ``--parties`` Dirichlet(0.5) parties, s = 2
+partitions of t = 5 teachers, hard votes, the FedKT paper's MLP as a skorch net,
+``--epochs`` epochs for every network, ``n_jobs=1``. ``--busy`` CPU-bound processes
+(Python loops) run beside it for the whole measurement, which runs in a child process
+whose environment sets no thread count (no ``OMP_NUM_THREADS``), as a user's would:
+
+- FedKT as it comes (a tier's networks trained together, each clone fit on one
+  thread), and with ``stack_networks=False`` (one by one, each on one thread);
+- the same networks (as many, on as many rows, for as many epochs; the students'
+  labels aside) fitted one by one with skorch in a plain loop, with torch's default
+  threads, as a user would fit them by hand.
+
+    python benchmarks/bench_busy_machine.py [--busy 2] [--epochs 20] [--parties 10]
+
+Produces: doc/performance.rst, "Threads on a busy machine".
+"""
+
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+from _common import parser, print_table
+
+from skfedkt import FedKTClassifier, HardVotes
+
+
+def _split(n_parties, seed=0):
+    from skfedkt.datasets import load_federated
+
+    data = load_federated("digits", n_parties=n_parties, beta=0.5, random_state=seed)
+    return data, data.X_train / 16, data.X_public / 16
+
+
+def _by_hand(net, X, y, groups, X_public, seed):
+    """The round's networks fitted one by one in a loop: per party 2 x 5 teachers on
+    its rows, 2 students on the public rows, then one final model."""
+    rng = np.random.RandomState(seed)
+    labels = np.arange(len(X_public)) % 10
+    fits = []
+    for party in np.unique(groups):
+        rows = np.flatnonzero(groups == party)
+        fits += [(X[subset], y[subset]) for _ in range(2)
+                 for subset in np.array_split(rng.permutation(rows), 5)]
+        fits += [(X_public, labels)] * 2
+    fits.append((X_public, labels))
+    import torch
+
+    for index, (rows, y) in enumerate(fits):
+        torch.manual_seed(index)
+        copy.deepcopy(net).fit(rows, y)
+    return len(fits)
+
+
+def child(epochs, n_parties):
+    """The measurements, in this process (no thread setting in its environment)."""
+    from _torch_nets import paper_net
+
+    data, X, X_public = _split(n_parties)
+    net = paper_net("cpu", epochs)
+    seconds = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # torch's first-use costs (imports, kernels) outside every timing
+        FedKTClassifier(paper_net("cpu", 1), n_students=2, n_teachers=2).fit(
+            X[:200], data.y_train[:200], groups=data.groups[:200] % 2,
+            X_unlabeled=X_public[:50])
+        for name, stack in (("FedKT", True), ("FedKT, stack_networks=False", False)):
+            clf = FedKTClassifier(net, n_students=2, n_teachers=5, voting=HardVotes(),
+                                  stack_networks=stack, n_jobs=1, random_state=0)
+            start = time.perf_counter()
+            clf.fit(X, data.y_train, groups=data.groups, X_unlabeled=X_public)
+            seconds[name] = time.perf_counter() - start
+        start = time.perf_counter()
+        n_networks = _by_hand(net, X, data.y_train, data.groups, X_public, 0)
+        seconds["the same networks by hand"] = time.perf_counter() - start
+    print(json.dumps(dict(seconds=seconds, networks=n_networks)))
+
+
+def main(argv=None):
+    command = parser(__doc__)
+    command.add_argument("--busy", type=int, default=2,
+                         help="CPU-bound processes running beside the measurement")
+    command.add_argument("--epochs", type=int, default=20, help="epochs of every network")
+    command.add_argument("--parties", type=int, default=10, help="parties")
+    command.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = command.parse_args(argv)
+    if args.child:
+        child(args.epochs, args.parties)
+        return
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.endswith("_NUM_THREADS")}
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(args.busy)]
+    try:
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", "--epochs", str(args.epochs),
+             "--parties", str(args.parties)],
+            env=environment, capture_output=True, text=True, check=True,
+            cwd=os.path.dirname(os.path.abspath(__file__)))
+    finally:
+        for process in busy:
+            process.kill()
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    seconds = measured["seconds"]
+    by_hand = seconds["the same networks by hand"]
+    print(f"FedKT's round on digits ({args.parties} parties, s = 2, t = 5, hard votes, "
+          f"{measured['networks']} networks of the paper's MLP, {args.epochs} epochs, "
+          f"n_jobs=1) on {os.cpu_count()} cores with {args.busy} CPU-bound processes "
+          "beside it, no thread count set\n")
+    print_table(["run", "seconds", "against the networks by hand"],
+                [[name, f"{value:.1f}", f"{value / by_hand:.2f}"]
+                 for name, value in seconds.items()])
+
+
+if __name__ == "__main__":
+    main()
