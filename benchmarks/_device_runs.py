@@ -19,7 +19,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import mean_std, print_table, reset_peak, status_mib
+from _common import PeakMemory, mean_std, print_table
 from _torch_nets import paper_cnn, paper_net
 from sklearn.datasets import make_classification
 
@@ -31,39 +31,26 @@ PATHS = {"stacked": True, "one by one": False}
 ROWS_PER_TEACHER, PUBLIC_ROWS, TEST_ROWS = 75, 625, 1000
 
 
-def _start(device):
-    """Start measuring peak memory; returns what the process holds now (MiB)."""
-    if device.startswith("cuda"):
-        import torch
-
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        return 0.0
-    reset_peak()
-    return status_mib("VmRSS")
-
-
-def _peak(device, baseline):
-    if device.startswith("cuda"):
-        import torch
-
-        return torch.cuda.max_memory_allocated() / 2**20
-    return status_mib("VmHWM") - baseline
-
-
 def _tier_seconds(clf, tier):
     return sum(entry["seconds"] for entry in clf.tier_fits_ if entry["tier"] == tier)
 
 
 def timed_fit(clf, device, X, y, groups, X_public=None):
-    """Fit `clf`; its wall time, peak memory (MiB) and the fitted estimator."""
-    baseline = _start(device)
-    with warnings.catch_warnings():
+    """Fit `clf`; its wall time, peak memory (MiB: above what the process held before
+    on the CPU, torch's peak allocation on a GPU) and the fitted estimator."""
+    on_gpu = device.startswith("cuda")
+    if on_gpu:
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    with warnings.catch_warnings(), PeakMemory() as memory:
         warnings.simplefilter("ignore")  # small parties: label collapse, short training
         start = time.perf_counter()
         clf.fit(X, y, groups=groups, X_unlabeled=X_public)
         seconds = time.perf_counter() - start
-    return seconds, _peak(device, baseline), clf
+    peak = torch.cuda.max_memory_allocated() / 2**20 if on_gpu else memory.mib
+    return seconds, peak, clf
 
 
 def fedkt_round_table(device, split, epochs, seeds, n_parties):

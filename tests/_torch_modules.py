@@ -76,3 +76,19 @@ class DeviceRecorder(Callback):
         weights = next(net.module_.parameters()).device
         path = Path(self.folder) / f"{os.getpid()}-{uuid.uuid4().hex}.txt"
         path.write_text(f"{net.device} {weights.type} {len(X)}")
+
+
+class ThreadRecorder(Callback):
+    """A skorch callback that notes, when a net starts training, how many threads torch
+    and every BLAS/OpenMP pool may use, one file per fit in `folder`."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def on_train_begin(self, net, X=None, y=None, **kwargs):
+        import torch
+        from threadpoolctl import threadpool_info
+
+        pools = max(pool["num_threads"] for pool in threadpool_info())
+        path = Path(self.folder) / f"{os.getpid()}-{uuid.uuid4().hex}.txt"
+        path.write_text(f"{torch.get_num_threads()} {pools}")

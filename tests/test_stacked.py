@@ -22,6 +22,7 @@ from _torch_modules import (  # noqa: E402
     BatchNormMLP,
     DropoutMLP,
     SmallCNN,
+    ThreadRecorder,
     to_float32,
     to_images,
 )
@@ -64,8 +65,10 @@ def _last_step(estimator):
 
 
 @pytest.mark.parametrize("kind", ["mlp", "cnn", "scaled mlp", "sgd", "adamw"])
-def test_a_stacked_fit_gives_each_clone_its_separate_fit(digits, kind):
+def test_a_stacked_fit_gives_each_clone_its_separate_fit(digits, kind, monkeypatch):
     X, y, X_public = digits
+    # convolutions stack on a GPU; on the CPU only when asked to, as here
+    monkeypatch.setattr(_stacked, "CPU_UNHELPED_MODULES", ())
     estimator = {
         "mlp": _net(),
         "cnn": make_pipeline(FunctionTransformer(to_images), _net(SmallCNN)),
@@ -145,13 +148,17 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
     (dict(train_split=skorch.dataset.ValidSplit(3)), "train_split"),
     (dict(iterator_train__shuffle=True), "shuffle"),
     (dict(criterion=torch.nn.MultiMarginLoss), "criterion MultiMarginLoss"),
+    (dict(module=SmallCNN), "Conv2d: on the CPU, stacked convolutions train no faster"),
 ])
 def test_what_the_stacked_path_cannot_serve_trains_one_by_one_and_says_why(
         digits, change, reason, capsys):
     X, y, X_public = digits
     module = change.pop("module", MLP)
     estimator = _net(module, dtype=torch.float32, max_epochs=2, **change)
-    clf = FedKTClassifier(make_pipeline(FunctionTransformer(to_float32), estimator),
+    to_rows = FunctionTransformer(to_images if module is SmallCNN else to_float32)
+    if module is SmallCNN:
+        estimator.set_params(module__dtype=torch.float64)
+    clf = FedKTClassifier(make_pipeline(to_rows, estimator),
                           n_students=1, n_teachers=2, verbose=1, random_state=0)
     party = np.arange(len(y)) % 2
     clf.fit(X[:200], y[:200], groups=party[:200], X_unlabeled=X_public[:50])
@@ -244,3 +251,32 @@ def test_the_probe_refuses_a_module_vmap_cannot_batch(digits):
     probe = _stacked.probe(SeededTemplate(template), 0, X[:20], y[:20].astype(np.int64), 10,
                            20)
     assert "torch.func cannot stack the module" in probe.refusal
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_every_clone_fit_runs_one_thread_and_the_caller_keeps_its_own(digits, tmp_path,
+                                                                      monkeypatch, n_jobs):
+    X, y, X_public = digits
+    party = np.arange(len(y)) % 2
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        # one by one (a callback), in this process or in workers
+        net = _net(dtype=torch.float32, max_epochs=1,
+                   callbacks=[("threads", ThreadRecorder(tmp_path))])
+        FedKTClassifier(make_pipeline(FunctionTransformer(to_float32), net), n_students=1,
+                        n_teachers=2, n_jobs=n_jobs, random_state=0).fit(
+            X, y, groups=party, X_unlabeled=X_public)
+        assert {path.read_text() for path in tmp_path.iterdir()} == {"1 1"}
+        # stacked, in this process
+        seen = []
+        train = _stacked.NetworkStack.train
+        monkeypatch.setattr(_stacked.NetworkStack, "train", lambda self, *args, **kwargs: (
+            seen.append(torch.get_num_threads()), train(self, *args, **kwargs))[1])
+        FedKTClassifier(make_pipeline(FunctionTransformer(to_float32), _net(
+            dtype=torch.float32, max_epochs=1)), n_students=1, n_teachers=2,
+            random_state=0).fit(X, y, groups=party, X_unlabeled=X_public)
+        assert set(seen) == {1}
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)

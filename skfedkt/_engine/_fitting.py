@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from itertools import islice
 from typing import NamedTuple
 
@@ -439,7 +439,14 @@ def one_thread():
     of 20 nets 14 times slower than one (1.9 s against 26.7 s) and fitted skorch
     teachers twice as slowly; idle, they gained at most a fifth. More cores serve a
     fit through ``n_jobs``, one process (and one thread) per job.
+
+    The limits are the process's: only its main thread sets them (a worker process
+    runs its jobs there); under joblib's threading backend the caller sets them once
+    around the whole batch (`_iter_per_clone`).
     """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     torch = sys.modules.get("torch")
     threads = None if torch is None else torch.get_num_threads()
     with threadpool_limits(limits=1):
@@ -655,16 +662,19 @@ def _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
                        shared["n_classes"], shared["soft_votes"])
     jobs = [delayed(_recorded)(os.getpid(), _fit_batch, work[start : start + size], **shared)
             for start in range(0, len(work), size)]
-    try:
-        batches = Parallel(n_jobs=n_jobs, verbose=verbose, return_as="generator")(jobs)
-    except ValueError as exc:
-        if "does not support return_as" not in str(exc):
-            raise
-        # e.g. joblib's multiprocessing backend: the whole list at once
-        batches = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
-    for batch, caught in batches:
-        issue_worker_warnings(caught)
-        yield from batch
+    # threads of this process, for joblib's threading backend; worker processes and
+    # a sequential fit set their own (`one_thread`)
+    with one_thread() if n_workers > 1 else nullcontext():
+        try:
+            batches = Parallel(n_jobs=n_jobs, verbose=verbose, return_as="generator")(jobs)
+        except ValueError as exc:
+            if "does not support return_as" not in str(exc):
+                raise
+            # e.g. joblib's multiprocessing backend: the whole list at once
+            batches = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
+        for batch, caught in batches:
+            issue_worker_warnings(caught)
+            yield from batch
 
 
 def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,

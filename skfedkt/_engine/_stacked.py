@@ -30,9 +30,9 @@ from torch.optim.adam import adam
 from torch.optim.sgd import sgd
 from torch.utils.data import DataLoader
 
-# the optimizers whose update is elementwise and reproduced here, by torch's own
-# single-tensor arithmetic; their options that are neither read nor refused only
-# choose an implementation (foreach, fused, capturable)
+# the optimizers whose update is elementwise, applied here by torch's own functional
+# update to each copy; their options that are neither read nor refused only choose
+# an implementation (foreach, fused, capturable)
 _ADAM_OPTIONS = {"lr", "betas", "eps", "weight_decay", "amsgrad", "decoupled_weight_decay",
                  "maximize", "foreach", "capturable", "differentiable", "fused",
                  "initial_lr"}
@@ -46,9 +46,11 @@ _OPTIMIZERS = {torch.optim.Adam: _ADAM_OPTIONS, torch.optim.AdamW: _ADAM_OPTIONS
 _UNSTACKABLE_MODULES = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._NormBase,
                         nn.RNNBase)
 
-
-def _final_step(estimator):
-    return estimator.steps[-1][1] if hasattr(estimator, "steps") else estimator
+# modules that train no faster stacked than one by one on the CPU: vmap makes a
+# convolution of stacked weights a grouped one, which the CPU runs no faster than the
+# convolutions one after another (the paper's CNN, 100 teachers on 3x32x32 images:
+# 74 s stacked against 61 s one by one, bench_networks.py --device cpu)
+CPU_UNHELPED_MODULES = (nn.modules.conv._ConvNd,)
 
 
 def stacking_refusal(estimator):
@@ -61,7 +63,7 @@ def stacking_refusal(estimator):
     validation split, minibatches in row order, the cross-entropy or negative
     log-likelihood criterion, and Adam, AdamW or SGD with one parameter group.
     """
-    net = _final_step(estimator)
+    net, _ = _learner_and_steps(estimator)
     name = type(net).__name__
     if type(net) is not NeuralNetClassifier:
         return (f"{name} is not skorch's NeuralNetClassifier, whose training steps the "
@@ -243,7 +245,9 @@ class NetworkStack:
         self.nll = isinstance(self.criterion, nn.NLLLoss)
         self.batch_size = first.get_params_for("iterator_train").get("batch_size",
                                                                       first.batch_size)
-        self.optimizer = _Optimizer(first.optimizer_, self.params)
+        # made by the first `train`, once the weights take their gradients' layout
+        self.optimizer = None
+        self._torch_optimizer = first.optimizer_
         base = copy.deepcopy(module).to("meta")
 
         def forward(params, buffers, X):
@@ -282,6 +286,23 @@ class NetworkStack:
         totals = weights.view(len(targets), n_steps, batch).sum(dim=2).T
         return torch.where(totals > 0, totals, 1)
 
+    def _trained(self):
+        """The stacked weights that train, requiring gradients."""
+        return [param.requires_grad_(True)
+                for param, train in zip(self.params, self.trainable) if train]
+
+    def _take_gradient_layout(self, grads):
+        """Store each trained weight in the memory layout its gradient comes in (a
+        batched matrix product gives a transposed one), so that no step copies a
+        gradient into the weight's layout."""
+        grads = iter(grads)
+        for index, train in enumerate(self.trainable):
+            if train:
+                grad = next(grads)
+                if grad.stride() != self.params[index].stride():
+                    with torch.no_grad():
+                        self.params[index] = torch.empty_like(grad).copy_(self.params[index])
+
     def train(self, X, y, epochs, proximal=None):
         """Train every copy `epochs` epochs on its rows, as ``fit`` would: minibatches of
         ``batch_size`` rows in row order (the last one shorter), one optimizer step
@@ -312,17 +333,24 @@ class NetworkStack:
         active = n_rows[None] > np.arange(n_steps)[:, None] * batch
         losses = torch.empty((epochs, n_steps, len(n_rows)), device=self.device,
                              dtype=self.params[0].dtype)
-        trained = [p.requires_grad_(True) for p, train in zip(self.params, self.trainable)
-                   if train]
+        def step_gradients(step):
+            rows = slice(step * batch, (step + 1) * batch)
+            per_row = self._per_row_losses(self.forward(X_stack[:, rows]), targets[:, rows])
+            loss = per_row.view(len(n_rows), -1).sum(dim=1) / denominators[step]
+            return loss, torch.autograd.grad(loss.sum(), trained)
+
+        trained = self._trained()
+        if self.optimizer is None:
+            self._take_gradient_layout(step_gradients(0)[1])
+            trained = self._trained()
+            self.optimizer = _Optimizer(self._torch_optimizer, trained)
         for epoch in range(epochs):
             for step in range(n_steps):
-                rows = slice(step * batch, (step + 1) * batch)
-                per_row = self._per_row_losses(self.forward(X_stack[:, rows]),
-                                               targets[:, rows])
-                loss = per_row.view(len(n_rows), -1).sum(dim=1) / denominators[step]
+                loss, grads = step_gradients(step)
                 # the fused updates read a gradient in its parameter's layout
-                grads = [grad.contiguous()
-                         for grad in torch.autograd.grad(loss.sum(), trained)]
+                grads = [grad if grad.stride() == param.stride()
+                         else torch.empty_like(param).copy_(grad)
+                         for grad, param in zip(grads, trained)]
                 if proximal is not None:
                     grads = _with_proximal_term(grads, trained, proximal, active[step])
                 self.optimizer.step(trained, grads, active[step])
@@ -474,6 +502,11 @@ def probe(template, seed, X, y, n_classes, max_rows):
     reason = module_refusal(net.module_, net.criterion_, net.optimizer_)
     if reason is not None:
         return refused(reason)
+    unhelped = [type(part).__name__ for part in net.module_.modules()
+                if isinstance(part, CPU_UNHELPED_MODULES)]
+    if unhelped and torch.device(device).type == "cpu":
+        return refused(f"{unhelped[0]}: on the CPU, stacked convolutions train no faster "
+                       "than one by one")
     if not isinstance(rows, np.ndarray) or rows.dtype == object:
         return refused(f"the net's rows are {type(rows).__name__}, not one numeric array")
     sample = torch.as_tensor(rows[:2], device=device)
