@@ -192,6 +192,61 @@ class _Optimizer:
                 for buffer in self.momentum_buffers]
 
 
+# layers that act on each row's features alone, whatever axes come before them
+_ELEMENTWISE = (nn.ReLU, nn.LeakyReLU, nn.ELU, nn.SELU, nn.GELU, nn.SiLU, nn.Tanh,
+                nn.Sigmoid, nn.Softplus, nn.Identity)
+
+
+def _dense_chain(module, param_names):
+    """The layers of `module` as a chain that batched matrix products run directly
+    (a vmapped forward pass costs far more than its arithmetic for small dense
+    networks), or None: its traced forward pass must apply, one after the other, only
+    dense layers, elementwise activations and softmaxes over the last axis."""
+    try:
+        graph = torch.fx.symbolic_trace(module).graph
+    except Exception:  # noqa: BLE001 - not traceable: vmap runs it
+        return None
+    index = {name: i for i, name in enumerate(param_names)}
+    chain, previous = [], None
+    for node in graph.nodes:
+        if node.op == "placeholder" and previous is None:
+            previous = node
+        elif node.op == "call_module" and list(node.args) == [previous] and not node.kwargs:
+            layer = module.get_submodule(node.target)
+            if isinstance(layer, nn.Linear):
+                chain.append(("linear", index[f"{node.target}.weight"],
+                              index.get(f"{node.target}.bias")))
+            elif isinstance(layer, (nn.Softmax, nn.LogSoftmax)) and layer.dim in (1, -1):
+                chain.append(("softmax", isinstance(layer, nn.LogSoftmax), None))
+            elif type(layer) in _ELEMENTWISE:
+                chain.append(("elementwise", layer, None))
+            else:
+                return None
+            previous = node
+        elif node.op == "output" and node.args == (previous,) and chain:
+            return chain
+        else:
+            return None
+    return None
+
+
+def _chain_forward(chain, params, X):
+    """`_dense_chain`'s layers on stacked weights: rows `X` of shape (copies, rows,
+    features), or (rows, features) shared by every copy."""
+    out = X
+    for kind, first, second in chain:
+        if kind == "linear":
+            weight = params[first].transpose(1, 2)
+            out = (torch.matmul(out, weight) if second is None else
+                   torch.baddbmm(params[second].unsqueeze(1), out, weight) if out.dim() == 3
+                   else torch.matmul(out, weight) + params[second].unsqueeze(1))
+        elif kind == "softmax":
+            out = (F.log_softmax if first else F.softmax)(out, dim=-1)
+        else:
+            out = first(out)
+    return out
+
+
 def _runs(counts, active):
     """``(start, stop)`` of each run of consecutive active copies with equal counts."""
     runs, start = [], None
@@ -256,10 +311,14 @@ class NetworkStack:
                         **dict(zip(self.buffer_names, buffers))}), (X,))
 
         self._forward = forward
+        self._chain = _dense_chain(module, self.param_names)
 
     def forward(self, X, shared=False):
         """Every copy's output on its own rows `X` (copies first), or on the same rows
-        with `shared`."""
+        with `shared`: batched matrix products for a chain of dense layers, else
+        ``vmap`` over the module's own forward pass."""
+        if self._chain is not None:
+            return _chain_forward(self._chain, self.params, X)
         return vmap(self._forward, in_dims=(0, 0, None if shared else 0))(
             self.params, self.buffers, X)
 

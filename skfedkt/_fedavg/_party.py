@@ -93,7 +93,9 @@ def train_parties(plan, data, parties, seeds, weights, tier):
         trained, size = [], probe.copies_per_chunk
         for first in range(0, len(items), size):
             chunk = items[first : first + size]
-            models = [started_model(plan.estimator, *item) for item in chunk]
+            # every party starts from the same weights (round 0: the shared seed's),
+            # and a net's seed draws nothing more: one started net serves the chunk
+            models = [started_model(plan.estimator, *chunk[0])] * len(chunk)
             trained += in_one_thread(train_from_weights, models, [X for X, *_ in chunk],
                                      [y for _, y, *_ in chunk], plan.local_epochs,
                                      plan.proximal_mu, probe.block_rows(len(chunk)))
