@@ -23,7 +23,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples, has_fit_parameter
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._seeds import _MAX_SEED, scratch_random_state
 from ._validation import stack_rows
@@ -429,6 +429,19 @@ def _fit_clone(task, template, seed, X, n_classes, X_predict, soft_votes, keep_m
     return (model if keep_model else None), predictions, training_accuracy, score
 
 
+# threadpoolctl's view of the loaded thread pools, and how many modules were loaded
+# when it looked: finding the pools takes milliseconds, a fit makes many limits
+_pools = [None, 0]
+
+
+def _thread_pools():
+    """A `ThreadpoolController` of the pools loaded now, found again only after an
+    import (which may load a library with a pool of its own)."""
+    if _pools[0] is None or len(sys.modules) != _pools[1]:
+        _pools[:] = [ThreadpoolController(), len(sys.modules)]
+    return _pools[0]
+
+
 @contextmanager
 def one_thread():
     """Within, every BLAS and OpenMP pool and torch's own run one thread.
@@ -449,7 +462,7 @@ def one_thread():
         return
     torch = sys.modules.get("torch")
     threads = None if torch is None else torch.get_num_threads()
-    with threadpool_limits(limits=1):
+    with _thread_pools().limit(limits=1):
         if threads not in (None, 1):
             torch.set_num_threads(1)
         try:
