@@ -590,18 +590,19 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
                                [tasks[i] for i in chunk], [seeds[i] for i in chunk],
                                **keywords)
             for chunk in chunks)
-    results = iter(Parallel(n_jobs=1 if on_gpu else min(effective_n_jobs(n_jobs),
-                                                         max(len(chunks), 1)),
-                            verbose=verbose, return_as="generator")(jobs))
+    n_workers = 1 if on_gpu else min(effective_n_jobs(n_jobs), max(len(chunks), 1))
+    results = iter(Parallel(n_jobs=n_workers, verbose=verbose, return_as="generator")(jobs))
     pending = []
-    for index, task in enumerate(tasks):
-        if alone[index]:
-            yield _fit_clone(task, template, seeds[index], **shared)
-            continue
-        if not pending:
-            pending, caught = next(results)
-            issue_worker_warnings(caught)
-        yield pending.pop(0)
+    # threads of this process, for joblib's threading backend (see `_iter_per_clone`)
+    with one_thread() if n_workers > 1 else nullcontext():
+        for index, task in enumerate(tasks):
+            if alone[index]:
+                yield _fit_clone(task, template, seeds[index], **shared)
+                continue
+            if not pending:
+                pending, caught = next(results)
+                issue_worker_warnings(caught)
+            yield pending.pop(0)
 
 
 def tier_entry(probe, estimator, n_stacked):

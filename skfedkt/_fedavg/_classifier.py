@@ -19,6 +19,7 @@ from ._plan import FedAvgPlan, base_estimator
 from ._server import check_party_upload, check_server_message, finished, server_round
 
 
+@shared_docs
 class FedAvgClassifier(BaseFederatedClassifier):
     """Federated averaging: the parties train one model together, round after round.
 
@@ -79,15 +80,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
         shared initialisation.
     n_jobs : int, default=None
         Number of parties trained in parallel in a round.
-    stack_networks : bool, default=True
-        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
-        (alone or a Pipeline's last step) train together as one stacked module, each
-        on its own rows with its own seed and optimizer state, as their separate fits
-        would train them (within floating-point tolerance). Nets the stacked path
-        cannot serve faithfully (callbacks, a validation split, dropout, batch
-        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
-        train one by one, as they all do with ``False``. ``tier_fits_`` says which
-        path each tier took.
+    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls the shared initial weights (every party's first round starts from the
         same ones) and every party's seed in every round.
@@ -122,11 +115,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
-    tier_fits_ : list of dict
-        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
-        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
-        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
-        ``seconds``.
+    $tier_fits
 
     Notes
     -----

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
-from .._base import BaseFederatedClassifier
+from .._base import BaseFederatedClassifier, shared_docs
 from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
 from .._engine._validation import _SKEWED_PARTIES_REMEDY, warn_if_classes_lost
 from .._engine._voting import count_votes
@@ -23,6 +23,7 @@ from ._server import (
 )
 
 
+@shared_docs
 class FedCTClassifier(BaseFederatedClassifier):
     """Federated co-training: parties agree on labels for public data, round after round.
 
@@ -60,15 +61,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         guarantee. Settable in a search as ``privacy__epsilon``.
     n_jobs : int, default=None
         Number of jobs for fitting the parties' models of a round in parallel.
-    stack_networks : bool, default=True
-        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
-        (alone or a Pipeline's last step) train together as one stacked module, each
-        on its own rows with its own seed and optimizer state, as their separate fits
-        would train them (within floating-point tolerance). Nets the stacked path
-        cannot serve faithfully (callbacks, a validation split, dropout, batch
-        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
-        train one by one, as they all do with ``False``. ``tier_fits_`` says which
-        path each tier took.
+    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls one seed per party and round (set on every ``random_state`` parameter of
         a clone, and on torch's RNG for skorch nets) and the bit flips.
@@ -115,11 +108,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         The guarantee when `privacy` is set.
     epsilon_ : float
         ``privacy_report_.epsilon``; ``inf`` without bit-flip noise.
-    tier_fits_ : list of dict
-        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
-        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
-        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
-        ``seconds``.
+    $tier_fits
 
     Notes
     -----

@@ -5,7 +5,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .._base import BaseFederatedClassifier
+from .._base import BaseFederatedClassifier, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._fitting import ClassCodeModel
 from .._engine._voting import class_shares
@@ -24,6 +24,7 @@ def _students_release(party, students, codes, n_classes, epsilon, delta):
                           n_classes, epsilon, delta if np.isfinite(epsilon) else 0.0)
 
 
+@shared_docs
 class FedKTClassifier(BaseFederatedClassifier):
     """FedKT: one-shot federated classification by two-tier knowledge transfer.
 
@@ -137,15 +138,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         parallel batch, then all students; ``None`` means 1 unless in a
         :obj:`joblib.parallel_config` context, ``-1`` means all processors. When clones
         run in parallel, every ``n_jobs`` parameter of the base estimators is set to 1.
-    stack_networks : bool, default=True
-        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
-        (alone or a Pipeline's last step) train together as one stacked module, each
-        on its own rows with its own seed and optimizer state, as their separate fits
-        would train them (within floating-point tolerance). Nets the stacked path
-        cannot serve faithfully (callbacks, a validation split, dropout, batch
-        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
-        train one by one, as they all do with ``False``. ``tier_fits_`` says which
-        path each tier took.
+    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls the partitions, one seed per clone (set on every ``random_state``
         parameter of a clone, nested ones too, and on torch's RNG for skorch nets), the
@@ -223,11 +216,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         epsilon at L2, the moment orders, and a statement in words.
     epsilon_ : float
         ``privacy_report_.epsilon``: the privacy budget spent, ``inf`` at L0.
-    tier_fits_ : list of dict
-        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
-        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
-        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
-        ``seconds``.
+    $tier_fits
 
     See Also
     --------

@@ -7,7 +7,7 @@ from sklearn.base import is_regressor
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
-from .._base import BaseFederatedClassifier
+from .._base import BaseFederatedClassifier, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._fitting import ClassCodeModel, ensemble_proba
 from .._privacy._release import final_model_release, models_release
@@ -16,6 +16,7 @@ from ._plan import OneShotPlan, final_template, local_template
 from ._server import check_upload, server_step, warn_if_collapsed
 
 
+@shared_docs
 class OneShotEnsembleClassifier(BaseFederatedClassifier):
     """One-shot federated learning: an ensemble of selected local models, optionally distilled.
 
@@ -71,15 +72,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         as ``decision_function``) are those this classifier offers.
     n_jobs : int, default=None
         Number of jobs for fitting the local models in parallel.
-    stack_networks : bool, default=True
-        Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
-        (alone or a Pipeline's last step) train together as one stacked module, each
-        on its own rows with its own seed and optimizer state, as their separate fits
-        would train them (within floating-point tolerance). Nets the stacked path
-        cannot serve faithfully (callbacks, a validation split, dropout, batch
-        normalisation, optimizers other than Adam, AdamW and SGD: see the User Guide)
-        train one by one, as they all do with ``False``. ``tier_fits_`` says which
-        path each tier took.
+    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls the validation splits, the random selection and one seed per clone.
     verbose : int, default=0
@@ -119,11 +112,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
-    tier_fits_ : list of dict
-        How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
-        ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
-        ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
-        ``seconds``.
+    $tier_fits
 
     Notes
     -----
