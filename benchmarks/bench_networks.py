@@ -36,8 +36,8 @@ same run (``_device_runs.py``): FedKT's round with the paper's MLP on these spli
 teachers' tier and the whole round on MNIST-sized inputs with the paper's MLP and CNN
 (``--device-teachers``, ``--device-epochs``), teachers per second and peak memory;
 FedAvg's rounds (``--device-rounds``); a tier of ``--stream-parties`` x 2 x
-``--stream-teachers`` teachers streamed in chunks. ``--only-device`` prints these
-tables alone.
+``--stream-teachers`` teachers streamed in chunks, in a fresh process.
+``--only-device`` prints these tables alone, ``--device-tables`` some of them.
 
     python benchmarks/bench_networks.py [--seeds 5] [--rounds 30]
     python benchmarks/bench_networks.py --device cpu --only-device
@@ -64,6 +64,9 @@ PAPER_MNIST = {"FedKT": 0.905, "FedKT, default teachers": None, "FedAvg": 0.628,
 
 # the paper's local epochs of FedAvg and FedProx, and FedProx's mu
 LOCAL_EPOCHS, MU = 10, 0.1
+
+# the tables of --device (see _device_runs.py)
+DEVICE_TABLES = ["fedkt", "mnist", "fedavg", "stream"]
 
 # the rounds at which the table of the accuracy against rounds shows the curves
 SHOWN_ROUNDS = (1, 2, 3, 5, 10, 20, 30, 50)
@@ -176,6 +179,8 @@ def main(argv=None):
                          help="with --device: epochs of the MNIST-sized runs")
     command.add_argument("--device-rounds", type=int, default=10,
                          help="with --device: FedAvg's rounds")
+    command.add_argument("--device-tables", nargs="+", default=DEVICE_TABLES,
+                         choices=DEVICE_TABLES, help="with --device: the tables to print")
     command.add_argument("--stream-parties", type=int, default=20,
                          help="with --device: parties of the tier streamed in chunks")
     command.add_argument("--stream-teachers", type=int, default=50,
