@@ -63,9 +63,10 @@ def _by_hand(net, X, y, groups, X_public, seed):
 RUNS = ("FedKT", "FedKT, stack_networks=False", "the same networks by hand")
 
 
-def child(run, epochs, n_parties):
-    """One measurement, in this process (no thread setting in its environment), after
-    a small fit that pays torch's first-use costs (imports, kernels)."""
+def child(epochs, n_parties):
+    """The measurements, in this process (no thread setting in its environment),
+    after a small fit that pays torch's first-use costs (imports, kernels): one JSON
+    line per run, as it ends."""
     from _torch_nets import paper_net
 
     data, X, X_public = _split(n_parties)
@@ -75,16 +76,18 @@ def child(run, epochs, n_parties):
         FedKTClassifier(paper_net("cpu", 1), n_students=2, n_teachers=2).fit(
             X[:200], data.y_train[:200], groups=data.groups[:200] % 2,
             X_unlabeled=X_public[:50])
-        start = time.perf_counter()
-        if run == "the same networks by hand":
-            n_networks = _by_hand(net, X, data.y_train, data.groups, X_public, 0)
-        else:
-            clf = FedKTClassifier(net, n_students=2, n_teachers=5, voting=HardVotes(),
-                                  stack_networks=run == "FedKT", n_jobs=1, random_state=0)
-            clf.fit(X, data.y_train, groups=data.groups, X_unlabeled=X_public)
-            n_networks = sum(tier["clones"] for tier in clf.tier_fits_)
-        seconds = time.perf_counter() - start
-    print(json.dumps(dict(seconds=seconds, networks=n_networks)))
+        for run in RUNS:
+            start = time.perf_counter()
+            if run == "the same networks by hand":
+                n_networks = _by_hand(net, X, data.y_train, data.groups, X_public, 0)
+            else:
+                clf = FedKTClassifier(net, n_students=2, n_teachers=5, voting=HardVotes(),
+                                      stack_networks=run == "FedKT", n_jobs=1,
+                                      random_state=0)
+                clf.fit(X, data.y_train, groups=data.groups, X_unlabeled=X_public)
+                n_networks = sum(tier["clones"] for tier in clf.tier_fits_)
+            print(json.dumps(dict(run=run, seconds=time.perf_counter() - start,
+                                  networks=n_networks)), flush=True)
 
 
 def main(argv=None):
@@ -93,10 +96,10 @@ def main(argv=None):
                          help="CPU-bound processes running beside the measurement")
     command.add_argument("--epochs", type=int, default=20, help="epochs of every network")
     command.add_argument("--parties", type=int, default=10, help="parties")
-    command.add_argument("--child", choices=RUNS, help=argparse.SUPPRESS)
+    command.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = command.parse_args(argv)
     if args.child:
-        child(args.child, args.epochs, args.parties)
+        child(args.epochs, args.parties)
         return
     environment = {key: value for key, value in os.environ.items()
                    if not key.endswith("_NUM_THREADS")}
@@ -104,13 +107,16 @@ def main(argv=None):
             for _ in range(args.busy)]
     measured = {}
     try:
-        for run in progress(RUNS, "busy machine"):
-            done = subprocess.run(
-                [sys.executable, __file__, "--child", run, "--epochs", str(args.epochs),
+        with subprocess.Popen(
+                [sys.executable, __file__, "--child", "--epochs", str(args.epochs),
                  "--parties", str(args.parties)],
-                env=environment, capture_output=True, text=True, check=True,
-                cwd=os.path.dirname(os.path.abspath(__file__)))
-            measured[run] = json.loads(done.stdout.strip().splitlines()[-1])
+                env=environment, stdout=subprocess.PIPE, text=True,
+                cwd=os.path.dirname(os.path.abspath(__file__))) as measuring:
+            for line in progress(measuring.stdout, "busy machine", total=len(RUNS)):
+                result = json.loads(line)
+                measured[result.pop("run")] = result
+        if measuring.returncode:
+            raise RuntimeError(f"the measurements failed (exit {measuring.returncode})")
     finally:
         for process in busy:
             process.kill()
