@@ -64,8 +64,8 @@ print(f"FedKT-L0 (no noise): accuracy {non_private:.3f}")
 # PATE and a data-independent bound, of which the smaller is reported. With so few
 # labelled queries the accuracy varies from seed to seed, so every cell averages two
 # seeds (different partitions, noise and queries).
-levels = {ServerNoise: [0.05, 0.1, 0.2], PartyNoise: [0.1, 0.2, 0.5]}
-query_fractions = [0.005, 0.01, 0.02, 0.05]
+levels = {ServerNoise: [0.05, 0.2], PartyNoise: [0.1, 0.5]}
+query_fractions = [0.005, 0.02, 0.05]
 rows = []
 for noise, gammas in levels.items():
     level = noise.level

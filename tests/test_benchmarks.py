@@ -31,7 +31,7 @@ TINY = {
                             "| breast_cancer | 5 | one class, unbounded |"),
     "bench_label_skew": (["--datasets", "wine", "--betas", "1", "--seeds", "1", "--n-jobs",
                           "1", "--trees", "2"], "| wine | 1 | 4 |"),
-    "bench_networks": (["--seeds", "1", "--n-jobs", "1", "--epochs", "2", "--rounds", "2",
+    "bench_networks": (["--seeds", "1", "--n-jobs", "1", "--epochs", "1", "--rounds", "2",
                         "--parties", "3", "--device", "cpu", "--device-teachers", "10",
                         "--device-epochs", "1", "--device-rounds", "1",
                         "--stream-parties", "2", "--stream-teachers", "3"],

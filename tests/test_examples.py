@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from joblib.externals.loky import get_reusable_executor
 
 import skfedkt
 
@@ -20,6 +21,10 @@ def test_example_runs(path, monkeypatch, capsys):
     import matplotlib.pyplot as plt
 
     monkeypatch.chdir(path.parent)
+    # fresh worker processes, as when the example runs on its own: workers that earlier
+    # tests grew (torch imported, say) trip loky's leak check, which restarts one mid-run
+    # with a warning
+    get_reusable_executor().shutdown(wait=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         runpy.run_path(str(path), run_name="__main__")
