@@ -39,6 +39,7 @@ from sklearn.utils._param_validation import (
 )
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from ._base import BaseFederatedClassifier
 from ._deployment._protocol import PartyData
 from ._engine._validation import stack_rows
 
@@ -380,10 +381,11 @@ def _reseeded(estimator, seed):
 
 
 def _check_audited(estimator):
-    if not hasattr(estimator, "_membership_releases"):
+    # every algorithm says what it lets out (its release hooks)
+    if not isinstance(estimator, BaseFederatedClassifier):
         raise TypeError(
-            "The membership audit covers skfedkt's federated estimators (FedKTClassifier, "
-            f"FedCTClassifier, OneShotEnsembleClassifier); got {type(estimator).__name__}."
+            "The membership audit covers skfedkt's federated estimators (subclasses of "
+            f"BaseFederatedClassifier); got {type(estimator).__name__}."
         )
 
 

@@ -3,6 +3,8 @@ implements: `fit`, `fit_party`, `server_round`, `fit_server` and the predict sid
 here; an algorithm supplies its plan and its steps (see `BaseFederatedClassifier`)."""
 
 import warnings
+from abc import ABCMeta, abstractmethod
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import (
@@ -25,6 +27,7 @@ from ._deployment._protocol import (
     server_expectations,
 )
 from ._deployment._upload import check_uploadable
+from ._engine._context import PartyContext, PartyStepResult, ServerContext
 from ._engine._fitting import recording_tiers, warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
@@ -122,50 +125,27 @@ def _if_offered(method):
     return lambda self: self._offers(method)
 
 
-class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+# the hooks an algorithm with rounds (``runs_rounds = True``) must define beyond the
+# abstract ones
+_ROUND_HOOKS = ("_server_round", "_message_check")
+
+
+class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator,
+                              metaclass=ABCMeta):
     """Base class of the federated meta-estimators: one interface for every algorithm.
 
     `fit`, `fit_party`, `server_round` (algorithms with rounds), `fit_server` and the
     predict side are written here once, as imbalanced-learn's ``fit_resample`` over
     ``_fit_resample``; `fit` composes exactly the steps a deployment runs. An algorithm
-    declares
-
-    - ``_plan_type``: its `Plan`, every parameter resolved and checked before any work;
-    - ``runs_rounds``: whether its server runs rounds (`server_round`) before
-      `fit_server`, as a class attribute says a Flower strategy's kind;
-    - ``_needs_public_set``: whether its steps need the agreed public set (where it
-      is optional, ``_check_public_set`` says when it is needed);
-
-    and supplies its steps, functions of the frozen plan that read nothing else of the
-    estimator:
-
-    - ``_parties(plan, data, random_state_of)``: the state of each party of `data`
-      (`FederatedData` in `fit`, one party's `PartyData` on its machine), refusing
-      sizes it cannot fit before any work;
-    - ``_party_step(plan, parties, data, root, message, manifests, share_model)``: what
-      every party of `parties` uploads, their models in one flat parallel batch;
-      returns the uploads and what the server step may reuse in the same process (or
-      None);
-    - ``_upload_check(plan, X_public, root, final)``: the check of one upload's fields;
-    - ``_server_round(plan, uploads, message, X_public, root, classes, manifest)`` and
-      ``_message_check(plan, X_public)``: with rounds, the server's message of a round;
-    - ``_server_step(plan, uploads, X_public, root, classes, message, reused)``: the
-      fitted attributes, by name;
-    - ``_after_fit(plan, uploads, X_public, data)``: warnings from the fitted model
-      (`data`: the pooled rows in `fit`, None in `fit_server`);
-    - ``_kept_from_rounds(messages)``: with rounds, what `fit` keeps of every round's
-      message;
-    - ``_uploaded_estimators(plan, party)`` and ``_upload_kind``: what a party's upload
-      holds, checked before any training;
-    - ``_sent_bytes()``: what each party sent in `fit`, from the fitted attributes;
-    - ``_predict_codes``, ``_offers``, ``_proba``, ``_decision_scores``: the predict side.
-
-    Subclasses also list their base estimators in ``_base_estimators``: this class
-    validates ``X``, ``y``, ``groups`` and ``X_unlabeled`` against what all of them
-    accept.
+    declares its plan (``_plan_type``), what its upload holds (``_upload_kind``),
+    whether its server runs rounds (``runs_rounds``) and whether its steps need the
+    public set (``_needs_public_set``), and defines the hooks below: the abstract
+    ones always, ``_server_round`` and ``_message_check`` with rounds. A class that
+    lacks one is refused, naming it: at its creation for the round hooks, when it is
+    instantiated for the others. The steps are functions of the frozen plan that read
+    nothing else of the estimator; each takes the side's context object
+    (`PartyContext`, `ServerContext`).
     """
-
-    _plan_type = None
 
     runs_rounds = False
 
@@ -174,9 +154,122 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     # requested by default so that metadata routing sends them to fit
     __metadata_request__fit = {"groups": True, "X_unlabeled": True}
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        missing = [name for name in _ROUND_HOOKS
+                   if cls.runs_rounds and getattr(cls, name) is getattr(
+                       BaseFederatedClassifier, name)]
+        if missing:
+            raise TypeError(
+                f"{cls.__name__} runs rounds (runs_rounds = True) but does not define "
+                f"{' and '.join(missing)}: see BaseFederatedClassifier's hooks."
+            )
+
+    # --- what an algorithm declares and defines ------------------------------------------
+
+    @property
+    @abstractmethod
+    def _plan_type(self):
+        """The algorithm's `Plan` class: ``_plan_type.of(estimator)`` resolves and
+        checks every parameter before any work."""
+
+    @property
+    @abstractmethod
+    def _upload_kind(self):
+        """What a party's upload holds, in messages ("students", "local model")."""
+
+    @abstractmethod
     def _base_estimators(self):
-        """The (unfitted) estimators whose input requirements this estimator inherits."""
+        """The (unfitted) estimators whose input requirements this estimator inherits:
+        `fit` validates ``X``, ``y``, ``groups`` and ``X_unlabeled`` against what all
+        of them accept."""
+
+    @abstractmethod
+    def _parties(self, context, random_state_of):
+        """The state of each party of ``context.data`` (every party in `fit`, one on
+        its own machine), refusing sizes it cannot fit before any work.
+        ``random_state_of(party)`` is the party's own RandomState: draw what the party
+        needs from it here, at once (in `fit` one RandomState is reseeded per party)."""
+
+    @abstractmethod
+    def _party_step(self, context, parties):
+        """What every party of `parties` uploads, their models in one flat parallel
+        batch per tier: a `PartyStepResult`."""
+
+    @abstractmethod
+    def _upload_check(self, context, final):
+        """The check of one upload's algorithm fields: a function of the upload's
+        checker (`skfedkt._deployment` reads the file; this checks what it holds).
+        `final`: whether it is the upload of the last step (`fit_server`)."""
+
+    def _message_check(self, context):
+        """With rounds: the check of the server's message, as a party reads it (a
+        function of the message's checker, as `_upload_check`)."""
         raise NotImplementedError
+
+    def _server_round(self, context, uploads):
+        """With rounds: the server's message of one round (a `PartyUpload`; its
+        manifest says ``done`` when training stopped), from the parties' `uploads`
+        and ``context.message``, the previous round's."""
+        raise NotImplementedError
+
+    @abstractmethod
+    def _server_step(self, context, uploads, reused):
+        """The fitted attributes, by name, from the parties' `uploads` (and, in `fit`,
+        what the party step let the server reuse; None on a deployed server)."""
+
+    def _after_fit(self, context, uploads, data):
+        """Warnings about the fitted model (`data`: the pooled rows in `fit`, None in
+        `fit_server`); none by default."""
+
+    def _kept_from_rounds(self, messages):
+        """Fitted attributes from every round's message, which only `fit` sees (a
+        deployed server keeps its own); none by default."""
+        return {}
+
+    @abstractmethod
+    def _uploaded_estimators(self, plan, party):
+        """The estimators `party`'s upload will hold, checked (skops can write them)
+        before any training."""
+
+    @abstractmethod
+    def _sent_bytes(self):
+        """What each party sent in `fit`, aligned with ``parties_``, from the fitted
+        attributes."""
+
+    def _party_noise(self, plan):
+        """The name of the privacy mechanism whose noise a party draws, or None."""
+        return None
+
+    @abstractmethod
+    def _membership_releases(self):
+        """What the fitted model lets out, for `skfedkt.privacy.membership_audit`: a
+        list of releases (each party's upload, the final model)."""
+
+    @abstractmethod
+    def _upload_releases(self, upload, n_classes):
+        """What one party's `upload` lets out, for
+        `skfedkt.privacy.party_membership_audit`: a list of releases."""
+
+    @abstractmethod
+    def _predict_codes(self, X):
+        """Each row's predicted class code (an index into ``classes_``), from validated
+        rows: what each algorithm's fitted model predicts."""
+
+    def _offers(self, method):
+        """Whether the model offers `method` ("predict_proba" or "decision_function")."""
+        return method == "predict_proba"
+
+    @abstractmethod
+    def _proba(self, X):
+        """Class probabilities of validated rows, columns in the order of ``classes_``."""
+
+    def _decision_scores(self, X):
+        """Decision scores of validated rows, in scikit-learn's layout, where `_offers`
+        says the model offers ``decision_function``."""
+        raise NotImplementedError
+
+    # --- validation and fitted state ------------------------------------------------------
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -306,27 +399,28 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             X_public = None if X_unlabeled is None else data.X_public
             self._check_public_set(plan, X_public, "fit")
         root = root_seed(self.random_state)
-        parties = self._parties(
-            plan, data, lambda party: derived_random_state(root, "party", party, scratch=True))
-        manifests = [dict(party=party, n_rows=len(rows))
-                     for party, rows in zip(data.parties, data.party_rows)]
+        party_context = PartyContext(
+            plan, data, root, [dict(party=party, n_rows=len(rows))
+                               for party, rows in zip(data.parties, data.party_rows)])
+        server_context = ServerContext(plan, X_public, root, self.classes_)
+        parties = self._parties(party_context, lambda party: derived_random_state(
+            root, "party", party, scratch=True))
         message, messages = None, []
         with recording_tiers() as tier_fits:
             while True:
-                uploads, reused = self._party_step(plan, parties, data, root, message,
-                                                   manifests)
+                uploads, reused = self._party_step(party_context.with_message(message),
+                                                   parties)
                 if not self.runs_rounds or message is not None and message.manifest["done"]:
                     break
-                message = self._server_round(plan, uploads, message, X_public, root,
-                                             self.classes_, None)
+                message = self._server_round(server_context.with_message(message), uploads)
                 messages.append(message)
-            fitted = self._server_step(plan, uploads, X_public, root, self.classes_,
-                                       message, reused)
+            server_context = server_context.with_message(message)
+            fitted = self._server_step(server_context, uploads, reused)
         fitted.update(self._kept_from_rounds(messages), tier_fits_=tier_fits)
         # what each party sent is measured when asked for: skops takes far longer than
         # the fits of small models
         self._set_fitted(dict(fitted, _upload_bytes=None))
-        self._after_fit(plan, uploads, X_public, data)
+        self._after_fit(server_context, uploads, data)
         return self
 
     # --- the deployed steps --------------------------------------------------------------
@@ -393,12 +487,14 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             )
         self._check_public_set(plan, X_unlabeled, "party step")
         data = PartyData(self, X, y, classes, X_unlabeled, party)
+        context = PartyContext(plan, data, root_seed(self.random_state),
+                               [data.manifest(self)], share_model=share_model is not False)
         for estimator in (self._uploaded_estimators(plan, data.party)
                           if share_model is not False else ()):
             check_uploadable(estimator, self._upload_kind, f"{self._name}'s party step")
         if message is not None:
             message = checked_message(message, data.expectations(self),
-                                      check=self._message_check(plan, data.X_public))
+                                      check=self._message_check(context))
         if party_seed is None and self._party_noise(plan) is not None:
             warnings.warn(
                 f"With {self._party_noise(plan)} the party's noise comes from party_seed; "
@@ -406,12 +502,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 "server knowing random_state can recompute. Pass a secret party_seed.",
                 UserWarning,
             )
-        parties = self._parties(plan, data, lambda name: party_random_state(
+        parties = self._parties(context, lambda name: party_random_state(
             self.random_state, name, party_seed))
-        (upload,), _ = self._party_step(
-            plan, parties, data, root_seed(self.random_state), message,
-            [data.manifest(self)], share_model is not False,
-        )
+        (upload,), _ = self._party_step(context.with_message(message), parties)
         return upload
 
     @available_if(lambda self: self.runs_rounds)
@@ -443,22 +536,23 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         self._check_public_set(plan, X_unlabeled, "server round")
         # a clone: the round leaves this estimator unfitted
         expected, X_public = server_expectations(clone(self), X_unlabeled, classes)
-        root = root_seed(self.random_state)
+        context = ServerContext(plan, X_public, root_seed(self.random_state))
         if message is not None:
             message = checked_message(message, expected, limits,
-                                      check=self._message_check(plan, X_public))
+                                      check=self._message_check(context))
             expected["classes"] = message.manifest["classes"]
         uploads, _ = collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
             trusted=trusted, min_parties=min_parties, limits=limits,
-            check=self._upload_check(plan, X_public, root, final=False),
+            check=self._upload_check(context, final=False),
         )
         # what the server did not know, it took from the accepted uploads: the message
         # says it to every party
         agreed = {key: uploads[0].manifest[key]
                   for key in ("classes", "n_features", "feature_names")}
-        return self._server_round(plan, uploads, message, X_public, root,
-                                  agreed["classes"], dict(expected, **agreed))
+        return self._server_round(
+            replace(context, classes=agreed["classes"], message=message,
+                    manifest=dict(expected, **agreed)), uploads)
 
     @shared_docs
     @warnings_once_per_call
@@ -492,16 +586,16 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         plan = self._plan_type.of(self)
         self._check_public_set(plan, X_unlabeled, "server step")
         expected, X_public = server_expectations(self, X_unlabeled, classes)
-        root = root_seed(self.random_state)
+        context = ServerContext(plan, X_public, root_seed(self.random_state))
         if self.runs_rounds:
-            message = self._final_message(plan, message, expected, limits, X_public)
+            message = self._final_message(context, message, expected, limits)
             expected.update(classes=message.manifest["classes"],
                             round=message.manifest["round"])
         elif message is not None:
             raise TypeError(f"{type(self).__name__} runs one round: leave message out.")
         uploads, left_out = collect_uploads(
             uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
-            check=self._upload_check(plan, X_public, root, final=True),
+            check=self._upload_check(context, final=True),
         )
         manifest = uploads[0].manifest
         classes = np.array(manifest["classes"])
@@ -509,17 +603,18 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             self.n_features_in_ = manifest["n_features"]
             if manifest["feature_names"] is not None:
                 self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
+        context = replace(context, classes=classes, message=message)
         with recording_tiers() as tier_fits:
-            fitted = self._server_step(plan, uploads, X_public, root, classes, message, None)
+            fitted = self._server_step(context, uploads, None)
         self._set_fitted(dict(
             fitted, classes_=classes, left_out_parties_=left_out, tier_fits_=tier_fits,
             parties_=np.array([upload.party for upload in uploads]),
             _upload_bytes=np.array([upload.n_bytes for upload in uploads]),
         ))
-        self._after_fit(plan, uploads, X_public, None)
+        self._after_fit(context, uploads, None)
         return self
 
-    def _final_message(self, plan, message, expected, limits, X_public):
+    def _final_message(self, context, message, expected, limits):
         """The server's last message, read and checked: it must say done."""
         if message is None:
             raise TypeError(
@@ -527,7 +622,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 "(the one that said done) as message=."
             )
         message = checked_message(message, expected, limits,
-                                  check=self._message_check(plan, X_public))
+                                  check=self._message_check(context))
         if not message.manifest["done"]:
             raise ValueError(
                 f"The server's message of round {message.manifest['round']} does not say "
@@ -545,24 +640,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """The algorithm's name in messages: FedKT, FedCT, OneShotEnsemble."""
         return type(self).__name__.removesuffix("Classifier")
 
-    def _party_noise(self, plan):
-        """The name of the privacy mechanism whose noise a party draws, or None."""
-        return None
-
-    def _message_check(self, plan, X_public):
-        raise NotImplementedError
-
-    def _server_round(self, plan, uploads, message, X_public, root, classes, manifest):
-        raise NotImplementedError
-
-    def _after_fit(self, plan, uploads, X_public, data):
-        """Warnings about the fitted model; none by default."""
-
-    def _kept_from_rounds(self, messages):
-        """Fitted attributes from every round's message, which only `fit` sees (a
-        deployed server keeps its own); none by default."""
-        return {}
-
     # --- the predict side --------------------------------------------------------------
 
     def _validate_predict_data(self, X):
@@ -570,23 +647,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         if hasattr(self, "feature_names_in_"):
             return _framed_like(self.feature_names_in_, X, X_valid)
         return _keep_frame(X, X_valid)
-
-    def _predict_codes(self, X):
-        """Each row's predicted class code (an index into ``classes_``), from validated
-        rows: what each algorithm's fitted model predicts."""
-        raise NotImplementedError
-
-    def _offers(self, method):
-        """Whether the model offers `method` ("predict_proba" or "decision_function")."""
-        return method == "predict_proba"
-
-    def _proba(self, X):
-        """Class probabilities of validated rows, columns in the order of ``classes_``."""
-        raise NotImplementedError
-
-    def _decision_scores(self, X):
-        """Decision scores of validated rows, in scikit-learn's layout."""
-        raise NotImplementedError
 
     @shared_docs
     def predict(self, X):

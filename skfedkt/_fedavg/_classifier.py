@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseFederatedClassifier, _if_offered, shared_docs
 from .._deployment._protocol import require_public_set
+from .._engine._context import PartyStepResult
 from .._engine._fitting import ClassCodeModel
 from .._engine._weights import model_of, weight_shapes_of
 from .._privacy._release import final_model_release, models_release
@@ -214,37 +215,42 @@ class FedAvgClassifier(BaseFederatedClassifier):
             require_public_set(X_unlabeled, f"{self._name}'s {step} (with "
                                + ("distill_epochs" if plan.distill_epochs else "init") + ")")
 
-    def _parties(self, plan, data, random_state_of):
+    def _parties(self, context, random_state_of):
+        plan, data = context.plan, context.data
         # the first round's parties draw from the streams its own fit gives them
         init_parties = ([None] * len(data.parties) if plan.init is None else
-                        plan.init._parties(plan.init_plan, data, random_state_of))
+                        plan.init._parties(context.with_plan(plan.init_plan),
+                                           random_state_of))
         return [FedAvgParty(plan, party, rows, random_state_of(party), init_party)
                 for party, rows, init_party in zip(data.parties, data.party_rows,
                                                    init_parties)]
 
-    def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
-        if message is None and plan.init is not None:
-            return first_round(plan, parties, data, root, manifests, share_model), None
-        return party_round(plan, parties, data, root, message, manifests), None
+    def _party_step(self, context, parties):
+        if context.message is None and context.plan.init is not None:
+            return PartyStepResult(first_round(context, parties))
+        return PartyStepResult(party_round(context.plan, parties, context.data, context.root,
+                                           context.message, context.manifests))
 
-    def _message_check(self, plan, X_public):
+    def _message_check(self, context):
+        plan = context.plan
         return partial(check_server_message, plan=plan,
                        shapes_of=weight_shapes_of(plan.estimator))
 
-    def _upload_check(self, plan, X_public, root, final):
+    def _upload_check(self, context, final):
+        plan = context.plan
         own = partial(check_party_upload, shapes_of=weight_shapes_of(plan.estimator),
                       final=final)
         if plan.init is None or final:
             return own
         # round 0's uploads are the first round's, checked as that algorithm checks them
-        first = plan.init._upload_check(plan.init_plan, X_public, root, True)
+        first = plan.init._upload_check(context.with_plan(plan.init_plan), True)
         return lambda checker: (first if checker.manifest("round") == 0 else own)(checker)
 
-    def _server_round(self, plan, uploads, message, X_public, root, classes, manifest):
-        return server_round(plan, uploads, message, X_public, root, classes, manifest)
+    def _server_round(self, context, uploads):
+        return server_round(context, uploads)
 
-    def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
-        return finished(plan, message, classes)
+    def _server_step(self, context, uploads, reused):
+        return finished(context.plan, context.message, context.classes)
 
     @property
     def _upload_kind(self):

@@ -9,6 +9,7 @@ algorithm's own party step (`first_round`).
 """
 
 import time
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -123,11 +124,10 @@ def party_round(plan, parties, data, root, message, manifests):
     ]
 
 
-def first_round(plan, parties, data, root, manifests, share_model):
-    """Every party's upload of round 0 with a one-shot first round (`plan.init`): that
+def first_round(context, parties):
+    """Every party's upload of round 0 with a one-shot first round (``plan.init``): that
     algorithm's own party step, whose uploads the server's first round reads."""
-    uploads, _ = plan.init._party_step(
-        plan.init_plan, [party.init_party for party in parties], data, root, None,
-        [dict(manifest, round=0) for manifest in manifests], share_model,
-    )
-    return uploads
+    plan = context.plan
+    first = replace(context.with_plan(plan.init_plan),
+                    manifests=[dict(manifest, round=0) for manifest in context.manifests])
+    return plan.init._party_step(first, [party.init_party for party in parties]).uploads

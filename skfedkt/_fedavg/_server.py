@@ -7,6 +7,8 @@ the public set; with a one-shot first round, round 0 is that algorithm's server 
 and the checks say what an upload and a message must hold.
 """
 
+from dataclasses import replace
+
 import numpy as np
 
 from .._deployment._upload import PartyUpload
@@ -21,23 +23,25 @@ from .._engine._weights import (
 )
 
 
-def server_round(plan, uploads, message, X_public, root, classes, manifest=None):
-    """The message after the parties' uploads of the round `message` asked for: the
-    average of their weights, weighted by their rows (distilled on the public set with
-    FedDF), and whether training is done."""
+def server_round(context, uploads):
+    """The message after the parties' uploads of the round ``context.message`` asked
+    for: the average of their weights, weighted by their rows (distilled on the public
+    set with FedDF), and whether training is done."""
+    plan, message, classes = context.plan, context.message, context.classes
     if message is None and plan.init is not None:
-        return first_round_message(plan, uploads, X_public, root, classes, manifest)
+        return first_round_message(context, uploads)
     fitted = 0 if message is None else int(message.manifest["round"])
     counts = [upload.manifest["n_rows"] for upload in uploads]
     party_weights = [upload.payload["weights"] for upload in uploads]
     weights = averaged_weights(party_weights, counts)
     if plan.distill_epochs and len(classes) > 1:  # one class: nothing to distil
-        weights = distilled_weights(plan, party_weights, weights, X_public, len(classes),
-                                    derived_random_state(root, "distillation", fitted))
+        weights = distilled_weights(plan, party_weights, weights, context.X_public,
+                                    len(classes),
+                                    derived_random_state(context.root, "distillation", fitted))
     accuracy = float(np.average([upload.manifest["training_accuracy"] for upload in uploads],
                                 weights=counts))
     plan.say(f"round {fitted + 1}: the parties' mean training accuracy {accuracy:.3f}")
-    return round_message(plan, message, manifest, weights, dict(
+    return round_message(plan, message, context.manifest, weights, dict(
         train_accuracy=accuracy, bytes_sent=weight_bytes(weights)))
 
 
@@ -72,13 +76,14 @@ def distilled_weights(plan, party_weights, weights, X_public, n_classes, random_
     return model_weights(model)
 
 
-def first_round_message(plan, uploads, X_public, root, classes, manifest):
+def first_round_message(context, uploads):
     """Round 0 with a one-shot first round: that algorithm's server step on the parties'
     uploads; its final model's weights start FedAvg's rounds."""
+    plan = context.plan
     # the agreed labels: a list in a deployed round
-    classes = np.asarray(classes)
-    fitted = plan.init._server_step(plan.init_plan, uploads, X_public, root, classes, None,
-                                    None)
+    classes = np.asarray(context.classes)
+    fitted = plan.init._server_step(
+        replace(context.with_plan(plan.init_plan), classes=classes), uploads, None)
     final = fitted["_final_model"]
     n_classes = len(classes)
     # a final model of fewer classes has fewer outputs (one class: a constant)
@@ -90,7 +95,7 @@ def first_round_message(plan, uploads, X_public, root, classes, manifest):
         )
     weights = model_weights(final.estimator)
     plan.say(f"round 1: {plan.init_plan.estimator_name}'s final model starts the rounds")
-    return round_message(plan, None, manifest, weights, dict(
+    return round_message(plan, None, context.manifest, weights, dict(
         train_accuracy=None,
         bytes_sent=max(upload.n_bytes or len(upload.to_bytes()) for upload in uploads)))
 

@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
 from .._base import BaseFederatedClassifier, shared_docs
+from .._engine._context import PartyStepResult
 from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
 from .._engine._validation import _SKEWED_PARTIES_REMEDY, warn_if_classes_lost
 from .._engine._voting import count_votes
@@ -216,37 +217,40 @@ class FedCTClassifier(BaseFederatedClassifier):
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _parties(self, plan, data, random_state_of):
+    def _parties(self, context, random_state_of):
+        plan, data = context.plan, context.data
         estimators = (plan.party_estimators(data.parties) if data.pooled
                       else [plan.own_estimator(data.parties[0])])
         return [FedCTParty(plan, party, estimator, rows, data.y, random_state_of(party))
                 for party, estimator, rows in zip(data.parties, estimators, data.party_rows)]
 
-    def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
-        uploads = party_round(plan, parties, data, root, message, manifests, share_model)
+    def _party_step(self, context, parties):
+        uploads = party_round(context.plan, parties, context.data, context.root,
+                              context.message, context.manifests, context.share_model)
         for party, upload in zip(parties, uploads):
             # in process, for the membership audit of what the upload lets out
-            upload.local_model = GlobalLabelClassifier(party.model, data.classes)
+            upload.local_model = GlobalLabelClassifier(party.model, context.data.classes)
             upload.teachers = party.teachers
-        return uploads, None
+        return PartyStepResult(uploads)
 
     def _party_noise(self, plan):
         return None if plan.privacy is None else type(plan.privacy).__name__
 
-    def _message_check(self, plan, X_public):
-        n_public = _num_samples(X_public)
-        return lambda checker: check_server_message(checker, n_public, plan.n_rounds)
+    def _message_check(self, context):
+        n_public, n_rounds = _num_samples(context.X_public), context.plan.n_rounds
+        return lambda checker: check_server_message(checker, n_public, n_rounds)
 
-    def _upload_check(self, plan, X_public, root, final):
-        n_public = _num_samples(X_public)
+    def _upload_check(self, context, final):
+        plan, root, n_public = context.plan, context.root, _num_samples(context.X_public)
         return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
 
-    def _server_round(self, plan, uploads, message, X_public, root, classes, manifest):
-        server = FedCTServer(plan, _num_samples(X_public), len(classes), root)
-        return server.round(uploads, message, manifest)
+    def _server_round(self, context, uploads):
+        server = FedCTServer(context.plan, _num_samples(context.X_public),
+                             len(context.classes), context.root)
+        return server.round(uploads, context.message, context.manifest)
 
-    def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
-        return finished(plan, uploads, message, classes)
+    def _server_step(self, context, uploads, reused):
+        return finished(context.plan, uploads, context.message, context.classes)
 
     _upload_kind = "final model"
 
@@ -258,10 +262,10 @@ class FedCTClassifier(BaseFederatedClassifier):
         return np.full(len(self.parties_), self.n_rounds_ * label_bytes(
             len(self.consensus_mask_), len(self.classes_)))
 
-    def _after_fit(self, plan, uploads, X_public, data):
+    def _after_fit(self, context, uploads, data):
         if data is not None:
             warn_if_classes_lost(
-                self.classes_, self._predict_codes(X_public),
+                self.classes_, self._predict_codes(context.X_public),
                 "The parties' vote predicts on the public set", data.y, "the training rows",
                 _SKEWED_PARTIES_REMEDY,
             )

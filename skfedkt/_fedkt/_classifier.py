@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from .._base import BaseFederatedClassifier, shared_docs
 from .._deployment._upload import payloads_bytes
+from .._engine._context import PartyStepResult
 from .._engine._fitting import ClassCodeModel
 from .._engine._voting import class_shares
 from .._privacy._accounting import DEFAULT_ORDERS
@@ -348,27 +349,32 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _parties(self, plan, data, random_state_of):
+    def _parties(self, context, random_state_of):
+        plan, data = context.plan, context.data
         check_party_sizes(plan, data.parties, data.party_rows)  # before any fit
         return [FedKTParty(plan, party, rows, data.y, random_state_of(party))
                 for party, rows in zip(data.parties, data.party_rows)]
 
-    def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
-        return party_step(plan, parties, data.X, plan.tier_rows(data.X_public, root),
-                          len(data.classes), manifests)
+    def _party_step(self, context, parties):
+        plan, data = context.plan, context.data
+        return PartyStepResult(*party_step(
+            plan, parties, data.X, plan.tier_rows(data.X_public, context.root),
+            len(data.classes), context.manifests))
 
     def _party_noise(self, plan):
         return "PartyNoise" if plan.level == "L2" else None
 
-    def _upload_check(self, plan, X_public, root, final):
-        n_queries = len(plan.tier_rows(X_public, root)[1])
+    def _upload_check(self, context, final):
+        plan = context.plan
+        n_queries = len(plan.tier_rows(context.X_public, context.root)[1])
         # the data-independent bound of a party at L2, computed once for every upload
         bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), n_queries)
                  ["data_independent_epsilon"] if plan.level == "L2" else None)
         return lambda checker: check_upload(plan, checker, n_queries, bound)
 
-    def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
-        return server_step(plan, uploads, X_public, root, classes, reused)
+    def _server_step(self, context, uploads, reused):
+        return server_step(context.plan, uploads, context.X_public, context.root,
+                           context.classes, reused)
 
     _upload_kind = "students"
 
@@ -381,7 +387,8 @@ class FedKTClassifier(BaseFederatedClassifier):
                                for students, codes in zip(self.students_, self._student_codes)],
                               self.n_jobs)
 
-    def _after_fit(self, plan, uploads, X_public, data):
+    def _after_fit(self, context, uploads, data):
+        plan = context.plan
         if data is not None and plan.level == "L2":
             # parties do not send their class counts at L2; the simulation knows them
             counts = np.array([np.bincount(data.y[rows], minlength=len(self.classes_))
@@ -390,7 +397,7 @@ class FedKTClassifier(BaseFederatedClassifier):
                 training=class_shares(counts.sum(axis=0)[None]),
                 parties=counts / counts.sum(axis=1, keepdims=True),
             )
-        warn_after_fit(plan, vars(self), self.classes_, self.parties_, X_public)
+        warn_after_fit(plan, vars(self), self.classes_, self.parties_, context.X_public)
 
     def _membership_releases(self):
         """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's

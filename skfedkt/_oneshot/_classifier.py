@@ -9,6 +9,7 @@ from sklearn.utils.validation import _num_samples
 
 from .._base import BaseFederatedClassifier, shared_docs
 from .._deployment._upload import payloads_bytes
+from .._engine._context import PartyStepResult
 from .._engine._fitting import ClassCodeModel, ensemble_proba
 from .._privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
@@ -211,22 +212,26 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                 "as X_unlabeled (or distill=False to keep the ensemble)."
             )
 
-    def _parties(self, plan, data, random_state_of):
+    def _parties(self, context, random_state_of):
+        plan, data = context.plan, context.data
         if data.pooled:  # on its own machine, a party too small to train sends its size
             check_some_party_trains(plan, [len(rows) for rows in data.party_rows])
         return [OneShotParty(plan, party, rows, data.y, random_state_of(party))
                 for party, rows in zip(data.parties, data.party_rows)]
 
-    def _party_step(self, plan, parties, data, root, message, manifests, share_model=True):
-        fits = party_tier(plan, parties, data.X, data.classes)
-        return [party.upload(party_fits, data.classes, manifest)
-                for party, party_fits, manifest in zip(parties, fits, manifests)], None
+    def _party_step(self, context, parties):
+        data = context.data
+        fits = party_tier(context.plan, parties, data.X, data.classes)
+        return PartyStepResult([
+            party.upload(party_fits, data.classes, manifest)
+            for party, party_fits, manifest in zip(parties, fits, context.manifests)])
 
-    def _upload_check(self, plan, X_public, root, final):
+    def _upload_check(self, context, final):
         return check_upload
 
-    def _server_step(self, plan, uploads, X_public, root, classes, message, reused):
-        return server_step(plan, uploads, X_public, root, classes)
+    def _server_step(self, context, uploads, reused):
+        return server_step(context.plan, uploads, context.X_public, context.root,
+                           context.classes)
 
     _upload_kind = "local model"
 
@@ -241,9 +246,10 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
              for model, codes in zip(self.estimators_, self._local_codes)], self.n_jobs)
         return sent
 
-    def _after_fit(self, plan, uploads, X_public, data):
-        if X_public is not None:
-            warn_if_collapsed(plan, self._predict_codes(X_public), uploads, self.classes_)
+    def _after_fit(self, context, uploads, data):
+        if context.X_public is not None:
+            warn_if_collapsed(context.plan, self._predict_codes(context.X_public), uploads,
+                              self.classes_)
 
     def _membership_releases(self):
         """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):

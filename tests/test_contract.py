@@ -1,0 +1,158 @@
+"""The algorithm contract in code: every hook is declared in `BaseFederatedClassifier`,
+a class that lacks one is refused naming it, and a small algorithm written here, in the
+test folder only, runs through `fit` and the deployed party and server steps."""
+
+from dataclasses import dataclass
+from numbers import Integral
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils._param_validation import HasMethods
+
+from skfedkt import PartyUpload
+from skfedkt.privacy import membership_audit
+from skfedkt._base import BaseFederatedClassifier
+from skfedkt._engine._context import PartyStepResult
+from skfedkt._engine._fitting import ClassCodeModel, ensemble_proba
+from skfedkt._engine._plan import Plan
+from skfedkt._engine._seeds import draw_seeds
+from skfedkt._privacy._release import final_model_release
+
+
+@dataclass(frozen=True)
+class LocalVotePlan(Plan):
+    estimator: object = None
+
+    estimator_name: ClassVar[str] = "LocalVoteClassifier"
+
+    @classmethod
+    def of(cls, estimator):
+        return cls(n_jobs=estimator.n_jobs, verbose=0, stack_networks=False,
+                   estimator=estimator.estimator)
+
+
+class LocalVoteClassifier(BaseFederatedClassifier):
+    """A plain vote of the parties' local models: each party fits one model on its
+    rows and uploads it; the server averages their probabilities."""
+
+    _plan_type = LocalVotePlan
+    _upload_kind = "local model"
+    _needs_public_set = False
+    _private_fitted = ("_models",)
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict_proba"])],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, estimator, *, n_jobs=None, random_state=None):
+        self.estimator = estimator
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def _base_estimators(self):
+        return [self.estimator]
+
+    def _parties(self, context, random_state_of):
+        # a party's draws are made here, at once (see the hook's description)
+        return [(party, rows, draw_seeds(random_state_of(party), 1)[0]) for party, rows
+                in zip(context.data.parties, context.data.party_rows)]
+
+    def _party_step(self, context, parties):
+        data, uploads = context.data, []
+        for (party, rows, seed), manifest in zip(parties, context.manifests):
+            model = clone(context.plan.estimator).set_params(random_state=int(seed))
+            codes = np.unique(data.y[rows])
+            model.fit(data.X[rows], np.searchsorted(codes, data.y[rows]))
+            uploads.append(PartyUpload(
+                manifest=dict(manifest, class_counts=np.bincount(
+                    data.y[rows], minlength=len(data.classes)).tolist()),
+                payload={"model": model, "codes": codes}))
+        return PartyStepResult(uploads)
+
+    def _upload_check(self, context, final):
+        def check(checker):
+            checker.rows_and_counts()
+            checker.optional_model()
+        return check
+
+    def _server_step(self, context, uploads, reused):
+        return {"_models": [upload.model() for upload in uploads]}
+
+    def _uploaded_estimators(self, plan, party):
+        return [plan.estimator]
+
+    def _sent_bytes(self):
+        return np.zeros(len(self.parties_))
+
+    def _membership_releases(self):
+        return [final_model_release(self)]
+
+    def _upload_releases(self, upload, n_classes):
+        return []
+
+    def _proba(self, X):
+        return ensemble_proba(self._models, X, len(self.classes_), "soft")
+
+    def _predict_codes(self, X):
+        return self._proba(X).argmax(axis=1)
+
+
+def test_a_class_that_lacks_a_hook_is_refused_naming_it():
+    class Forgetful(LocalVoteClassifier):
+        _party_step = BaseFederatedClassifier._party_step
+        _proba = BaseFederatedClassifier._proba
+
+    with pytest.raises(TypeError, match="_party_step") as refusal:
+        Forgetful(DecisionTreeClassifier())
+    assert "_proba" in str(refusal.value)
+
+    class NoPlan(LocalVoteClassifier):
+        _plan_type = BaseFederatedClassifier._plan_type
+
+    with pytest.raises(TypeError, match="_plan_type"):
+        NoPlan(DecisionTreeClassifier())
+
+
+def test_an_algorithm_with_rounds_must_define_its_round_hooks():
+    with pytest.raises(TypeError, match=r"runs rounds.*_server_round and _message_check"):
+        class Rounds(LocalVoteClassifier):  # noqa: F841
+            runs_rounds = True
+
+
+def test_every_hook_is_declared_in_the_base_class():
+    hooks = {"_plan_type", "_upload_kind", "_base_estimators", "_parties", "_party_step",
+             "_upload_check", "_server_step", "_uploaded_estimators", "_sent_bytes",
+             "_membership_releases", "_upload_releases", "_predict_codes", "_proba"}
+    assert BaseFederatedClassifier.__abstractmethods__ == hooks
+    for optional in ("_message_check", "_server_round", "_after_fit", "_kept_from_rounds",
+                     "_party_noise", "_offers", "_decision_scores", "_check_public_set"):
+        assert callable(getattr(BaseFederatedClassifier, optional))
+
+
+def test_an_algorithm_of_the_test_folder_runs_in_process_and_deployed(tmp_path):
+    X, y = load_breast_cancer(return_X_y=True)
+    party = np.arange(len(y)) % 3
+    clf = LocalVoteClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
+    pooled = clone(clf).fit(X, y, groups=party)
+    assert pooled.score(X, y) > 0.9
+
+    paths = []
+    for name in range(3):
+        upload = clf.fit_party(X[party == name], y[party == name], party=name,
+                               classes=[0, 1])
+        paths.append(tmp_path / f"upload-{name}.skfedkt")
+        upload.save(paths[-1])
+    server = clone(clf).fit_server(paths)
+    assert_array_equal(server.predict_proba(X), pooled.predict_proba(X))
+    assert_array_equal(server.parties_, [0, 1, 2])
+    assert isinstance(server._models[0], ClassCodeModel)
+
+    audit = membership_audit(pooled, X[:400], y[:400], groups=party[:400],
+                             X_holdout=X[400:], y_holdout=y[400:], n_reference=0)
+    assert {result.release for result in audit.results} == {"final model"}
