@@ -4,9 +4,13 @@ or the API can show it changes none of it.
 Each case names a configuration by what it does (stable across API changes) and builds
 it with today's parameters; only `CASES` changes when the API does. The recorded outputs
 (predictions, probabilities and epsilons on the test rows of two federated datasets) live
-in ``tests/golden_outputs.npz``; ``tests/test_golden.py`` compares against them.
+in ``tests/golden/``, one file per set of versions of numpy, scipy and scikit-learn (a
+base estimator may fit differently under another); ``tests/test_golden.py`` compares
+against the file of the versions at hand, which ``.ci/run`` gives for its newest and its
+oldest versions.
 
-    python tests/_golden.py          # rewrite tests/golden_outputs.npz (say why in the commit)
+    python tests/_golden.py          # record the outputs of the versions at hand (say why
+                                     # in the commit where a file changes)
 """
 
 import warnings
@@ -30,7 +34,7 @@ from skfedkt import (
 from skfedkt.datasets import load_federated
 from skfedkt.privacy import BitFlips, PartyNoise, ServerNoise
 
-GOLDEN_PATH = Path(__file__).with_name("golden_outputs.npz")
+GOLDEN_DIR = Path(__file__).with_name("golden")
 DATASETS = {"breast_cancer": 4, "wine": 3}
 
 
@@ -145,13 +149,20 @@ def versions():
                      f"scikit-learn {sklearn.__version__}"])
 
 
+def golden_path():
+    """The file of the outputs recorded with the versions at hand."""
+    return GOLDEN_DIR / ("_".join(v.replace(" ", "-") for v in versions()) + ".npz")
+
+
 def main():
     recorded = {"versions": versions()}
     for name, dataset_name, deployed in golden_keys():
         for output, value in outputs(name, dataset_name, deployed).items():
             recorded[key(name, dataset_name, deployed, output)] = value
-    np.savez_compressed(GOLDEN_PATH, **recorded)
-    print(f"{len(recorded)} arrays written to {GOLDEN_PATH}")
+    path = golden_path()
+    path.parent.mkdir(exist_ok=True)
+    np.savez_compressed(path, **recorded)
+    print(f"{len(recorded)} arrays written to {path}")
 
 
 if __name__ == "__main__":
