@@ -5,6 +5,7 @@ machine, `party_tier` for the teachers and students of many parties in one batch
 """
 
 from itertools import islice
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils import _safe_indexing
@@ -62,6 +63,19 @@ def _with_party_rows(task, n_public, party_rows, y):
                 np.concatenate([public_rows, n_public + party_rows]), weights)
 
 
+class StudentLabels(NamedTuple):
+    """What a party's labelling of its students' rows (`FedKTParty.student_tasks`)
+    hands its upload, beside the students."""
+
+    #: public rows each student learned
+    n_queries: int
+    #: per partition, the class shares of its student's labels
+    student_shares: list
+    #: at L2 with hard labels, the log moments of the party's noisy histograms (zeros
+    #: otherwise)
+    log_moments: np.ndarray
+
+
 class FedKTParty:
     """One party's draws and what it learns on the way (Algorithm 1, lines 2-13):
     teachers, their votes, students.
@@ -103,24 +117,22 @@ class FedKTParty:
         """Lines 2-8: one teacher per subset of every partition."""
         return [Task(self.plan.teacher, self.y[rows], rows) for rows in self.teacher_rows]
 
-    def student_tasks(self, partition_votes, queries, n_public, n_classes):
-        """Lines 9-12: every partition's (noisy, at L2) vote labels the queries for its
-        student; with ``student_data="party+public"`` the party's rows are added (they
-        index the public rows stacked above the party's matrix).
+    def student_tasks(self, histograms, queries, n_public, n_classes):
+        """Lines 9-12: every partition's (noisy, at L2) vote, one histogram each of
+        `histograms`, labels the queries for its student; with
+        ``student_data="party+public"`` the party's rows are added (they index the
+        public rows stacked above the party's matrix).
 
-        Also keeps what the upload reports: the students' class shares and, at L2, the
-        log moments of the party's noisy histograms.
+        Returns the students' tasks and the `StudentLabels` the upload reports.
         """
         plan = self.plan
         soft_labels = plan.learns_soft_labels("students")
-        self.n_queries = len(queries)
-        self.log_moments = np.zeros(len(DEFAULT_ORDERS))
-        histograms = list(partition_votes)
+        log_moments = np.zeros(len(DEFAULT_ORDERS))
         if plan.level == "L2" and not soft_labels:
             # each partition is a PATE over the party's rows: one example moves one
             # teacher's vote (sensitivity 2 in L1 norm, sqrt(2) in L2 norm)
             for votes in histograms:
-                self.log_moments += (
+                log_moments += (
                     pate_log_moments(votes, gamma=plan.privacy.gamma, sensitivity=2.0,
                                      orders=DEFAULT_ORDERS)
                     if plan.privacy.noise == "laplace" else
@@ -133,24 +145,24 @@ class FedKTParty:
                 histograms, "L2", soft_labels, self.noise_rng, self.tie_rng
             )
         ]
-        self.student_shares = [
+        student_shares = [
             class_shares(t if t.ndim == 2 else np.bincount(t[t >= 0], minlength=n_classes)[None])
             for t in targets
         ]
-        self.class_counts = np.bincount(self.y[self.rows], minlength=n_classes)
         tasks = [target_task(plan.student, t, queries, n_public) for t in targets]
         if plan.student_data == "party+public":
             tasks = [_with_party_rows(task, n_public, self.rows, self.y) for task in tasks]
-        return tasks
+        return tasks, StudentLabels(len(queries), student_shares, log_moments)
 
-    def upload(self, student_models, manifest):
+    def upload(self, student_models, labels, n_classes, manifest):
         """Line 13: what the party sends, its students, and the facts the server needs:
         its class counts (at L2 only with noise, where its soft votes use them), its
-        students' class shares and, at L2, its privacy guarantee; and what the upload
-        reveals when its students learned the party's rows."""
+        students' class shares and, at L2, its privacy guarantee (from `labels`, its
+        `StudentLabels`); and what the upload reveals when its students learned the
+        party's rows."""
         plan = self.plan
         private = plan.level == "L2"
-        counts = self.class_counts
+        counts = np.bincount(self.y[self.rows], minlength=n_classes)
         if plan.releases_counts:
             counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
                                         noise=plan.privacy.noise, random_state=self.noise_rng)
@@ -159,10 +171,10 @@ class FedKTParty:
                 manifest,
                 class_counts=None if private and not plan.releases_counts
                 else counts.tolist(),
-                student_class_shares=np.asarray(self.student_shares).tolist(),
-                n_queries=self.n_queries,
+                student_class_shares=np.asarray(labels.student_shares).tolist(),
+                n_queries=labels.n_queries,
                 n_teachers=self.n_teachers,
-                privacy=party_guarantee(self.plan, self.log_moments, self.n_queries)
+                privacy=party_guarantee(plan, labels.log_moments, labels.n_queries)
                 if private else None,
                 privacy_note=PARTY_ROWS_NOTE
                 if self.plan.student_data == "party+public" else None,
@@ -192,10 +204,11 @@ def party_step(plan, parties, X, tiers, n_classes, manifests):
         f"({len(parties)} parties x {plan.n_students} partitions x {per_partition} "
         f"subsets) vote on {len(party_rows)} public rows, {plan.votes.kind} votes"
     )
-    student_models, student_votes = party_tier(plan, parties, X, X_labelled, party_rows,
-                                               n_classes)
-    uploads = [party.upload(models, manifest)
-               for party, models, manifest in zip(parties, student_models, manifests)]
+    student_models, labels, student_votes = party_tier(plan, parties, X, X_labelled,
+                                                       party_rows, n_classes)
+    uploads = [party.upload(models, party_labels, n_classes, manifest)
+               for party, models, party_labels, manifest
+               in zip(parties, student_models, labels, manifests)]
     return uploads, (student_votes, tiers)
 
 
@@ -203,8 +216,9 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
     """Lines 2-12 for `parties` (`FedKTParty`): all their teachers in one flat parallel
     batch, then all their students. `X_public` holds the rows the tiers label (the
     public rows and their jittered copies), `party_queries` the ones this tier labels.
-    Returns each party's fitted students (ClassCodeModel) and their votes on
-    `X_public`, stacked (n_parties * n_students, n_labelled, ...).
+    Returns each party's fitted students (ClassCodeModel), each party's
+    `StudentLabels`, and the students' votes on `X_public`, stacked
+    (n_parties * n_students, n_labelled, ...).
     """
     fit_options = dict(n_classes=n_classes, **plan.clone_fitting)
     n_public = _num_samples(X_public)
@@ -224,13 +238,14 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
         [party.n_teachers for party in parties for _ in range(plan.n_students)],
         n_classes,
     )
-    student_tasks = [
-        task
+    # the histograms stream partition by partition, party by party, as the teachers'
+    # chunks finish: each party takes its own n_students, in the parties' order
+    tasks_and_labels = [
+        party.student_tasks(list(islice(histograms, plan.n_students)), party_queries,
+                            n_public, n_classes)
         for party in parties
-        for task in party.student_tasks(
-            islice(histograms, plan.n_students), party_queries, n_public, n_classes
-        )
     ]
+    student_tasks = [task for tasks, _ in tasks_and_labels for task in tasks]
     with_party_rows = plan.student_data == "party+public"
     plan.say(f"party tier: {len(student_tasks)} students learn "
              f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
@@ -245,7 +260,7 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
     )
     s, models = plan.n_students, students.models
     return ([models[start : start + s] for start in range(0, len(models), s)],
-            students.predictions)
+            [labels for _, labels in tasks_and_labels], students.predictions)
 
 
 def check_party_sizes(plan, parties, party_rows):

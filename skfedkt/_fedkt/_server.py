@@ -118,54 +118,27 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
     `uploads` hold each party's students and manifest. The students vote on the rows
     of `FedKTPlan.tier_rows` (the public rows, then their jittered copies); in ``fit``
     `reused` holds those votes, as the party step computed them, and those rows. Returns
-    the fitted attributes of `FedKTClassifier`.
+    the fitted attributes of `FedKTClassifier`, stage by stage: the students' votes,
+    the parties' class counts, the pooled vote, the final model's labels, the final
+    model, what it learned, and the privacy report.
     """
-    if reused is None:
-        tiers = plan.tier_rows(X_public, root)
-        models = _student_models([upload.payload["students"] for upload in uploads],
-                                 [upload.payload["codes"] for upload in uploads])
-        plan.say(f"server: {len(uploads)} parties sent {len(models)} students")
-        student_votes = predict_votes(models, tiers[0], n_classes=len(classes),
-                                      soft_votes=plan.soft_votes, n_jobs=plan.n_jobs)
-    else:
-        student_votes, tiers = reused
-    X_labelled, _, server_rows = tiers
-    n_public = _num_samples(X_public)
-    # counts the server was told, not those of the pooled rows in `fit`
-    claimed = reused is None
-    n_parties, n_classes = len(uploads), len(classes)
-    n_labelled = _num_samples(X_labelled)
+    n_classes, n_public = len(classes), _num_samples(X_public)
+    student_votes, (X_labelled, _, server_rows) = (
+        _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
+        else reused)
     parties = np.array([upload.party for upload in uploads])
-    counts = [upload.manifest.get("class_counts") for upload in uploads]
-    party_counts = None if None in counts else _bounded_counts(counts, parties, claimed)
-    noise_rng, tie_rng = (
-        np.random.RandomState(seed)
-        for seed in draw_seeds(derived_random_state(root, "server"), 2)
-    )
+    # counts the server was told, not those of the pooled rows in `fit`
+    party_counts = _party_counts(uploads, parties, claimed=reused is None)
     votes = server_votes(
         plan.votes,
-        student_votes.reshape(n_parties, plan.n_students, *student_votes.shape[1:]),
+        student_votes.reshape(len(uploads), plan.n_students, *student_votes.shape[1:]),
         n_classes, party_counts, warn_if_empty=plan.level != "L1",
     )
-    query_votes = votes[server_rows]
     queries = server_rows[server_rows < n_public]
-    share_offsets = np.zeros(n_classes)
-    if plan.match_shares:
-        training = class_shares(party_counts.sum(axis=0)[None])
-        # a random public set's shares differ from the training's by sampling error
-        # alone: only labels outside that band are the votes' bias (the jittered copies
-        # repeat the public rows and add no sample)
-        sampling_error = np.sqrt(training * (1 - training) / len(queries))
-        share_offsets = share_matching_offsets(
-            votes[queries], training, tolerance=SHARE_TOLERANCE * sampling_error
-        )
-        query_votes = shifted(query_votes, share_offsets)
-    (final_targets,) = plan.vote_targets(
-        [query_votes], "L1", plan.learns_soft_labels("final"), noise_rng, tie_rng
-    )
-    final_task = target_task(plan.final, final_targets, server_rows, n_labelled)
+    share_offsets, final_task = _final_labels(plan, votes, server_rows, queries,
+                                              party_counts, root, _num_samples(X_labelled))
     plan.say(f"server: {plan.pooling if plan.soft_votes else 'hard'} vote of "
-             f"{n_parties * plan.n_students} students; " + (
+             f"{len(uploads) * plan.n_students} students; " + (
                  f"the final model learns {len(np.unique(final_task.y))} classes on "
                  "the public rows" if plan.distill else "they are the model"))
     fitted = dict(
@@ -179,22 +152,82 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
         share_offsets_=share_offsets,
     )
     if plan.distill:
-        (final_model,) = fit_clones(
-            [final_task], X_labelled, n_classes=n_classes,
-            seeds=draw_seeds(derived_random_state(root, "final"), 1),
-            stack_networks=plan.stack_networks, tier="final model", say=plan.say,
-        ).models
-        fitted.update(_final_model=final_model, final_estimator_=final_model.estimator)
+        fitted.update(_final_model(plan, final_task, X_labelled, n_classes, root))
+    fitted.update(_what_the_final_model_learned(final_task, uploads, party_counts, classes,
+                                                n_public, _num_samples(X_labelled)))
+    n_queries = uploads[0].manifest["n_queries"] if plan.level == "L2" else len(queries)
+    privacy = privacy_report(plan, [upload.manifest.get("privacy") for upload in uploads],
+                             parties, votes[queries], n_queries)
+    return dict(fitted, privacy_report_=privacy, epsilon_=privacy.epsilon)
+
+
+def _students_vote(plan, uploads, X_public, root, n_classes):
+    """On a deployed server: every uploaded student's votes on the rows of
+    `FedKTPlan.tier_rows`, and those rows."""
+    tiers = plan.tier_rows(X_public, root)
+    models = _student_models([upload.payload["students"] for upload in uploads],
+                             [upload.payload["codes"] for upload in uploads])
+    plan.say(f"server: {len(uploads)} parties sent {len(models)} students")
+    return predict_votes(models, tiers[0], n_classes=n_classes, soft_votes=plan.soft_votes,
+                         n_jobs=plan.n_jobs), tiers
+
+
+def _party_counts(uploads, parties, claimed):
+    """The parties' class counts, each party's bounded (`_bounded_counts`); None where
+    a party sent none (at L2 without released counts)."""
+    counts = [upload.manifest.get("class_counts") for upload in uploads]
+    return None if None in counts else _bounded_counts(counts, parties, claimed)
+
+
+def _final_labels(plan, votes, server_rows, queries, party_counts, root, n_labelled):
+    """Lines 14-20: the (noisy, at L1) labels of the final model on the server's rows,
+    shifted to the training's class shares where `plan.match_shares`. Returns the
+    offsets of that shift and the final model's task."""
+    noise_rng, tie_rng = (
+        np.random.RandomState(seed)
+        for seed in draw_seeds(derived_random_state(root, "server"), 2)
+    )
+    query_votes = votes[server_rows]
+    share_offsets = np.zeros(votes.shape[1])
+    if plan.match_shares:
+        training = class_shares(party_counts.sum(axis=0)[None])
+        # a random public set's shares differ from the training's by sampling error
+        # alone: only labels outside that band are the votes' bias (the jittered copies
+        # repeat the public rows and add no sample)
+        sampling_error = np.sqrt(training * (1 - training) / len(queries))
+        share_offsets = share_matching_offsets(
+            votes[queries], training, tolerance=SHARE_TOLERANCE * sampling_error
+        )
+        query_votes = shifted(query_votes, share_offsets)
+    (final_targets,) = plan.vote_targets(
+        [query_votes], "L1", plan.learns_soft_labels("final"), noise_rng, tie_rng
+    )
+    return share_offsets, target_task(plan.final, final_targets, server_rows, n_labelled)
+
+
+def _final_model(plan, final_task, X_labelled, n_classes, root):
+    """Lines 21-22: the final model, fitted to its labels."""
+    (final_model,) = fit_clones(
+        [final_task], X_labelled, n_classes=n_classes,
+        seeds=draw_seeds(derived_random_state(root, "final"), 1),
+        stack_networks=plan.stack_networks, tier="final model", say=plan.say,
+    ).models
+    return dict(_final_model=final_model, final_estimator_=final_model.estimator)
+
+
+def _what_the_final_model_learned(final_task, uploads, party_counts, classes, n_public,
+                                  n_labelled):
+    """The public rows the final model learned and their labels, and the class shares
+    of the training rows, of every party, of every party's students and of the final
+    model's labels."""
+    n_parties, n_classes = len(uploads), len(classes)
     final_rows = np.arange(n_labelled) if final_task.rows is None else final_task.rows
     learned = np.zeros((n_labelled, n_classes))
     np.add.at(learned, (final_rows, final_task.y),
               1.0 if final_task.sample_weight is None else final_task.sample_weight)
     public_mask = learned[:n_public].any(axis=1)
     unknown = np.full(n_classes, np.nan)
-    n_queries = uploads[0].manifest["n_queries"] if plan.level == "L2" else len(queries)
-    privacy = privacy_report(plan, [upload.manifest.get("privacy") for upload in uploads],
-                             parties, fitted["vote_counts_"][queries], n_queries)
-    fitted.update(
+    return dict(
         public_mask_=public_mask,
         public_labels_=classes[learned[:n_public][public_mask].argmax(1)],
         class_shares_={
@@ -209,10 +242,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
             ),
             "final": class_shares(learned),
         },
-        privacy_report_=privacy,
-        epsilon_=privacy.epsilon,
     )
-    return fitted
 
 
 def server_votes(votes, student_votes, n_classes, party_counts=None, warn_if_empty=True):
