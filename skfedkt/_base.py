@@ -2,6 +2,7 @@
 implements: `fit`, `fit_party`, `server_round`, `fit_server` and the predict side live
 here; an algorithm supplies its plan and its steps (see `BaseFederatedClassifier`)."""
 
+import re
 import warnings
 from abc import ABCMeta, abstractmethod
 from dataclasses import replace
@@ -13,6 +14,7 @@ from sklearn.base import (
     MetaEstimatorMixin,
     _fit_context,
     clone,
+    is_regressor,
 )
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
@@ -353,14 +355,31 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             try:
                 public_valid = validate_data(self, X_unlabeled, reset=False, **check_params)
             except (ValueError, TypeError) as exc:
-                # e.g. sparse public data for a dense-only base estimator (a TypeError)
-                raise type(exc)(f"Invalid X_unlabeled: {exc}") from exc
+                # e.g. sparse public data for a dense-only base estimator (a TypeError);
+                # scikit-learn's message calls the array it checked X
+                message = re.sub(r"^X has (\d+) features?, but (\w+) is expecting",
+                                 r"X_unlabeled has \1 features, but \2 is expecting",
+                                 str(exc))
+                raise type(exc)(f"Invalid X_unlabeled: {message}") from exc
             _warn_if_public_shifted(X_valid, public_valid)
             X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
                         if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
         return FederatedData(X=X, y=y_codes, classes=self.classes_,
                              parties=self.parties_.tolist(),
                              party_rows=party_rows, X_public=X_public)
+
+    def _plan(self):
+        """The frozen plan: every option resolved and checked before any work."""
+        estimator = getattr(self, "estimator", None)
+        # FedCT takes one estimator per party too
+        for model in estimator if isinstance(estimator, (list, tuple)) else [estimator]:
+            if hasattr(model, "fit") and is_regressor(model):
+                raise ValueError(
+                    f"The estimator {type(model).__name__} should be a classifier: "
+                    f"{type(self).__name__} trains a classifier of the labels at every "
+                    "party. Pass a classifier as estimator."
+                )
+        return self._plan_type.of(self)
 
     def _set_fitted(self, fitted):
         """Set every fitted attribute that a step returned, by name."""
@@ -389,9 +408,14 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         self : object
             The fitted classifier.
         """
-        plan = self._plan_type.of(self)  # options refused before any work
+        plan = self._plan()
         self._clear_fitted_state()
         data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        if len(self.classes_) < 2:  # one party alone may hold one class, all of them not
+            raise ValueError(
+                f"y holds one class only ({self.classes_.tolist()[0]!r}): a classifier "
+                "needs at least two classes among the parties' rows."
+            )
         warn_about_assumptions(type(self).__name__, groups, X_unlabeled,
                                self._needs_public_set)
         X_public = data.X_public  # the rows of X where no public set was given
@@ -479,7 +503,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         True
         """
         self._validate_params()
-        plan = self._plan_type.of(self)
+        plan = self._plan()
         if not self.runs_rounds and (message is not None or share_model is not None):
             raise TypeError(
                 f"{type(self).__name__} runs one round: message and share_model are for "
@@ -532,11 +556,11 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             stopped, when the parties run their final step for `fit_server`.
         """
         self._validate_params()
-        plan = self._plan_type.of(self)
+        plan = self._plan()
         self._check_public_set(plan, X_unlabeled, "server round")
         # a clone: the round leaves this estimator unfitted
         expected, X_public = server_expectations(clone(self), X_unlabeled, classes)
-        context = ServerContext(plan, X_public, root_seed(self.random_state))
+        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
         if message is not None:
             message = checked_message(message, expected, limits,
                                       check=self._message_check(context))
@@ -583,10 +607,10 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """
         self._validate_params()
         self._clear_fitted_state()
-        plan = self._plan_type.of(self)
+        plan = self._plan()
         self._check_public_set(plan, X_unlabeled, "server step")
         expected, X_public = server_expectations(self, X_unlabeled, classes)
-        context = ServerContext(plan, X_public, root_seed(self.random_state))
+        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
         if self.runs_rounds:
             message = self._final_message(context, message, expected, limits)
             expected.update(classes=message.manifest["classes"],

@@ -41,10 +41,23 @@ import json
 import time
 import warnings
 
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
-from flwr.clientapp import ClientApp
-from flwr.serverapp import Grid, ServerApp
-from flwr.serverapp.strategy import FedAvg, FedProx
+try:
+    from flwr.app import (
+        ArrayRecord,
+        ConfigRecord,
+        Message,
+        MessageType,
+        MetricRecord,
+        RecordDict,
+    )
+    from flwr.clientapp import ClientApp
+    from flwr.serverapp import Grid, ServerApp
+    from flwr.serverapp.strategy import FedAvg, FedProx
+except ImportError as exc:  # an optional dependency
+    raise ImportError(
+        "skfedkt.flower needs Flower 1.22 or newer: pip install 'flwr[simulation]>=1.22' "
+        f"(or, from the source tree, pip install '.[flower]'); importing it failed: {exc}"
+    ) from exc
 from sklearn.base import clone
 
 from ._deployment._upload import read_upload, weights_upload

@@ -9,12 +9,14 @@ import scipy.sparse as sp
 from _data import noise_at
 from sklearn import config_context
 from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestRegressor
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.naive_bayes import GaussianNB
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfedkt import (
+    FedAvgClassifier,
     FedCTClassifier,
     FedKTClassifier,
     OneShotEnsembleClassifier,
@@ -222,3 +224,21 @@ def test_an_ensemble_that_over_predicts_a_minority_class_warns():
                       r"predictions, class 1: 25% of the training rows, [5-9]\d% of"):
         OneShotEnsembleClassifier(DecisionTreeClassifier(max_depth=2), random_state=0).fit(
             X, y, groups=groups, X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("make", [*ESTIMATORS, FedAvgClassifier])
+def test_a_regressor_as_the_parties_model_is_refused_before_any_fit(data, make):
+    X, y, X_public = data
+    with pytest.raises(ValueError, match="RandomForestRegressor should be a classifier"):
+        make(RandomForestRegressor()).fit(X, y, groups=np.arange(80) % 2,
+                                          X_unlabeled=X_public)
+    with pytest.raises(ValueError, match="should be a classifier"):
+        make(RandomForestRegressor()).fit_party(X, y, party=0, classes=[0, 1],
+                                                X_unlabeled=X_public)
+
+
+@pytest.mark.parametrize("make", [*ESTIMATORS, FedAvgClassifier])
+def test_a_single_class_is_refused_as_scikit_learn_refuses_it(data, make):
+    X, _, X_public = data
+    with pytest.raises(ValueError, match=r"y holds one class only \('a'\)"):
+        make().fit(X, np.full(80, "a"), groups=np.arange(80) % 2, X_unlabeled=X_public)

@@ -1,5 +1,6 @@
 """The command line: `python -m skfedkt` / `skfedkt run`."""
 
+import argparse
 import csv
 import subprocess
 import sys
@@ -402,3 +403,14 @@ def test_the_iterative_algorithms_need_the_mlp(capsys):
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("skfedkt run: error: the iterative algorithms (fedavg) average "
                            "the weights of an MLP: add --estimator mlp")
+
+
+def test_every_argument_of_every_command_says_what_it_is():
+    from skfedkt._cli._main import build_parser
+
+    commands = next(action for action in build_parser()._actions
+                    if isinstance(action, argparse._SubParsersAction))
+    silent = [f"{name} {action.dest}" for name, command in commands.choices.items()
+              for action in command._actions
+              if not isinstance(action, argparse._HelpAction) and not action.help]
+    assert silent == []

@@ -1,6 +1,7 @@
 """The documentation builds with Sphinx, warnings as errors (examples run elsewhere)."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,3 +145,19 @@ def test_gallery_pages_show_each_kind_of_warning_once_without_paths(monkeypatch)
                              "Left out Party 1 (/tmp/tmpq8/fedkt-1.skfedkt): damaged")]
     assert shown == ["UserWarning: class 8: 10% of the rows\n", "",
                      "UserWarning: Left out Party 1 (fedkt-1.skfedkt): damaged\n"]
+
+
+def test_the_docs_count_every_classifier():
+    # the front page lists every classifier, and no page counts them wrong
+    import skfedkt
+
+    classifiers = [name for name in skfedkt.__all__ if name.endswith("Classifier")]
+    index = (ROOT / "doc" / "index.rst").read_text()
+    assert [name for name in classifiers if f"skfedkt.{name}" not in index] == []
+    numbers = ["one", "two", "three", "four", "five", "six"]
+    pages = [*(ROOT / "doc").rglob("*.rst"), ROOT / "README.md"]
+    counted = re.compile(rf"\b({'|'.join(numbers)}) (classifiers|algorithms)\b", re.I)
+    wrong = [(page.name, match.group(0)) for page in pages
+             for match in counted.finditer(page.read_text())
+             if match.group(1).lower() != numbers[len(classifiers) - 1]]
+    assert wrong == []

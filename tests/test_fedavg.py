@@ -2,6 +2,7 @@
 
 import inspect
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -327,3 +328,16 @@ def test_staged_scores_follow_the_rounds_and_end_at_the_model(digits):
     assert_array_equal(next(clf.staged_predict(X_test)),
                        clone(clf).set_params(n_rounds=1).fit(X, y, groups=party
                                                              ).predict(X_test))
+
+
+def test_a_first_round_in_a_plain_fit_says_nothing_of_claimed_rows(digits):
+    # the server's bound on a party's weight warns of rows a party claims in its upload;
+    # in fit the rows are the pooled data's, whatever the parties' sizes
+    X, y, _, X_public, *_ = digits
+    party = np.r_[np.zeros(len(y) - 120), np.ones(60), np.full(60, 2)]
+    mlp = MLPClassifier((16,), max_iter=5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        FedAvgClassifier(mlp, n_rounds=1, init=FedKTClassifier(mlp), random_state=0).fit(
+            X, y, groups=party, X_unlabeled=X_public)
+    assert not [w for w in caught if "claim more rows" in str(w.message)]

@@ -340,7 +340,7 @@ def test_party_smaller_than_n_subsets_is_named(federated_data):
         ({"groups": np.zeros((300, 2))}, ValueError,
          r"groups must be 1-D, one party label per row; got an array of shape \(300, 2\)"),
         ({"X_unlabeled": np.zeros((4, 3))}, ValueError,
-         "Invalid X_unlabeled: X has 3 features"),
+         "Invalid X_unlabeled: X_unlabeled has 3 features, but FedKTClassifier is expecting"),
         ({"X_unlabeled": (np.zeros((4, 8)), np.zeros((4, 8)))}, ValueError,
          "exactly one element"),
         ({"X_unlabeled": np.full((4, 8), np.inf)}, ValueError,

@@ -1,6 +1,8 @@
 """What a scikit-learn user meets first: no failure after training, no silent assumption,
 warnings issued once where the user's filters apply."""
 
+import subprocess
+import sys
 import time
 import warnings
 
@@ -152,3 +154,20 @@ def test_what_the_documented_commands_write_is_ignored_by_git():
     ignored = subprocess.run(["git", "check-ignore", *paths], cwd=root, capture_output=True,
                              text=True).stdout.split()
     assert ignored == paths
+
+
+def test_the_flower_apps_without_flower_say_what_to_install():
+    code = ("import sys; sys.modules['flwr'] = None\n"  # as if Flower were not installed
+            "import skfedkt.flower")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "ImportError: skfedkt.flower needs Flower 1.22 or newer: pip install" in (
+        result.stderr), result.stderr[-500:]
+
+
+def test_one_party_is_one_party_in_words(capsys):
+    X, y = load_breast_cancer(return_X_y=True)
+    FedKTClassifier(DecisionTreeClassifier(), verbose=1, random_state=0).fit_party(
+        X[:100], y[:100], party="a", classes=[0, 1], X_unlabeled=X[400:])
+    printed = capsys.readouterr().out
+    assert "(1 party x 2 partitions" in printed and "1 parties" not in printed

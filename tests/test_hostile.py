@@ -994,7 +994,7 @@ def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data, factor)
     teachers = FedKTPlan.of(clf).teachers_for(sum(counts))
     liar.update(class_counts=counts, n_rows=sum(counts), n_teachers=teachers)
     with pytest.warns(UserWarning, match=r"Parties claim more rows than 20 times the median "
-                                         r"party .*\(0 \d+ rows\): the fit went on"):
+                                         r"party .*\(party 0: \d+ rows\): the fit went on"):
         server = clf.fit_server([u.to_bytes() for u in uploads], data[3])
     totals = np.array([sum(u.manifest["class_counts"]) for u in uploads], dtype=float)
     totals[0] = min(totals[0], MAX_PARTY_WEIGHT * np.median(totals), totals[1:].sum())

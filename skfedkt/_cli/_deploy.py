@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
 from .._deployment._upload import read_upload
+from .._engine._validation import parties_in_words
 from .._model_files import load_model, save_model
 from ..datasets import DATASETS, load_federated, load_local_file
 from ..datasets._loaders import feature_names_of
@@ -61,18 +62,22 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
         "(features, label last), public.csv (features only) and test.csv, to try the "
         "party and server commands.",
     )
-    split.add_argument("dataset", choices=DATASETS)
-    split.add_argument("--parties", type=positive(int), default=4)
+    split.add_argument("dataset", choices=DATASETS,
+                       help="the dataset to write as a consortium's files")
+    split.add_argument("--parties", type=positive(int), default=4,
+                       help="the number of parties, one CSV file each")
     split.add_argument("--beta", type=positive(float), default=0.5,
                        help="Dirichlet concentration of the label skew")
     split.add_argument("--iid", action="store_true", help="split rows evenly at random")
-    split.add_argument("--random-state", type=int, default=0)
+    split.add_argument("--random-state", type=int, default=0,
+                       help="the seed of the split and the partition")
     split.add_argument("--out-dir", required=True, help="folder for the CSV files")
 
     def algorithm_command(name, help_text, description):
         command = commands.add_parser(name, formatter_class=formatter, help=help_text,
                                       description=description)
-        command.add_argument("algorithm", choices=DEPLOYED)
+        command.add_argument("algorithm", choices=DEPLOYED,
+                             help="the algorithm every party and the server agreed on")
         add_algorithm_arguments(command)
         shared = command.add_argument_group("agreed by every party and the server")
         shared.add_argument("--random-state", type=int, default=0,
@@ -153,9 +158,12 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
         description="Load a model written by 'skfedkt server' and print its accuracy on "
         "labelled rows.",
     )
-    score.add_argument("--model", required=True)
+    score.add_argument("--model", required=True,
+                       help="a model file written by 'skfedkt server'")
     score.add_argument("--data", required=True, help="labelled rows (CSV or LIBSVM)")
-    score.add_argument("--trust", nargs="+", default=[], metavar="TYPE")
+    score.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
+                       help="types to load beyond scikit-learn's and XGBoost's, e.g. a "
+                       "skorch net's: loading runs their code")
     _add_size_limit(score)
 
 
@@ -330,7 +338,7 @@ def run_server(args):
         clf.fit_server(args.uploads, X_public, **checks)
     seconds = time.perf_counter() - start
     size = save_model(clf.set_params(verbose=0), args.out)
-    print(f"server: final model of {len(clf.parties_)} parties "
+    print(f"server: final model of {parties_in_words(len(clf.parties_))} "
           f"({', '.join(str(p) for p in clf.parties_)}) in {seconds:.1f} s; wrote {args.out} "
           f"({size / 1000:.1f} kB)")
     left_out = getattr(clf, "left_out_parties_", {})

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import validate_data
 
-from .._engine._validation import _keep_frame
+from .._engine._validation import _keep_frame, parties_in_words
 from .._version import __version__
 from ._received import UploadChecker, _file_of
 from ._upload import (
@@ -292,7 +292,7 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=N
         raise UploadError("No uploads to combine.")
     if left_out:
         warnings.warn(
-            f"Proceeding with {len(accepted)} parties; left out {len(left_out)}: "
+            f"Proceeding with {parties_in_words(len(accepted))}; left out {len(left_out)}: "
             + "; ".join(f"{party!r}: {reason}" for party, reason in left_out.items()),
             UserWarning,
         )

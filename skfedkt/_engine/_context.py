@@ -74,6 +74,10 @@ class ServerContext(_Context):
     manifest : dict or None
         In a deployed `server_round`: what every party's manifest is expected to say,
         which the round's message repeats to the parties; None in `fit`.
+    deployed : bool
+        Whether the uploads were read from files (`fit_server`, `server_round`), whose
+        manifests are their parties' claims, rather than made in `fit` from the pooled
+        rows.
     """
 
     plan: Any
@@ -82,6 +86,7 @@ class ServerContext(_Context):
     classes: Any = None
     message: Any = None
     manifest: Any = None
+    deployed: bool = False
 
 
 class PartyStepResult(NamedTuple):

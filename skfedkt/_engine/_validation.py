@@ -24,6 +24,11 @@ _SKEWED_PARTIES_REMEDY = (
 )
 
 
+def parties_in_words(n):
+    """``n`` parties, in words: "1 party", "3 parties"."""
+    return f"{n} part{'y' if n == 1 else 'ies'}"
+
+
 def _lost_classes(learned, reference, ratio=0.5):
     """Classes holding at least `_MIN_CLASS_SHARE` of `reference` but under `ratio` of
     that share in `learned` (both arrays of class shares)."""

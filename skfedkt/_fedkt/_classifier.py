@@ -374,7 +374,7 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     def _server_step(self, context, uploads, reused):
         return server_step(context.plan, uploads, context.X_public, context.root,
-                           context.classes, reused)
+                           context.classes, reused, claimed=context.deployed)
 
     _upload_kind = "students"
 

@@ -21,6 +21,7 @@ from .._engine._fitting import (
     iter_clone_fits,
 )
 from .._engine._seeds import draw_seeds
+from .._engine._validation import parties_in_words
 from .._engine._voting import class_shares
 from .._privacy._accounting import (
     DEFAULT_ORDERS,
@@ -201,7 +202,7 @@ def party_step(plan, parties, X, tiers, n_classes, manifests):
                      else f"{teachers.min()}-{teachers.max()}")
     plan.say(
         f"party tier: {sum(len(party.teacher_rows) for party in parties)} teachers "
-        f"({len(parties)} parties x {plan.n_students} partitions x {per_partition} "
+        f"({parties_in_words(len(parties))} x {plan.n_students} partitions x {per_partition} "
         f"subsets) vote on {len(party_rows)} public rows, {plan.votes.kind} votes"
     )
     student_models, labels, student_votes = party_tier(plan, parties, X, X_labelled,

@@ -16,6 +16,7 @@ from .._engine._validation import (
     _MIN_CLASS_SHARE,
     LabelCollapseWarning,
     _lost_classes,
+    parties_in_words,
     warn_if_classes_lost,
 )
 from .._engine._voting import (
@@ -99,11 +100,11 @@ def _bounded_counts(counts, parties, claimed):
     but says nothing (`claimed` False): there the counts are the data's."""
     bounded, capped = bounded_party_counts(counts)
     if capped.size and claimed:
-        claims = ", ".join(f"{party!r} {int(np.sum(counts[index]))}"
+        claims = "; ".join(f"party {party!r}: {int(np.sum(counts[index]))} rows"
                            for party, index in zip(parties[capped].tolist(), capped))
         warnings.warn(
             f"Parties claim more rows than {MAX_PARTY_WEIGHT:g} times the median party or "
-            f"than all the other parties together ({claims} rows): the fit went on, "
+            f"than all the other parties together ({claims}): the fit went on, "
             "weighing each such party as the smaller of the two where the server pools "
             "votes and sets class shares. The bound keeps a party that overstates its rows "
             "from outweighing the rest; a party that really is that large only counts a "
@@ -112,13 +113,14 @@ def _bounded_counts(counts, parties, claimed):
     return bounded
 
 
-def server_step(plan, uploads, X_public, root, classes, reused=None):
+def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=True):
     """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
     `uploads` hold each party's students and manifest. The students vote on the rows
     of `FedKTPlan.tier_rows` (the public rows, then their jittered copies); in ``fit``
     `reused` holds those votes, as the party step computed them, and those rows. Returns
-    the fitted attributes of `FedKTClassifier`, stage by stage: the students' votes,
+    the fitted attributes of `FedKTClassifier`, stage by stage (`claimed`: whether the
+    uploads' class counts are their parties' claims, read from files): the students' votes,
     the parties' class counts, the pooled vote, the final model's labels, the final
     model, what it learned, and the privacy report.
     """
@@ -127,8 +129,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None):
         _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
         else reused)
     parties = np.array([upload.party for upload in uploads])
-    # counts the server was told, not those of the pooled rows in `fit`
-    party_counts = _party_counts(uploads, parties, claimed=reused is None)
+    party_counts = _party_counts(uploads, parties, claimed)
     votes = server_votes(
         plan.votes,
         student_votes.reshape(len(uploads), plan.n_students, *student_votes.shape[1:]),
@@ -167,7 +168,7 @@ def _students_vote(plan, uploads, X_public, root, n_classes):
     tiers = plan.tier_rows(X_public, root)
     models = _student_models([upload.payload["students"] for upload in uploads],
                              [upload.payload["codes"] for upload in uploads])
-    plan.say(f"server: {len(uploads)} parties sent {len(models)} students")
+    plan.say(f"server: {parties_in_words(len(uploads))} sent {len(models)} students")
     return predict_votes(models, tiers[0], n_classes=n_classes, soft_votes=plan.soft_votes,
                          n_jobs=plan.n_jobs), tiers
 

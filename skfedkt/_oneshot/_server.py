@@ -7,7 +7,7 @@ from sklearn.base import is_regressor
 
 from .._engine._fitting import Task, ensemble_proba, fit_clones, seeded_clone
 from .._engine._seeds import derived_random_state, draw_seeds
-from .._engine._validation import warn_if_classes_lost
+from .._engine._validation import parties_in_words, warn_if_classes_lost
 from ._party import check_some_party_trains
 
 
@@ -38,7 +38,7 @@ def server_step(plan, uploads, X_public, root, classes):
     rng = derived_random_state(root, "server")
     chosen = _select(plan, np.array([upload.manifest["n_rows"] for upload in trained]),
                      scores, rng)
-    plan.say(f"{len(trained)} parties trained a local model; the ensemble keeps "
+    plan.say(f"{parties_in_words(len(trained))} trained a local model; the ensemble keeps "
              f"{len(chosen)} ({plan.selection!r} selection)")
     fitted.update(selected_parties_=fitted["trained_parties_"][chosen],
                   _ensemble=[local_models[i] for i in chosen])
