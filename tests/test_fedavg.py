@@ -22,6 +22,7 @@ from skfedkt import (
     FedAvgClassifier,
     FedCTClassifier,
     FedKTClassifier,
+    LabelCollapseWarning,
     UploadError,
     load_model,
     save_model,
@@ -341,3 +342,13 @@ def test_a_first_round_in_a_plain_fit_says_nothing_of_claimed_rows(digits):
         FedAvgClassifier(mlp, n_rounds=1, init=FedKTClassifier(mlp), random_state=0).fit(
             X, y, groups=party, X_unlabeled=X_public)
     assert not [w for w in caught if "claim more rows" in str(w.message)]
+
+
+def test_a_model_that_predicts_one_class_is_said():
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)  # unscaled: an MLP learns little in 2 rounds
+    with pytest.warns(LabelCollapseWarning, match="The averaged model predicts on the "
+                      "training rows a single class.*scale them"):
+        FedAvgClassifier(MLPClassifier((16,)), n_rounds=2, random_state=0).fit(
+            X, y, groups=np.arange(len(y)) % 3)

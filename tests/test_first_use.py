@@ -20,6 +20,7 @@ from skfedkt import (
     AssumptionWarning,
     FedCTClassifier,
     FedKTClassifier,
+    LabelCollapseWarning,
     OneShotEnsembleClassifier,
 )
 
@@ -171,3 +172,16 @@ def test_one_party_is_one_party_in_words(capsys):
         X[:100], y[:100], party="a", classes=[0, 1], X_unlabeled=X[400:])
     printed = capsys.readouterr().out
     assert "(1 party x 2 partitions" in printed and "1 parties" not in printed
+
+
+def test_a_final_model_that_loses_a_class_is_told_of_its_own_parameters():
+    from sklearn.datasets import load_wine
+
+    X, y = load_wine(return_X_y=True)
+    stump = DecisionTreeClassifier(max_depth=1)  # two leaves for three classes
+    with pytest.warns(LabelCollapseWarning, match="The final model DecisionTreeClassifier "
+                      "predicts") as caught:
+        FedKTClassifier(DecisionTreeClassifier(), n_teachers=1, final_estimator=stump,
+                        random_state=0).fit(X, y, groups=np.arange(len(y)) % 2,
+                                            X_unlabeled=X + 0.001)
+    assert not [w for w in caught if "HistGradientBoosting" in str(w.message)]

@@ -13,6 +13,7 @@ from .._base import BaseFederatedClassifier, _if_offered, shared_docs
 from .._deployment._protocol import require_public_set
 from .._engine._context import PartyStepResult
 from .._engine._fitting import ClassCodeModel
+from .._engine._validation import warn_if_classes_lost
 from .._engine._weights import model_of, weight_shapes_of
 from .._privacy._release import final_model_release, models_release
 from ._party import FedAvgParty, first_round, party_round
@@ -283,6 +284,20 @@ class FedAvgClassifier(BaseFederatedClassifier):
         model = model_of(FedAvgPlan.of(self).estimator, weights, n_classes)
         return [models_release("upload", upload.party,
                                [ClassCodeModel(model, np.arange(n_classes))], n_classes)]
+
+    def _after_fit(self, context, uploads, data):
+        if data is None:
+            return  # a deployed server holds no labelled rows
+        predicted = self._predict_codes(data.X)
+        # distorted shares are common after few rounds under skew; one class is a failure
+        if np.unique(predicted).size == 1:
+            warn_if_classes_lost(
+                self.classes_, predicted, "The averaged model predicts on the training rows",
+                data.y, "their labels",
+                "a network learns slowly from unscaled features: scale them the same way "
+                "at every party (a FunctionTransformer with the public set's statistics, "
+                "say), or give it more n_rounds or local_epochs.",
+            )
 
     def _kept_from_rounds(self, messages):
         # every round's global weights, for the staged predictions

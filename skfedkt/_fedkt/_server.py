@@ -5,6 +5,7 @@ students' votes and trains the final model, `privacy_report` accounts for the no
 """
 
 import warnings
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils import _safe_indexing
@@ -320,13 +321,16 @@ def warn_after_fit(plan, fitted, classes, parties, X_public):
     if not plan.distill:
         return  # the vote predicts its own labels on the public rows
     learned_rows = np.flatnonzero(fitted["public_mask_"])
+    name = type(plan.final).__name__
+    # a leaf size above one is the usual reason a model cannot follow a small class
+    leaf = getattr(plan.final, "get_params", dict)().get("min_samples_leaf")
+    example = (f" ({name}'s min_samples_leaf={leaf!r}, for example)"
+               if isinstance(leaf, Integral) and leaf > 1 else "")
     warn_if_classes_lost(
         classes, fitted["_final_model"].predict(_safe_indexing(X_public, learned_rows)),
-        f"The final model {type(plan.final).__name__} predicts on the "
-        f"{len(learned_rows)} public rows it learned",
-        np.searchsorted(classes, fitted["public_labels_"]), "their labels",
-        "it cannot learn from so few rows with its parameters (for "
-        "example HistGradientBoostingClassifier's min_samples_leaf=20). Pass a "
+        f"The final model {name} predicts on the {len(learned_rows)} public rows it "
+        "learned", np.searchsorted(classes, fitted["public_labels_"]), "their labels",
+        f"it cannot learn from so few rows with its parameters{example}. Pass a "
         "final_estimator that suits the public set's size, or more public data.",
     )
 
