@@ -308,6 +308,9 @@ def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
     assert any(text.startswith("round 1:") for text in stages)
     assert capsys.readouterr().out == ""  # the stages went to the bar, not to stdout
     assert all(len(text) <= 48 for text in stages)  # short enough for any terminal
+    # a method's last stage leaves the bar before the next method starts
+    second = recorder.calls.index(("description", "trial 1/1: fedct"))
+    assert recorder.calls[second - 1] == ("stage", "")
 
 
 def test_long_stages_are_cut_after_a_whole_word():

@@ -147,6 +147,8 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
             progress = make_progress(n_trials * len(algorithms))
         for algorithm in algorithms:
             if progress is not None:
+                if hasattr(progress, "set_postfix_str"):  # the last method's stage goes
+                    progress.set_postfix_str("")
                 progress.set_description(f"trial {trial + 1}/{n_trials}: {algorithm}")
             # warnings are counted in the table, and the fit's stages (teachers,
             # students, server; FedCT's rounds) shown on the bar, rather than printed
