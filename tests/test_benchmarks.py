@@ -54,8 +54,14 @@ def test_every_benchmark_has_a_tiny_run():
     assert sorted([*TINY, *TESTED_BELOW]) == SCRIPTS
 
 
+# the benchmarks of PyTorch networks
+NEEDS_TORCH = {"bench_networks", "bench_busy_machine"}
+
+
 @pytest.mark.parametrize("script", sorted(TINY))
 def test_benchmark_main_runs_on_tiny_data(script, monkeypatch, capsys):
+    if script in NEEDS_TORCH:
+        pytest.importorskip("skorch", reason="the benchmark needs the torch extra")
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     # without a terminal (a pytest-xdist worker) tqdm sizes its line by these; at the
     # 80 columns that older tqdm assumes, a long description cuts the rate off

@@ -40,5 +40,12 @@ def test_ci_runs_the_suite_with_the_newest_and_the_oldest_versions():
     script = (ROOT / ".ci" / "run").read_text()
     assert "run_suite newest\n" in script
     assert "run_suite oldest -c .ci/oldest-constraints.txt" in script
-    # torch's CPU wheel is pinned in CI only, before the package is installed
-    assert script.index("torch==") < script.index('pip install ".[test]"')
+    # torch's CPU wheel is pinned in CI only, before the package and its torch extra
+    assert script.index("torch==") < script.index('pip install ".[test,torch]"')
+
+
+def test_the_test_extra_installs_no_torch():
+    # pip picks a CUDA build of torch (gigabytes of nvidia packages) where none is
+    # installed: the tests of PyTorch networks need the torch extra and skip without it
+    test_extra = PROJECT["optional-dependencies"]["test"]
+    assert not [r for r in test_extra if re.match(r"(torch|skorch)\b", r)]

@@ -10,11 +10,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skfedkt import FedAvgClassifier, FedKTClassifier
-from skfedkt._engine import _stacked
 from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_clone
 
 torch = pytest.importorskip("torch")
 skorch = pytest.importorskip("skorch")
+
+from skfedkt._engine import _stacked  # noqa: E402  (it imports torch)
 
 from _data import federated_digits  # noqa: E402
 from _torch_modules import (  # noqa: E402
