@@ -52,6 +52,10 @@ def _label(text):
     return text
 
 
+_TRUST_HELP = ("types to load beyond scikit-learn's and XGBoost's, e.g. a skorch net's: "
+               "loading runs their code")
+
+
 def add_deploy_commands(commands, add_algorithm_arguments, positive):
     """The split, party, server, audit and score subcommands."""
     formatter = HelpFormatter
@@ -119,9 +123,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     server.add_argument("--min-parties", type=positive(int),
                         help="go on without uploads that fail a check while this many "
                         "remain (default: every upload must pass)")
-    server.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
-                        help="types to load beyond scikit-learn's and XGBoost's, e.g. a "
-                        "skorch net's: loading runs their code")
+    server.add_argument("--trust", nargs="+", default=[], metavar="TYPE", help=_TRUST_HELP)
     _add_size_limit(server)
 
     audit = algorithm_command(
@@ -161,9 +163,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     score.add_argument("--model", required=True,
                        help="a model file written by 'skfedkt server'")
     score.add_argument("--data", required=True, help="labelled rows (CSV or LIBSVM)")
-    score.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
-                       help="types to load beyond scikit-learn's and XGBoost's, e.g. a "
-                       "skorch net's: loading runs their code")
+    score.add_argument("--trust", nargs="+", default=[], metavar="TYPE", help=_TRUST_HELP)
     _add_size_limit(score)
 
 

@@ -129,6 +129,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=Tru
     student_votes, (X_labelled, _, server_rows) = (
         _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
         else reused)
+    n_labelled = _num_samples(X_labelled)
     parties = np.array([upload.party for upload in uploads])
     party_counts = _party_counts(uploads, parties, claimed)
     votes = server_votes(
@@ -138,7 +139,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=Tru
     )
     queries = server_rows[server_rows < n_public]
     share_offsets, final_task = _final_labels(plan, votes, server_rows, queries,
-                                              party_counts, root, _num_samples(X_labelled))
+                                              party_counts, root, n_labelled)
     plan.say(f"server: {plan.pooling if plan.soft_votes else 'hard'} vote of "
              f"{len(uploads) * plan.n_students} students; " + (
                  f"the final model learns {len(np.unique(final_task.y))} classes on "
@@ -156,7 +157,7 @@ def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=Tru
     if plan.distill:
         fitted.update(_final_model(plan, final_task, X_labelled, n_classes, root))
     fitted.update(_what_the_final_model_learned(final_task, uploads, party_counts, classes,
-                                                n_public, _num_samples(X_labelled)))
+                                                n_public, n_labelled))
     n_queries = uploads[0].manifest["n_queries"] if plan.level == "L2" else len(queries)
     privacy = privacy_report(plan, [upload.manifest.get("privacy") for upload in uploads],
                              parties, votes[queries], n_queries)
