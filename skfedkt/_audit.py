@@ -438,8 +438,9 @@ def membership_audit(estimator, X, y, *, groups=None, X_unlabeled=None, X_holdou
 
     Parameters
     ----------
-    estimator : FedKTClassifier, FedCTClassifier or OneShotEnsembleClassifier
-        The fitted estimator, fitted on exactly `X`, `y`, `groups` and `X_unlabeled`.
+    estimator : BaseFederatedClassifier
+        A skfedkt classifier (any algorithm: the audit asks it what its fit lets
+        out), fitted on exactly `X`, `y`, `groups` and `X_unlabeled`.
     X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
         Its training rows.
     y : array-like of shape (n_samples,)
@@ -559,8 +560,9 @@ def party_membership_audit(estimator, X, y, *, party, classes, X_unlabeled, X_ho
 
     Parameters
     ----------
-    estimator : FedKTClassifier, FedCTClassifier or OneShotEnsembleClassifier
-        Configured as agreed (it is not fitted).
+    estimator : BaseFederatedClassifier
+        A skfedkt classifier configured as agreed (it is not fitted); the audit asks
+        it what one upload lets out.
     X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
         The party's rows.
     y : array-like of shape (n_samples,)
@@ -570,7 +572,7 @@ def party_membership_audit(estimator, X, y, *, party, classes, X_unlabeled, X_ho
     classes : array-like of shape (n_classes,)
         The agreed class labels.
     X_unlabeled : array-like, sparse matrix or DataFrame
-        The agreed public set (None for a one-shot ensemble that does not distil).
+        The agreed public set (None for an algorithm whose party step uses none).
     X_holdout : {array-like, sparse matrix, DataFrame} of shape (n_holdout, n_features)
         Rows of the same population that the party did not train on.
     y_holdout : array-like of shape (n_holdout,)
@@ -586,7 +588,8 @@ def party_membership_audit(estimator, X, y, *, party, classes, X_unlabeled, X_ho
     Returns
     -------
     audit : MembershipAudit
-        Its releases are ``"upload"`` (and ``"labels"`` for FedCT).
+        Its releases are what the upload lets out: ``"upload"``, and ``"labels"``
+        where the party shares labels.
 
     Examples
     --------

@@ -243,6 +243,22 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """The name of the privacy mechanism whose noise a party draws, or None."""
         return None
 
+    def _describe_upload(self, upload):
+        """What one of its uploads holds, in a few words (the deployment commands'
+        lines); ``_upload_kind`` by default."""
+        return self._upload_kind
+
+    def _describe_round(self, message):
+        """With rounds: what the round of the server's `message` changed, in a few
+        words ending in "; " (the deployment commands' lines); nothing by default."""
+        return ""
+
+    def _unsettled_share(self):
+        """After a fit whose rounds stopped at their cap: the share of what the last
+        round shares (FedCT: the consensus labels) that it still changed; NaN when the
+        rounds converged, and by default."""
+        return np.nan
+
     @abstractmethod
     def _membership_releases(self):
         """What the fitted model lets out, for `skfedkt.privacy.membership_audit`: a

@@ -1,18 +1,14 @@
 """Flower apps that run skfedkt's algorithms across organisations.
 
 A consortium that already runs Flower (its SuperLink and SuperNodes, with TLS,
-authentication and deployment) gets FedKT, one-shot ensembles, FedCT and FedAvg without
-transport code: `client_app` runs an estimator's party step on each SuperNode and
-`server_app` its server step. The message payload is the upload file of the file-based
-deployment (`skfedkt.PartyUpload`), as bytes in a ``ConfigRecord``: the server checks
-and loads it the same way, never with pickle.
-
-FedAvg and FedProx (`FedAvgClassifier` without ``distill_epochs`` or ``init``) run their
-rounds over Flower's own strategies, ``flwr.serverapp.strategy.FedAvg`` and ``FedProx``:
-each round's weights travel as Flower's ``ArrayRecord`` with the round's manifest
-beside them, and every party's reply is checked as an upload file would be (manifest,
-shapes, finite values, rows) before the weighted mean, which sums the parties as
-Flower's does.
+authentication and deployment) gets every skfedkt algorithm without transport code:
+`client_app` runs an estimator's party step on each SuperNode and `server_app` its
+server step. The apps know no algorithm: they ask the estimator (`BaseFederatedClassifier`)
+whether its server runs rounds, and run them the same way for every algorithm. The
+message payload is the upload file of the file-based deployment
+(`skfedkt.PartyUpload`), as bytes in a ``ConfigRecord``: the server checks and loads it
+the same way, never with pickle; a round's weights (the averaging algorithms) travel in
+that file too, checked (manifest, shapes, finite values, rows) before they are averaged.
 
 Needs the ``flower`` extra: ``pip install ".[flower]"`` from the source tree.
 
@@ -21,10 +17,9 @@ Examples
 In-process, with Flower's simulation engine (each simulated SuperNode is a party)::
 
     from flwr.simulation import run_simulation
-    from skfedkt import FedKTClassifier
     from skfedkt.flower import client_app, server_app
 
-    clf = FedKTClassifier(random_state=0)
+    clf = ...  # the skfedkt classifier and parameters the consortium agreed on
     def party_data(context):  # on a SuperNode: read the party's own rows
         p = context.node_config["partition-id"]
         return X[groups == p], y[groups == p], p
@@ -37,22 +32,18 @@ In-process, with Flower's simulation engine (each simulated SuperNode is a party
     )
 """
 
-import json
 import time
 import warnings
 
 try:
     from flwr.app import (
-        ArrayRecord,
         ConfigRecord,
         Message,
         MessageType,
-        MetricRecord,
         RecordDict,
     )
     from flwr.clientapp import ClientApp
     from flwr.serverapp import Grid, ServerApp
-    from flwr.serverapp.strategy import FedAvg, FedProx
 except ImportError as exc:  # an optional dependency
     raise ImportError(
         "skfedkt.flower needs Flower 1.22 or newer: pip install 'flwr[simulation]>=1.22' "
@@ -60,20 +51,9 @@ except ImportError as exc:  # an optional dependency
     ) from exc
 from sklearn.base import clone
 
-from ._deployment._upload import read_upload, weights_upload
-from ._fedavg import FedAvgClassifier
+from ._deployment._upload import read_upload
 
 _RECORD = "skfedkt"
-# beside the weights of a strategy's round: the server's (or a party's) manifest
-_MANIFEST = "skfedkt-manifest"
-
-
-def _runs_flower_strategy(estimator):
-    """Whether `estimator`'s rounds run over Flower's FedAvg or FedProx strategy:
-    FedAvg without FedDF's distillation or a one-shot first round, which those
-    strategies do not have."""
-    return (isinstance(estimator, FedAvgClassifier) and not estimator.distill_epochs
-            and estimator.init is None)
 
 
 def _payload(data=b""):
@@ -91,7 +71,7 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
     ----------
     estimator : estimator or callable
         The agreed algorithm and parameters (the same on every node and the server):
-        a FedKT, FedCT, one-shot or FedAvg classifier, or ``estimator(context) ->
+        a skfedkt classifier (any `BaseFederatedClassifier`), or ``estimator(context) ->
         estimator`` to choose it when the run starts (e.g. from ``context.run_config``).
     party_data : callable
         ``party_data(context) -> (X, y, party)``: the party's rows, labels and name,
@@ -121,34 +101,6 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
             options["message"] = server_message or None
         upload = estimator_.fit_party(X, y, **options)
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
-
-    @app.train()
-    def strategy_round(message: Message, context) -> Message:
-        # a round of Flower's FedAvg or FedProx strategy: the global weights, and from
-        # the second round on the server's manifest of the round
-        config = message.content["config"]
-        mu = float(config.get("proximal-mu", 0.0))
-        estimator_ = _read(estimator, context)
-        if not _runs_flower_strategy(estimator_) or mu != estimator_.proximal_mu:
-            raise ValueError(
-                f"This party runs {estimator_!r}; the server's strategy sent a training "
-                f"round with proximal-mu={mu}: both sides need the same FedAvg settings."
-            )
-        X, y, party = party_data(context)
-        server_message = None
-        if config["server-round"] > 1:
-            server_message = weights_upload(
-                config[_MANIFEST], message.content["arrays"].to_numpy_ndarrays(),
-                "the server's message")
-        upload = estimator_.fit_party(X, y, party=party, classes=classes,
-                                      X_unlabeled=_read(X_public, context),
-                                      message=server_message, party_seed=party_seed)
-        return Message(content=RecordDict({
-            "arrays": ArrayRecord(numpy_ndarrays=upload.payload["weights"]),
-            "metrics": MetricRecord({"num-examples": upload.manifest["n_rows"],
-                                     "train-accuracy": upload.manifest["training_accuracy"]}),
-            _RECORD: ConfigRecord({_MANIFEST: json.dumps(upload.manifest)}),
-        }), reply_to=message)
 
     return app
 
@@ -232,8 +184,8 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
                min_parties=None, limits=None, timeout=600.0):
     """A Flower ServerApp that runs `estimator`'s server step on the parties' uploads.
 
-    FedKT and one-shot ensembles take one round; FedCT runs rounds until its server
-    step says done, then asks every party for its final model.
+    An algorithm without rounds takes one; one with rounds (``runs_rounds``) runs them
+    until the server's message says done, then asks every party for its final upload.
 
     Parameters
     ----------
@@ -281,12 +233,6 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
             on_fit(federation.fitted(server.fit_server(uploads, public, **checks)), context)
             return
         message = None
-        if _runs_flower_strategy(server):
-            strategy = (_FedProxRounds if server.proximal_mu > 0 else _FedAvgRounds)(
-                server, public, checks, federation)
-            # round 1 starts from the shared initial weights every party draws itself
-            strategy.start(grid, ArrayRecord(), num_rounds=server.n_rounds, timeout=timeout)
-            message = strategy.message
         round_ = 0
         while message is None or not message.manifest["done"]:
             round_ += 1
@@ -300,58 +246,3 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
                                                    **checks)), context)
 
     return app
-
-
-class _CheckedRounds:
-    """The rounds of Flower's FedAvg or FedProx strategy (the class this one is mixed
-    into) for a `FedAvgClassifier`: Flower samples the parties, sends the weights (and
-    FedProx its ``proximal-mu``) and collects the replies; each reply is then checked
-    as an upload file would be, and averaged by `server_round`, whose message (its
-    manifest beside the weights) starts the next round."""
-
-    def __init__(self, server, X_public, checks, federation):
-        n_nodes = len(federation.nodes)
-        options = dict(fraction_train=1.0, fraction_evaluate=0.0,
-                       min_train_nodes=federation.min_parties or n_nodes,
-                       min_available_nodes=federation.min_parties or n_nodes)
-        if server.proximal_mu > 0:
-            options["proximal_mu"] = server.proximal_mu
-        super().__init__(**options)
-        self.server, self.X_public, self.checks = server, X_public, checks
-        self.federation = federation
-        self.message = None  # the server's message of the last round
-
-    def configure_train(self, server_round, arrays, config, grid):
-        if self.message is not None:
-            config[_MANIFEST] = json.dumps(self.message.manifest)
-        return super().configure_train(server_round, arrays, config, grid)
-
-    def aggregate_train(self, server_round, replies):
-        replies = {reply.metadata.src_node_id: reply for reply in replies}
-        self.federation.drop({
-            node: (f"replied with an error: {replies[node].error.reason}"
-                   if node in replies else "did not answer in time")
-            for node in self.federation.nodes
-            if node not in replies or replies[node].has_error()}, f"round {server_round}")
-        uploads = []
-        for reply in (replies[node] for node in self.federation.nodes):
-            name = f"the reply of node {reply.metadata.src_node_id}"
-            record = reply.content.get(_RECORD)
-            arrays = reply.content.get("arrays")
-            if record is None or _MANIFEST not in record or not isinstance(arrays, ArrayRecord):
-                raise RuntimeError(f"{name} holds no skfedkt manifest and weights.")
-            uploads.append(weights_upload(record[_MANIFEST], arrays.to_numpy_ndarrays(),
-                                          name, self.checks["limits"]))
-        self.message = self.server.server_round(uploads, self.X_public, message=self.message,
-                                                **self.checks)
-        accuracy = self.message.manifest["history"][-1]["train_accuracy"]
-        return (ArrayRecord(numpy_ndarrays=self.message.payload["weights"]),
-                MetricRecord({"train-accuracy": accuracy}))
-
-
-class _FedAvgRounds(_CheckedRounds, FedAvg):
-    pass
-
-
-class _FedProxRounds(_CheckedRounds, FedProx):
-    pass

@@ -383,13 +383,14 @@ def test_the_iterative_algorithms_run_with_the_mlp(capsys):
 
 def test_the_flags_of_the_iterative_algorithms_reach_them():
     from skfedkt._cli._main import algorithm_options
-    from skfedkt._cli._registry import make_estimator
+    from skfedkt._registry import methods
 
     args = build_parser().parse_args(["run", "--averaging-rounds", "3", "--mu", "0.5",
                                       "--local-epochs", "4", "--distill-epochs", "6"])
     options = algorithm_options(args)
     mlp = make_pipeline(FunctionTransformer(), MLPClassifier(max_iter=300))
-    made = {name: make_estimator(name, mlp, options, 0, 1, 0)
+    common = dict(n_jobs=1, random_state=0, verbose=0)
+    made = {name: methods()[name].make(mlp, options, common)
             for name in ("fedavg", "fedprox", "feddf", "fedkt-prox")}
     assert {name: (clf.n_rounds, clf.local_epochs, clf.proximal_mu, clf.distill_epochs)
             for name, clf in made.items()} == {

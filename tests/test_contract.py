@@ -1,6 +1,8 @@
 """The algorithm contract in code: every hook is declared in `BaseFederatedClassifier`,
 a class that lacks one is refused naming it, and a small algorithm written here, in the
-test folder only, runs through `fit` and the deployed party and server steps."""
+test folder only, runs through `fit`, the deployed party and server steps, the command
+line's ``skfedkt party`` and ``server`` (declared to the registry as its package
+would), the Flower apps and the membership audit."""
 
 from dataclasses import dataclass
 from numbers import Integral
@@ -13,6 +15,8 @@ from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils._param_validation import HasMethods
+
+from _flower_grid import flower_task  # noqa: F401  (a fixture)
 
 from skfedkt import PartyUpload
 from skfedkt.privacy import membership_audit
@@ -32,7 +36,7 @@ class LocalVotePlan(Plan):
 
     @classmethod
     def of(cls, estimator):
-        return cls(n_jobs=estimator.n_jobs, verbose=0, stack_networks=False,
+        return cls(n_jobs=estimator.n_jobs, verbose=estimator.verbose, stack_networks=False,
                    estimator=estimator.estimator)
 
 
@@ -48,12 +52,14 @@ class LocalVoteClassifier(BaseFederatedClassifier):
         "estimator": [HasMethods(["fit", "predict_proba"])],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
-    def __init__(self, estimator, *, n_jobs=None, random_state=None):
+    def __init__(self, estimator, *, n_jobs=None, random_state=None, verbose=0):
         self.estimator = estimator
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     def _base_estimators(self):
         return [self.estimator]
@@ -131,7 +137,8 @@ def test_every_hook_is_declared_in_the_base_class():
              "_membership_releases", "_upload_releases", "_predict_codes", "_proba"}
     assert BaseFederatedClassifier.__abstractmethods__ == hooks
     for optional in ("_message_check", "_server_round", "_after_fit", "_kept_from_rounds",
-                     "_party_noise", "_offers", "_decision_scores", "_check_public_set"):
+                     "_party_noise", "_offers", "_decision_scores", "_check_public_set",
+                     "_describe_upload", "_describe_round", "_unsettled_share"):
         assert callable(getattr(BaseFederatedClassifier, optional))
 
 
@@ -156,3 +163,75 @@ def test_an_algorithm_of_the_test_folder_runs_in_process_and_deployed(tmp_path):
     audit = membership_audit(pooled, X[:400], y[:400], groups=party[:400],
                              X_holdout=X[400:], y_holdout=y[400:], n_reference=0)
     assert {result.release for result in audit.results} == {"final model"}
+
+
+def _add_options(group):
+    group.add_argument("--vote-depth", type=int, default=None,
+                       help="the depth of every party's tree (dt only)")
+
+
+@pytest.fixture
+def local_vote_declared(monkeypatch):
+    """LocalVoteClassifier declared to the registry as an algorithm package declares
+    itself (one `register` call), for this test only."""
+    from skfedkt import _registry
+
+    monkeypatch.setattr(_registry, "_ALGORITHMS", dict(_registry._ALGORITHMS))
+    return _registry.register(_registry.Algorithm(
+        name="localvote", estimator_class=LocalVoteClassifier, title="local vote",
+        add_options=_add_options, options=lambda args: {},
+    ))
+
+
+def test_the_algorithm_of_the_test_folder_runs_through_the_command_line(
+        local_vote_declared, tmp_path, capsys):
+    from skfedkt import load_model
+    from skfedkt._cli._main import main
+
+    assert main(["split", "breast_cancer", "--parties", "3", "--out-dir", str(tmp_path)]) == 0
+    uploads = []
+    for name in range(3):
+        uploads.append(str(tmp_path / f"upload-{name}"))
+        assert main(["party", "localvote", "--estimator", "dt", "--data",
+                     str(tmp_path / f"party-{name}.csv"), "--classes", "0", "1", "--name",
+                     str(name), "--out", uploads[-1]]) == 0
+    assert "rows, local model in" in capsys.readouterr().out
+    model = str(tmp_path / "model.skops")
+    assert main(["server", "localvote", "--estimator", "dt", "--out", model, *uploads]) == 0
+    assert "final model of 3 parties (0, 1, 2)" in capsys.readouterr().out
+    served = load_model(model, trusted=[f"{__name__}.LocalVoteClassifier"])
+
+    X = np.loadtxt(tmp_path / "test.csv", delimiter=",", skiprows=1)[:, :-1]
+    rows = [np.loadtxt(tmp_path / f"party-{p}.csv", delimiter=",", skiprows=1)
+            for p in range(3)]
+    fitted = LocalVoteClassifier(DecisionTreeClassifier(), random_state=0).fit(
+        np.vstack(rows)[:, :-1], np.concatenate([r[:, -1] for r in rows]).astype(int),
+        groups=np.repeat(np.arange(3), [len(r) for r in rows]))
+    assert_array_equal(served.predict_proba(X), fitted.predict_proba(X))
+    # the deployment commands list it, the runner's algorithms do not (it has no methods)
+    with pytest.raises(SystemExit):
+        main(["party", "--help"])
+    assert "localvote" in capsys.readouterr().out
+
+
+def test_the_algorithm_of_the_test_folder_runs_through_the_flower_apps(flower_task):
+    """The Flower apps ask the estimator, not the registry: no declaration needed."""
+    pytest.importorskip("flwr")
+    from _flower_grid import N_PARTIES, flower_context, in_process_grid
+
+    from skfedkt.flower import client_app, server_app
+
+    X, y = load_breast_cancer(return_X_y=True)
+    party = np.arange(len(y)) % N_PARTIES
+    clf = LocalVoteClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
+
+    def party_data(context):
+        name = int(context.node_config["partition-id"])
+        return X[party == name], y[party == name], name
+
+    served = []
+    server = server_app(clf, None, N_PARTIES, lambda model, context: served.append(model))
+    server(in_process_grid(client_app(clf, party_data, None, classes=[0, 1])),
+           flower_context())
+    fitted = clone(clf).fit(X, y, groups=party)
+    assert_array_equal(served[0].predict_proba(X), fitted.predict_proba(X))

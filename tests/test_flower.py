@@ -23,10 +23,16 @@ from skfedkt import (
 )
 from skfedkt._engine._weights import averaged_weights
 
+from _flower_grid import (  # noqa: F401  (flower_task: a fixture)
+    N_PARTIES,
+    flower_context,
+    flower_task,
+    in_process_grid,
+)
+
 pytest.importorskip("flwr")
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")  # CI has no network
 
-N_PARTIES = 3
 ESTIMATORS = [
     FedKTClassifier(RandomForestClassifier(10, max_depth=4), random_state=0),
     OneShotEnsembleClassifier(RandomForestClassifier(10, max_depth=4), selection="cv",
@@ -69,66 +75,15 @@ def _check_served(clf, consortium, served):
     assert_array_equal(served[0].predict_proba(X), fitted.predict_proba(X))
 
 
-def in_process_grid(client):
-    """A Flower Grid that delivers every message to `client`, the ClientApp of its
-    node, in this process: three SuperNodes, partitions 0 to 2."""
-    from flwr.app import Context, RecordDict
-    from flwr.serverapp import Grid
-
-    class InProcessGrid(Grid):
-        contexts = {
-            100 + i: Context(run_id=1, node_id=100 + i, node_config={"partition-id": i},
-                             state=RecordDict(), run_config={})
-            for i in range(N_PARTIES)
-        }
-        run = None
-
-        def set_run(self, run_id):
-            pass
-
-        def create_message(self, *args, **kwargs):
-            raise NotImplementedError
-
-        def get_node_ids(self):
-            return list(self.contexts)
-
-        def push_messages(self, messages):
-            raise NotImplementedError
-
-        def pull_messages(self, message_ids):
-            raise NotImplementedError
-
-        def send_and_receive(self, messages, *, timeout=None):
-            replies = (client(m, self.contexts[m.metadata.dst_node_id]) for m in messages)
-            return [reply for reply in replies if reply is not None]  # None: no answer
-
-    return InProcessGrid()
-
-
-def _context():
-    from flwr.app import Context, RecordDict
-
-    return Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={})
-
-
 def _serve(server, grid):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server(grid, _context())
-
-
-@pytest.fixture
-def flower_task(monkeypatch):
-    """What Flower's runtime sets before messages are created, outside its runtime."""
-    from flwr.supercore.task_identity import TaskIdentity
-
-    for name, value in (("_run_id", 1), ("_node_id", 0), ("_task_id", 1)):
-        monkeypatch.setattr(TaskIdentity, name, value)
+        server(grid, flower_context())
 
 
 @pytest.mark.parametrize("clf", ESTIMATORS,
-                         ids=["fedkt", "oneshot", "fedct-rounds", "fedavg-strategy",
-                              "fedprox-strategy"])
+                         ids=["fedkt", "oneshot", "fedct-rounds", "fedavg-rounds",
+                              "fedprox-rounds"])
 def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower_task):
     served = []
     client, server = _apps(clf, consortium, served)
@@ -152,22 +107,24 @@ def test_flowers_weighted_mean_and_skfedkts_give_the_same_bits():
         assert_array_equal(ours, theirs)
 
 
-def test_a_strategy_reply_with_false_weights_is_refused_naming_the_node(consortium,
-                                                                        flower_task):
-    from flwr.app import ArrayRecord
+def test_a_reply_with_false_weights_is_refused_naming_the_party(consortium, flower_task):
+    from flwr.app import ConfigRecord
+
+    from skfedkt import PartyUpload, read_upload
 
     clf = ESTIMATORS[-1]
     client, server = _apps(clf, consortium, [])
 
     def tampering(message, context):
         reply = client(message, context)
-        if context.node_id == 101 and "arrays" in reply.content:
-            arrays = reply.content["arrays"].to_numpy_ndarrays()
-            arrays[0][0, 0] = np.nan
-            reply.content["arrays"] = ArrayRecord(numpy_ndarrays=arrays)
+        if context.node_id == 101:
+            upload = read_upload(reply.content["skfedkt"]["data"])
+            upload.payload["weights"][0][0, 0] = np.nan
+            reply.content["skfedkt"] = ConfigRecord({"data": PartyUpload(
+                manifest=upload.manifest, payload=upload.payload).to_bytes()})
         return reply
 
-    with pytest.raises(UploadError, match="node 101.*finite"):
+    with pytest.raises(UploadError, match="Party 1 .*finite"):
         _serve(server, in_process_grid(tampering))
 
 
@@ -192,7 +149,7 @@ DROPS = {
     "fedkt, a node that never answers": (ESTIMATORS[0], 1, False),
     "fedkt, a node that fails": (ESTIMATORS[0], 1, True),
     "fedct, a node that dies after round 1": (ESTIMATORS[2], 2, False),
-    "fedavg-strategy, a node that fails in round 2": (ESTIMATORS[3], 2, True),
+    "fedavg, a node that fails in round 2": (ESTIMATORS[3], 2, True),
 }
 
 
@@ -204,7 +161,7 @@ def test_a_dropped_party_is_left_out_with_min_parties(consortium, flower_task, c
     with pytest.warns(UserWarning, match="Going on with 2 SuperNodes after .*dropped "
                       "SuperNode 102: (did not answer|replied with an error: the party)"):
         server(in_process_grid(_failing(client, 102, from_message, error)),
-               _context())
+               flower_context())
     assert_array_equal(served[0].parties_, [0, 1])
     (reason,) = served[0].left_out_parties_.values()
     assert list(served[0].left_out_parties_) == ["SuperNode 102"]
@@ -237,12 +194,12 @@ def test_a_server_waits_for_its_nodes_then_goes_on_with_min_parties(consortium,
     grid = in_process_grid(client)
     del grid.contexts[102]  # never connects
     with pytest.warns(UserWarning, match="Only 2 of 3 SuperNodes connected within 1 s"):
-        server(grid, _context())
+        server(grid, flower_context())
     assert_array_equal(served[0].parties_, [0, 1])
     assert served[0].left_out_parties_ == {"1 SuperNode": "did not connect within 1 s"}
     client, server = _apps(ESTIMATORS[0], consortium, [], timeout=1)
     with pytest.raises(TimeoutError, match="Only 2 of 3 .*no model is written"):
-        server(grid, _context())
+        server(grid, flower_context())
 
 
 @pytest.mark.skipif(

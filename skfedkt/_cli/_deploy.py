@@ -2,8 +2,9 @@
 ``score``.
 
 Each party runs ``skfedkt party`` on its own machine and sends the upload file it writes;
-the server runs ``skfedkt server`` on the uploads and writes the final model (FedKT,
-one-shot ensembles) or, for FedCT, the round's message back to the parties.
+the server runs ``skfedkt server`` on the uploads and writes the final model or, for an
+algorithm with rounds, the round's message back to the parties. The algorithms they run
+are the registered ones that declare themselves deployed (`skfedkt._registry`).
 """
 
 import argparse
@@ -22,7 +23,8 @@ from .._model_files import load_model, save_model
 from ..datasets import DATASETS, load_federated, load_local_file
 from ..datasets._loaders import feature_names_of
 from ..privacy import party_membership_audit
-from ._registry import DEPLOYED, ESTIMATORS, make_estimator
+from .._registry import algorithm, algorithms
+from ._estimators import ESTIMATORS
 from ._runner import StagesOnBar
 
 
@@ -80,15 +82,15 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     def algorithm_command(name, help_text, description):
         command = commands.add_parser(name, formatter_class=formatter, help=help_text,
                                       description=description)
-        command.add_argument("algorithm", choices=DEPLOYED,
+        command.add_argument("algorithm", choices=[a.name for a in algorithms(deployed=True)],
                              help="the algorithm every party and the server agreed on")
-        add_algorithm_arguments(command)
+        add_algorithm_arguments(command, deployed=True)
         shared = command.add_argument_group("agreed by every party and the server")
         shared.add_argument("--random-state", type=int, default=0,
                             help="the agreed seed: with the same uploads the server's "
                             "model is the one fit() gives")
         shared.add_argument("--public", help="the agreed public set: a CSV of features "
-                            "only, or LIBSVM (required but for oneshot)")
+                            "only, or LIBSVM (required where the algorithm uses it)")
         command.add_argument("--n-jobs", type=int, default=None,
                              help="parallel jobs on this machine")
         return command
@@ -103,23 +105,27 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     party.add_argument("--classes", required=True, nargs="+", type=_label,
                        help="the agreed class labels")
     party.add_argument("--out", required=True, help="the upload file to write")
-    party.add_argument("--message", help="fedct: the server's message of the last round")
+    party.add_argument("--message", help="algorithms with rounds: the server's message of "
+                       "the last round")
     party.add_argument("--keep-model", action="store_true",
-                       help="fedct: do not send the final model to the server")
+                       help="algorithms with rounds: do not send the final model to the "
+                       "server")
     party.add_argument("--party-seed", type=int,
                        help="a secret seed for this party's noise (L2, bit flips)")
 
     server = algorithm_command(
         "server", "combine the parties' uploads into the final model",
-        "Check the parties' uploads and run the server step. FedKT and oneshot write "
-        "the final model; fedct writes the round's message to send to every party, or, "
-        "given the message that said done and the parties' final uploads, the model.",
+        "Check the parties' uploads and run the server step, which writes the final "
+        "model; an algorithm with rounds writes the round's message to send to every "
+        "party, or, given the message that said done and the parties' final uploads, "
+        "the model.",
     )
     server.add_argument("uploads", nargs="+", help="the parties' upload files")
-    server.add_argument("--out", required=True, help="the model (or fedct message) to write")
+    server.add_argument("--out", required=True, help="the model (or the round's message) to write")
     server.add_argument("--classes", nargs="+", type=_label,
                         help="the agreed class labels (default: those of most uploads)")
-    server.add_argument("--message", help="fedct: this server's message of the last round")
+    server.add_argument("--message", help="algorithms with rounds: this server's message "
+                        "of the last round")
     server.add_argument("--min-parties", type=positive(int),
                         help="go on without uploads that fail a check while this many "
                         "remain (default: every upload must pass)")
@@ -137,7 +143,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     audit.epilog = (
         "example, in the folder that 'skfedkt split breast_cancer --out-dir consortium' "
         "writes:\n"
-        "  skfedkt audit fedkt --data party-2.csv --holdout test.csv --public public.csv "
+        f"  skfedkt audit {algorithms(deployed=True)[0].name} --data party-2.csv --holdout test.csv --public public.csv "
         "--classes 0 1 --name hospital-2\n"
     )
     audit.add_argument("--data", required=True, help="this party's labelled rows")
@@ -210,8 +216,9 @@ def run_split(args):
 
 def _estimator(args):
     # verbose: its stages are shown on the command's progress line (`_showing_stages`)
-    return make_estimator(args.algorithm, ESTIMATORS[args.estimator](), args.options,
-                          args.random_state, args.n_jobs, 1)
+    return algorithm(args.algorithm).estimator_class(
+        ESTIMATORS[args.estimator](), **args.options[args.algorithm],
+        n_jobs=args.n_jobs, random_state=args.random_state, verbose=1)
 
 
 class _StageLine:
@@ -285,22 +292,22 @@ def run_party(args):
     _refuse_overwriting_inputs(args.out, args.data, args.public, args.message)
     clf = _estimator(args)
     X, y = load_local_file(args.data)
-    X_public = _public(args, required=args.algorithm != "oneshot")
+    X_public = _public(args, required=clf._needs_public_set)
     _check_same_columns(args.data, X, args.public, X_public)
     options = dict(party=args.name, classes=args.classes, X_unlabeled=X_public,
                    party_seed=args.party_seed)
     if clf.runs_rounds:  # the server's last message
         options.update(message=args.message, share_model=False if args.keep_model else None)
     elif args.message is not None:
-        raise ValueError("--message is for fedct's rounds.")
+        raise ValueError(f"--message is for algorithms with rounds; {args.algorithm} runs "
+                         "one.")
     start = time.perf_counter()
     with _showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"):
         upload = clf.fit_party(X, y, **options)
     seconds = time.perf_counter() - start
     size = upload.save(args.out)
-    what = {"fedkt": "students", "oneshot": "local model", "fedct": "labels"}[args.algorithm]
     round_ = upload.manifest.get("round")
-    print(f"party {args.name!r}: {len(y)} rows, {what}"
+    print(f"party {args.name!r}: {len(y)} rows, {clf._describe_upload(upload)}"
           + ("" if round_ is None else f" of round {round_}")
           + f" in {seconds:.1f} s; wrote {args.out} ({size / 1000:.1f} kB)")
     return 0
@@ -309,7 +316,7 @@ def run_party(args):
 def run_server(args):
     _refuse_overwriting_inputs(args.out, *args.uploads, args.public, args.message)
     clf = _estimator(args)
-    X_public = _public(args, required=args.algorithm != "oneshot")
+    X_public = _public(args, required=clf._needs_public_set)
     checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties,
                   limits=_limits(args))
     start = time.perf_counter()
@@ -321,9 +328,7 @@ def run_server(args):
                 message = clf.server_round(args.uploads, X_public, message=args.message,
                                            **checks)
             message.save(args.out)
-            history = message.manifest["history"]
-            change = (f"{history[-1]['consensus_changed']:.1%} of the consensus labels "
-                      "changed; " if history else "")
+            change = clf._describe_round(message)
             next_step = (
                 "done: every party runs its final step with --message "
                 f"{args.out}, then the server combines those uploads with the same message"
@@ -355,11 +360,12 @@ def run_audit(args):
     X, y = load_local_file(args.data)
     X_holdout, y_holdout = load_local_file(args.holdout)
     upload = None if args.upload is None else read_upload(args.upload, trusted=args.trust)
+    clf = _estimator(args)
     with _showing_stages(f"audit of party {args.name!r}: its party step and "
                          f"{args.references} reference runs"):
         audit = party_membership_audit(
-            _estimator(args), X, y, party=args.name, classes=args.classes,
-            X_unlabeled=_public(args, required=args.algorithm != "oneshot"),
+            clf, X, y, party=args.name, classes=args.classes,
+            X_unlabeled=_public(args, required=clf._needs_public_set),
             X_holdout=X_holdout, y_holdout=y_holdout, upload=upload,
             party_seed=args.party_seed, n_reference=args.references,
             random_state=args.random_state,

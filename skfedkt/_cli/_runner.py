@@ -12,7 +12,9 @@ from .._engine._validation import LabelCollapseWarning
 from ..baselines import solo_scores
 from ..datasets import load_federated
 from ..privacy import membership_audit
-from ._registry import AVERAGING, DESCRIPTIONS, ESTIMATORS, averaged_model, make_estimator
+from .._registry import algorithms as declared_algorithms
+from .._registry import methods
+from ._estimators import ESTIMATORS
 
 
 @dataclass
@@ -37,8 +39,34 @@ class Result:
     final_attack_auc: float = np.nan
     """With an audit: the membership-attack AUC of the final model (mean over parties)."""
     still_changing: float = np.nan
-    """FedCT stopped at its round cap: the share of consensus labels its last round
-    changed (NaN when it converged, and for the other algorithms)."""
+    """Rounds stopped at their cap: the share of what the last round shares that it
+    still changed (NaN when they converged, and without rounds)."""
+
+
+# the baselines the runner adds to the algorithms' methods: no federated estimator
+BASELINES = {
+    "solo": "SOLO: each party alone, mean over parties",
+    "central": "centralized: one model on all training rows (not federated)",
+}
+
+
+def method_names():
+    """Every method the runner compares, in the table's order: the algorithms'
+    federated methods, SOLO, those fit with one party holding every row, centralized
+    training."""
+    declared = methods().values()
+    return ([method.name for method in declared if not method.one_party] + ["solo"]
+            + [method.name for method in declared if method.one_party] + ["central"])
+
+
+def default_methods():
+    """The methods ``skfedkt run`` compares when no ``--algorithms`` are given."""
+    return [name for name in method_names() if name in BASELINES or methods()[name].by_default]
+
+
+def describe(name):
+    """A method's description, for ``--help`` and the table's notes."""
+    return BASELINES[name] if name in BASELINES else methods()[name].description
 
 
 def _attack_aucs(model, data, groups, n_reference, seed):
@@ -59,8 +87,8 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
     """Fit one algorithm on one federated split.
 
     Returns (accuracy, seconds, bytes, epsilon, party attack AUC, final attack AUC,
-    share of FedCT's consensus still changing at its round cap); the AUCs come from a membership audit with `audit` reference fits (NaN when `audit` is
-    None, and for the baselines). `verbose` is passed to the federated estimators, which
+    share still changing at a round cap); the AUCs come from a membership audit with
+    `audit` reference fits (NaN when `audit` is None, and for the baselines). `verbose` is passed to the federated estimators, which
     then print their stages.
     """
     start = time.perf_counter()
@@ -72,31 +100,23 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
         upload = 0.0 if algorithm == "solo" else np.nan
         return (float(np.mean(scores)), time.perf_counter() - start, upload, np.nan,
                 *_NO_AUDIT, np.nan)
-    if algorithm in AVERAGING:
-        estimator = averaged_model(estimator, data.X_public)
-    model = make_estimator(algorithm, estimator, options, seed, n_jobs, verbose)
-    # PATE: one party holding every row, said explicitly
-    groups = np.zeros(len(data.y_train)) if algorithm == "pate" else data.groups
+    method = methods()[algorithm]
+    if method.prepare is not None:
+        estimator = method.prepare(estimator, data.X_public)
+    model = method.make(estimator, options,
+                        dict(n_jobs=n_jobs, random_state=seed, verbose=verbose))
+    # e.g. PATE: one party holding every row, said explicitly
+    groups = np.zeros(len(data.y_train)) if method.one_party else data.groups
     model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
     seconds = time.perf_counter() - start
-    upload = np.nan if algorithm == "pate" else float(np.mean(model.upload_bytes_))
+    upload = np.nan if method.one_party else float(np.mean(model.upload_bytes_))
     # epsilon_ is inf without noise: no guarantee to report
     epsilon = float(getattr(model, "epsilon_", np.inf))
     attack_aucs = _NO_AUDIT if audit is None else _attack_aucs(model, data, groups, audit,
                                                                seed)
     return (model.score(data.X_test, data.y_test), seconds, upload,
-            epsilon if np.isfinite(epsilon) else np.nan, *attack_aucs, _still_changing(model))
-
-
-def _still_changing(model):
-    """The share of FedCT's consensus its last round changed, if it stopped at its round
-    cap without converging; NaN otherwise."""
-    history = getattr(model, "history_", None)
-    if not history or "consensus_changed" not in history[-1] or (
-            model.n_rounds_ < model.n_rounds):
-        return np.nan
-    changed = history[-1]["consensus_changed"]
-    return changed if changed > model.tol else np.nan
+            epsilon if np.isfinite(epsilon) else np.nan, *attack_aucs,
+            model._unsettled_share())
 
 
 _NO_AUDIT = (np.nan, np.nan)
@@ -151,7 +171,7 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
                     progress.set_postfix_str("")
                 progress.set_description(f"trial {trial + 1}/{n_trials}: {algorithm}")
             # warnings are counted in the table, and the fit's stages (teachers,
-            # students, server; FedCT's rounds) shown on the bar, rather than printed
+            # students, server; rounds) shown on the bar, rather than printed
             with warnings.catch_warnings(record=True) as caught, redirect_stdout(
                 StagesOnBar(progress)
             ):
@@ -217,29 +237,31 @@ def summary_table(results, algorithms):
             + (f"{_mean_std([r.party_attack_auc for r in rows], 2):>16}"
                f"{_mean_std([r.final_attack_auc for r in rows], 2):>16}" if audited else "")
         )
-    lines += ["", "methods:"] + [f"  {algorithm:<{width}}{DESCRIPTIONS[algorithm]}"
+    lines += ["", "methods:"] + [f"  {algorithm:<{width}}{describe(algorithm)}"
                                   for algorithm in algorithms]
-    if any(np.isfinite(r.epsilon) for r in results):
-        lines.append(
-            "epsilon at delta = 1e-05: FedKT the smaller of the data-dependent moments "
-            "accountant and the data-independent bounds, FedCT the smaller of pure and RDP "
-            "composition of its bit flips (privacy_report_ states each)."
-        )
+    private = {r.algorithm for r in results if np.isfinite(r.epsilon)}
+    accountants = [owner.accountant for owner in declared_algorithms()
+                   if owner.accountant and private & {m.name for m in owner.methods}]
+    if accountants:
+        lines.append(f"epsilon at delta = 1e-05: {', '.join(accountants)} "
+                     "(privacy_report_ states each).")
     if audited:
         lines.append(
             "attack: membership-inference AUC (0.5 is a guess; skfedkt.privacy."
             "membership_audit, the test rows as non-members), mean over parties: 'party' "
-            "the most revealing of a party's own releases (its upload, FedCT's labels or "
-            "local model), 'final' the final model."
+            "the most revealing of a party's own releases (its upload, its shared labels "
+            "or local model), 'final' the final model."
         )
-    capped = [r for r in results if np.isfinite(r.still_changing)]
-    if capped:
-        lines.append(
-            f"fedct stopped at its round cap in {len(capped)} of "
-            f"{sum(r.algorithm == 'fedct' for r in results)} trials with "
-            f"{np.mean([r.still_changing for r in capped]):.1%} of its consensus labels still "
-            "changing: more rounds (--rounds) may change its result."
-        )
+    for algorithm in algorithms:
+        capped = [r.still_changing for r in results
+                  if r.algorithm == algorithm and np.isfinite(r.still_changing)]
+        if capped:
+            lines.append(
+                f"{algorithm} stopped at its round cap in {len(capped)} of "
+                f"{sum(r.algorithm == algorithm for r in results)} trials with "
+                f"{np.mean(capped):.1%} of its consensus labels still changing: more "
+                "rounds may change its result."
+            )
     if any(r.collapse_warned for r in results):
         lines.append(
             "collapse: trials whose fit warned that the labels a model learned, or an "

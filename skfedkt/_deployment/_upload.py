@@ -349,24 +349,6 @@ def _check_manifest(manifest, name):
     return party, who
 
 
-def weights_upload(manifest, arrays, name, limits=None):
-    """An upload (or server message) of weights that crossed as a manifest, JSON text,
-    and a list of arrays (a Flower ArrayRecord's), instead of an upload file.
-
-    The manifest is bounded and checked as `read_upload` checks a file's; the arrays
-    become the payload's ``"weights"``, which the algorithm's checks then take (their
-    kind, shapes and values).
-    """
-    limits = check_limits(limits)
-    if not isinstance(manifest, str) or len(manifest.encode()) > limits.max_manifest_bytes:
-        raise UploadError(
-            f"{name}: the manifest must be JSON text of at most max_manifest_bytes="
-            f"{limits.max_manifest_bytes} bytes (UploadLimits).", field="limits")
-    parsed = parse_json(manifest, name, "manifest", limits)
-    _check_manifest(parsed, name)
-    return PartyUpload(manifest=parsed, payload={"weights": list(arrays)}, source=name)
-
-
 def _load_skops(data, who, trusted, limits, party=None, allowed=frozenset()):
     """Load a skops archive, within `limits`, whose every type is trusted by default,
     by the operator (`trusted`) or `allowed` by the caller, built only as skops builds

@@ -7,8 +7,11 @@
   their rows, and when to stop; the final model carries the last average.
 - `_classifier`: `FedAvgClassifier`, its parameters, and `fit`, which runs the rounds of
   both steps in one process.
+- `_declaration`: its declaration to the registry (`skfedkt._registry`): its
+  command-line flags and the configurations the experiment runner compares.
 """
 
+from . import _declaration  # noqa: F401  (declares the algorithm to the registry)
 from ._classifier import FedAvgClassifier
 
 __all__ = ["FedAvgClassifier"]

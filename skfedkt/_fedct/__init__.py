@@ -6,8 +6,11 @@
   and the final voting classifier of the parties' models.
 - `_classifier`: `FedCTClassifier`, its parameters, and `fit`, which runs the rounds of
   both steps in one process.
+- `_declaration`: its declaration to the registry (`skfedkt._registry`): its
+  command-line flags and the configurations the experiment runner compares.
 """
 
+from . import _declaration  # noqa: F401  (declares the algorithm to the registry)
 from ._classifier import FedCTClassifier
 
 __all__ = ["FedCTClassifier"]

@@ -254,6 +254,21 @@ class FedCTClassifier(BaseFederatedClassifier):
 
     _upload_kind = "final model"
 
+    def _describe_upload(self, upload):
+        return "labels" + (" and final model" if upload.payload.get("model") is not None
+                           else "")
+
+    def _describe_round(self, message):
+        history = message.manifest["history"]
+        return (f"{history[-1]['consensus_changed']:.1%} of the consensus labels changed; "
+                if history else "")
+
+    def _unsettled_share(self):
+        if self.n_rounds_ < self.n_rounds or not self.history_:
+            return np.nan
+        changed = self.history_[-1]["consensus_changed"]
+        return changed if changed > self.tol else np.nan
+
     def _uploaded_estimators(self, plan, party):
         return [plan.own_estimator(party)]
 

@@ -10,8 +10,11 @@
 - `_votes`: `SoftVotes` and `HardVotes`, its ``voting`` parameter.
 - `_classifier`: `FedKTClassifier`, its parameters; `fit` runs both steps in one
   process, `fit_party` and `fit_server` one each with the deployment's checks.
+- `_declaration`: its declaration to the registry (`skfedkt._registry`): its
+  command-line flags and the configurations the experiment runner compares.
 """
 
+from . import _declaration  # noqa: F401  (declares the algorithm to the registry)
 from ._classifier import FedKTClassifier
 from ._votes import HardVotes, SoftVotes
 

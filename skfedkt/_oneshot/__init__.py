@@ -8,8 +8,11 @@
   models, and its distillation into one final model on public data.
 - `_classifier`: `OneShotEnsembleClassifier`, its parameters; `fit` runs both steps in
   one process, `fit_party` and `fit_server` one each with the deployment's checks.
+- `_declaration`: its declaration to the registry (`skfedkt._registry`): its
+  command-line flags and the configurations the experiment runner compares.
 """
 
+from . import _declaration  # noqa: F401  (declares the algorithm to the registry)
 from ._classifier import OneShotEnsembleClassifier
 
 __all__ = ["OneShotEnsembleClassifier"]
