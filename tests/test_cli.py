@@ -304,13 +304,39 @@ def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
     )
     assert ("description", "trial 1/1: fedkt") in recorder.calls
     stages = [text for kind, text in recorder.calls if kind == "stage"]
-    assert any(text.startswith("party tier: 18 teachers") for text in stages)
+    # a stage's first clause, whole ("18 teachers (3 parties x 2..." was cut mid-way)
+    assert "party tier: 18 teachers" in stages
     assert any(text.startswith("round 1:") for text in stages)
     assert capsys.readouterr().out == ""  # the stages went to the bar, not to stdout
     assert all(len(text) <= 48 for text in stages)  # short enough for any terminal
     # a method's last stage leaves the bar before the next method starts
     second = recorder.calls.index(("description", "trial 1/1: fedct"))
     assert recorder.calls[second - 1] == ("stage", "")
+
+
+def test_the_main_job_fits_small_forests_and_the_full_benchmark_the_papers(capsys):
+    from skfedkt._cli._main import MAIN_JOB_TREES
+
+    for argv, trees in (([], MAIN_JOB_TREES), (["--trees", "3"], 3)):
+        assert main(["--dataset", "iris", "--trials", "1", "--algorithms", "central",
+                     "--quiet", *argv]) == 0
+        assert f"estimator rf ({trees} trees)" in capsys.readouterr().out
+    assert main(["--estimator", "dt", "--trees", "3", "--quiet"]) == 2
+    assert "--trees sets the forest of --estimator rf" in capsys.readouterr().err
+
+
+def test_the_progress_bar_estimates_the_time_left_after_the_first_trial():
+    import io
+
+    from skfedkt._cli._main import _TrialsBar
+
+    out = io.StringIO()
+    bar = _TrialsBar(total=6, per_trial=3, file=out, desc="fitting", mininterval=0)
+    bar.update(1)
+    assert "time left after the first trial" in out.getvalue().split("\r")[-1]
+    bar.update(2)
+    assert "<" in out.getvalue().split("\r")[-1]  # tqdm's elapsed<remaining
+    bar.close()
 
 
 def test_long_stages_are_cut_after_a_whole_word():

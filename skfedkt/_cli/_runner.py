@@ -1,6 +1,7 @@
 """The experiment runner: the papers' comparisons on one dataset, over several trials."""
 
 import io
+import re
 import time
 import warnings
 from contextlib import redirect_stdout
@@ -131,7 +132,9 @@ class StagesOnBar(io.TextIOBase):
     def write(self, text):
         stage = text.strip()
         if stage and hasattr(self.progress, "set_postfix_str"):
-            self.progress.set_postfix_str(_shortened(stage.split("] ", 1)[-1], 48))
+            # the stage's first clause, whole: what runs, without its details
+            stage = re.split(r" \(|; ", stage.split("] ", 1)[-1])[0]
+            self.progress.set_postfix_str(_shortened(stage, 48))
         return len(text)
 
 
@@ -143,7 +146,8 @@ def _shortened(text, width):
 
 
 def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
-                   algorithm_options, n_jobs=None, make_progress=None, audit=None):
+                   algorithm_options, n_jobs=None, make_progress=None, audit=None,
+                   estimator_params=None):
     """Run every algorithm on `n_trials` random federated splits of `dataset`.
 
     Trial ``i`` uses ``random_state=i`` for the split, the partition and the models, so
@@ -153,7 +157,8 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
     once the first split has loaded, returns an object whose ``set_description`` is
     called with the algorithm and trial about to be fit, and ``update(1)`` after every
     fit (a tqdm bar does both); the fits' stages go to its ``set_postfix_str`` when it
-    has one.
+    has one. `estimator_params` are set on the base estimator (``--trees``: a forest's
+    ``n_estimators``).
 
     Returns
     -------
@@ -177,7 +182,9 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
             ):
                 warnings.simplefilter("always", LabelCollapseWarning)
                 accuracy, seconds, upload, epsilon, *others = run_trial(
-                    data, algorithm, ESTIMATORS[estimator](), algorithm_options, trial,
+                    data, algorithm,
+                    ESTIMATORS[estimator]().set_params(**(estimator_params or {})),
+                    algorithm_options, trial,
                     n_jobs, verbose=int(progress is not None), audit=audit,
                 )
             collapse = [w for w in caught if issubclass(w.category, LabelCollapseWarning)]
