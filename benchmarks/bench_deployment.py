@@ -5,7 +5,9 @@ reads and checks the files. Prints, per dataset and algorithm, the mean ± std u
 size per party, the seconds of each step and the memory the final server step
 allocates per party (its peak, traced by tracemalloc, over the parties), and checks
 the deployed model against ``fit``. Times include reading and writing the files, not
-importing skops.
+importing skops. A second table gives the caps on every file that each agreement
+implies (``agreed_upload_limits``, a reference party of the largest party's rows,
+margin 4) beside the largest honest upload.
 
     python benchmarks/bench_deployment.py [--datasets digits breast_cancer] [--parties 10]
 
@@ -23,7 +25,13 @@ import skops.io  # noqa: F401  (imported once, before any step is timed)
 from _common import forest, parser, progress
 from sklearn.base import clone
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+    UploadError,
+    read_upload,
+)
 from skfedkt.datasets import load_federated
 
 ALGORITHMS = {
@@ -78,6 +86,15 @@ def deploy(clf, data, folder):
         round_ += 1
 
 
+def _reads_within(path, limits):
+    """Whether an honest upload file is read within `limits`."""
+    try:
+        read_upload(path, limits=limits)
+    except UploadError:
+        return False
+    return True
+
+
 WHAT = {"fedkt": "students", "oneshot (cv)": "local model and score",
         "fedct": "final model"}
 
@@ -95,16 +112,30 @@ def main(argv=None):
     runs = progress([(name, label, make) for name in args.datasets
                      for label, make in ALGORITHMS.items()],
                     "deployments through files (dataset, algorithm)")
+    caps = []
     for name, label, make in runs:
         data = datasets[name]
         clf = make(args.trees)
+        largest = int(np.bincount(np.unique(data.groups, return_inverse=True)[1]).max())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            limits = clf.agreed_upload_limits(data.X_public, np.unique(data.y_train),
+                                              party_rows=largest)
         with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rounds, server, phases, peak = deploy(clf, data, Path(folder))
+            files = sorted(Path(folder).glob("*.skfedkt"))
+            passed = sum(_reads_within(path, limits) for path in files)
             fitted = clone(clf).fit(data.X_train, data.y_train, groups=data.groups,
                                     X_unlabeled=data.X_public)
         same = np.array_equal(server.predict_proba(data.X_test),
                               fitted.predict_proba(data.X_test))
+        honest = max(max(sizes) for sizes, _, _ in phases.values())
+        caps.append(f"| {name} | {label} | {largest} | {honest / 1000:.1f} | "
+                    f"{limits.max_file_bytes / 1000:.1f} | "
+                    f"{limits.max_inflated_bytes / 1000:.1f} | "
+                    f"{limits.max_schema_bytes / 1000:.1f} | {limits.max_members} | "
+                    f"{passed}/{len(files)} |")
         for phase, (sizes, party_s, server_s) in phases.items():
             what = {"labels": "labels, each round", "model": WHAT[label]}[phase]
             memory = (f"{peak / 2**20 / len(sizes):.1f}" if phase == "model" else "")
@@ -113,6 +144,12 @@ def main(argv=None):
                   f"{sizes.std():.1f} (max {sizes.max():.1f}) | {np.mean(party_s):.2f} ± "
                   f"{np.std(party_s):.2f} | {np.mean(server_s):.2f} ± "
                   f"{np.std(server_s):.2f} | {memory} | {same} |", flush=True)
+
+    print("\n| dataset | algorithm | largest party (rows) | largest honest upload (kB) | "
+          "max_file_bytes (kB) | max_inflated_bytes (kB) | max_schema_bytes (kB) | "
+          "max_members | honest files read within the caps |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(caps))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import re
 import warnings
 from abc import ABCMeta, abstractmethod
 from dataclasses import replace
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import (
@@ -19,7 +20,8 @@ from sklearn.base import (
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from ._deployment._protocol import (
     PartyData,
@@ -28,7 +30,7 @@ from ._deployment._protocol import (
     require_public_set,
     server_expectations,
 )
-from ._deployment._upload import check_uploadable
+from ._deployment._upload import check_uploadable, honest_limits, read_upload
 from ._engine._context import PartyContext, PartyStepResult, ServerContext
 from ._engine._fitting import recording_tiers, warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
@@ -286,6 +288,77 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """Decision scores of validated rows, in scikit-learn's layout, where `_offers`
         says the model offers ``decision_function``."""
         raise NotImplementedError
+
+    def agreed_upload_limits(self, X_unlabeled, classes, *, party_rows=None, margin=4.0):
+        """The caps on every file of a deployment that this agreement implies.
+
+        Runs the deployment's steps for one reference party that holds `party_rows`
+        rows drawn from the public set with labels of every class (random labels:
+        trees grow as large as rows allow), and caps each file at `margin` times what
+        its largest honest upload needs: the file, its members inflated, its schema,
+        its members and objects. The defaults of `UploadLimits` stay the upper bound;
+        a refusal names the cap and this derivation. An algorithm whose upload grows
+        with the party's rows (local models of unbounded depth) needs `party_rows` of
+        the largest party.
+
+        Parameters
+        ----------
+        X_unlabeled : {array-like, sparse matrix, DataFrame}
+            The agreed public set.
+        classes : array-like of shape (n_classes,)
+            The agreed class labels.
+        party_rows : int, default=None
+            Rows of the reference party; None: as many as the public set.
+        margin : float, default=4.0
+            How many times an honest upload's needs the caps allow (at least 1).
+
+        Returns
+        -------
+        limits : UploadLimits
+            For ``fit_server``, ``server_round`` and, for a party, ``fit_party``'s
+            message.
+
+        Examples
+        --------
+        >>> from sklearn.datasets import load_breast_cancer
+        >>> from sklearn.tree import DecisionTreeClassifier
+        >>> from skfedkt import FedKTClassifier
+        >>> X, y = load_breast_cancer(return_X_y=True)
+        >>> clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
+        >>> limits = clf.agreed_upload_limits(X[:100], classes=[0, 1])
+        >>> limits.max_file_bytes < 2**20
+        True
+        """
+        if not margin >= 1:
+            raise ValueError(f"margin must be at least 1, got {margin!r}.")
+        X_public, classes = X_unlabeled, np.asarray(classes)
+        n_rows = _num_samples(X_public) if party_rows is None else party_rows
+        if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < len(
+                classes):
+            raise ValueError(f"party_rows must be an integer of at least one row per class "
+                             f"({len(classes)}), got {party_rows!r}.")
+        rng = np.random.RandomState(0)
+        X = _safe_indexing(X_public, rng.randint(_num_samples(X_public), size=n_rows))
+        y = rng.permutation(np.resize(classes, n_rows))
+        party = clone(self)
+        if "verbose" in party.get_params():
+            party.set_params(verbose=0)
+        steps = dict(party="reference", classes=classes, X_unlabeled=X_public, party_seed=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a reference party of random labels
+            uploads = [party.fit_party(X, y, **steps)]
+            message = None
+            while self.runs_rounds and (message is None or not message.manifest["done"]):
+                message = read_upload(clone(self).server_round(
+                    [read_upload(uploads[-1].to_bytes())], X_public, message=message,
+                    classes=classes).to_bytes())
+                uploads.append(party.fit_party(X, y, message=message, **steps))
+        return honest_limits(
+            [*uploads, *([] if message is None else [message])], margin,
+            f"{margin:g} x the largest honest file of {self._name}'s agreement for a "
+            f"party of {n_rows} rows ({{max_file_bytes}} bytes, {{max_inflated_bytes}} "
+            "inflated, a schema of {max_schema_bytes} bytes)",
+        )
 
     # --- validation and fitted state ------------------------------------------------------
 

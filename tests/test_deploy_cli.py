@@ -179,3 +179,21 @@ def test_a_party_audits_its_upload_on_the_command_line(consortium, tmp_path, cap
                  str(consortium / "test.csv"), "--classes", "0", "1", "--name",
                  "hospital-1", "--upload", str(upload)]) == 1
     assert "upload is party 'hospital-0''s, not 'hospital-1''s" in capsys.readouterr().err
+
+
+def test_the_server_caps_files_by_the_agreement(consortium, tmp_path, capsys):
+    uploads = [tmp_path / f"upload-{p}.skfedkt" for p in PARTIES]
+    for p, upload in zip(PARTIES, uploads):
+        _party(consortium, "fedkt", p, upload, capsys)
+    server = ["server", "fedkt", *MODEL, "--public", consortium / "public.csv", "--out",
+              tmp_path / "model.skops", "--classes", 0, 1, "--agreed-limits"]
+    printed = _run([*server, *uploads], capsys)
+    assert "server: caps of " in printed and "FedKT's agreement" in printed
+    assert "final model of 3 parties" in printed
+    # ten times an honest upload: refused by the caps the agreement implies
+    bloated = tmp_path / "bloated.skfedkt"
+    bloated.write_bytes(uploads[0].read_bytes() + bytes(10 * uploads[0].stat().st_size))
+    assert main([str(a) for a in [*server, bloated, *uploads[1:]]]) == 1
+    assert "max_file_bytes" in capsys.readouterr().err
+    assert main([str(a) for a in [*server[:-4], "--party-rows", 50, *uploads]]) == 1
+    assert "--party-rows sizes the reference party" in capsys.readouterr().err

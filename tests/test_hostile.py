@@ -17,6 +17,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from numpy.testing import assert_array_equal
 import skops.io
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
@@ -583,16 +584,46 @@ def test_a_booster_is_only_its_bytes(xgboost_uploads):
         read_upload(_schema_crafted(uploads[0], with_an_object))
 
 
-def _flooded(honest, n_references):
-    """One student repeated `n_references` times by skops reference nodes."""
+def _flooded(honest, n_references, codes_too=False):
+    """One student (and, with `codes_too`, one codes array) repeated `n_references`
+    times by skops reference nodes: a few hundred kB that inflate to tens of MB."""
     def flood(schema, payload):
-        students = _first(schema, "builtins.list")
-        first_id = students["content"][0]["__id__"]
-        students["content"] += [{"__class__": "DecisionTreeClassifier",
-                                 "__module__": "sklearn.tree._classes",
-                                 "__loader__": "CachedNode", "__id__": first_id}
-                                for _ in range(n_references)]
+        for key in ("students", "codes") if codes_too else ("students",):
+            listed = schema["content"][key]["content"]
+            first = listed[0]
+            listed += [{"__class__": first["__class__"], "__module__": first["__module__"],
+                        "__loader__": "CachedNode", "__id__": first["__id__"]}
+                       for _ in range(n_references)]
     return _schema_crafted(honest, flood)
+
+
+def _deeply_nested(honest, depth):
+    """A schema node nesting lists `depth` deep, written as text (json.dumps would
+    refuse it)."""
+    members = _members(honest)
+    payload = _members(members["payload.skops"])
+    schema = payload["schema.json"].decode()
+    payload["schema.json"] = (schema[:-1] + ', "nested": ' + "[" * depth + "]" * depth
+                              + "}").encode()
+    payload_bytes = _zip(list(payload.items()), zipfile.ZIP_DEFLATED)
+    manifest = json.loads(members["manifest.json"])
+    manifest["payload_sha256"] = hashlib.sha256(payload_bytes).hexdigest()
+    return _zip([("manifest.json", json.dumps(manifest)), ("payload.skops", payload_bytes)])
+
+
+def _long_string(honest, n_mib):
+    """A schema whose first student's class name is `n_mib` MiB long."""
+    def lengthen(schema, payload):
+        schema["content"]["students"]["content"][0]["__class__"] = "A" * (n_mib * 2**20)
+    return _schema_crafted(honest, lengthen)
+
+
+def _many_members(honest, n_members):
+    """An honest payload beside `n_members` empty members: a directory that costs
+    about 600 bytes a member once read."""
+    def add(schema, payload):
+        payload.update({f"{index}.npy": b"" for index in range(n_members)})
+    return _schema_crafted(honest, add, zipfile.ZIP_STORED)
 
 
 def _peak_memory_mib(*paths):
@@ -642,8 +673,17 @@ def test_size_attacks_are_refused_within_256_mib_of_an_honest_read(fedkt_uploads
                                                                    tmp_path):
     limits = UploadLimits()
     attacks = {
-        # one student referenced 300,000 times: a few megabytes
-        "flooded": (_flooded(fedkt_uploads[0], 300_000), "repeats an object by reference"),
+        # one student referenced 50,000 times: a schema within its cap, refused
+        # before skops walks it
+        "flooded": (_flooded(fedkt_uploads[0], 50_000), "repeats an object by reference"),
+        # a student and a codes array, 300,000 times each: a schema of 86 MB
+        "flooded twice": (_flooded(fedkt_uploads[0], 300_000, codes_too=True),
+                          "'schema.json' inflates beyond .*max_schema_bytes"),
+        "deeply nested": (_deeply_nested(fedkt_uploads[0], 2_000_000),
+                          "schema nests too deeply"),
+        "a long string": (_long_string(fedkt_uploads[0], 15), "does not trust: .{0,120}…'\\]"),
+        "many members": (_many_members(fedkt_uploads[0], 400_000),
+                         "lists 400[0-9]* members, more than max_members"),
         # a member no object refers to, under the inflated cap
         "junk": (_with_junk(fedkt_uploads[0], 64),
                  "members no object of its schema refers to \\('junk.bin'\\)"),
@@ -667,6 +707,33 @@ def test_size_attacks_are_refused_within_256_mib_of_an_honest_read(fedkt_uploads
     honest.write_bytes(fedkt_uploads[0])
     after_honest, *_, after_attacks = _peak_memory_mib(honest, *paths)
     assert after_attacks - after_honest < 256
+
+
+def _padded(honest, n_bytes):
+    """An honest upload with `n_bytes` of random bytes, which do not deflate, in a
+    member of its payload that no object refers to."""
+    def pad(schema, payload):
+        payload["padding.bin"] = np.random.RandomState(0).bytes(n_bytes)
+    return _schema_crafted(honest, pad, zipfile.ZIP_STORED)
+
+
+def test_caps_from_the_agreement_refuse_a_file_ten_times_an_honest_one(fedkt_uploads,
+                                                                        data):
+    limits = _fedkt().agreed_upload_limits(data[3], classes=[0, 1])
+    assert limits.max_file_bytes < UploadLimits().max_file_bytes
+    assert "FedKT's agreement for a party of 100 rows" in limits.derivation
+    # every honest upload passes, and gives the model the defaults give
+    served = _server(fedkt_uploads, data, limits=limits)
+    assert_array_equal(served.predict_proba(data[0]),
+                       _server(fedkt_uploads, data).predict_proba(data[0]))
+    honest = max(len(upload) for upload in fedkt_uploads)
+    for attack, cap in ((_padded(fedkt_uploads[0], 9 * honest), "max_file_bytes"),
+                        (_with_junk(fedkt_uploads[0], -(-10 * honest // 2**20)),
+                         "max_inflated_bytes")):
+        assert len(attack) < UploadLimits().max_file_bytes  # the defaults would read it
+        refusal = _refused([attack, *fedkt_uploads[1:]], data, f"(Party 0 |upload 0:).*{cap}",
+                           field="limits", limits=limits)
+        assert "4 x the largest honest file of FedKT's agreement" in str(refusal)
 
 
 # --- what the manifest and payload claim ---------------------------------------------

@@ -130,7 +130,15 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
                         help="go on without uploads that fail a check while this many "
                         "remain (default: every upload must pass)")
     server.add_argument("--trust", nargs="+", default=[], metavar="TYPE", help=_TRUST_HELP)
-    _add_size_limit(server)
+    caps = server.add_mutually_exclusive_group()
+    _add_size_limit(caps)
+    caps.add_argument("--agreed-limits", action="store_true",
+                      help="cap every file at 4 times what an honest upload of this "
+                      "agreement needs (a reference party's steps, run here first; "
+                      "needs --classes); the defaults stay the upper bound")
+    server.add_argument("--party-rows", type=positive(int),
+                        help="with --agreed-limits: the rows of the largest party "
+                        "(default: as many as the public set)")
 
     audit = algorithm_command(
         "audit", "attack a party's upload by membership inference, before sending it",
@@ -178,6 +186,20 @@ def _add_size_limit(command):
         "--max-upload-mb", type=float, default=DEFAULT_LIMITS.max_file_bytes / 2**20,
         help="the largest file read, in MiB; its members may inflate to twice that",
     )
+
+
+def _agreed_limits(args, clf, X_public):
+    if args.classes is None:
+        raise ValueError("--agreed-limits derives the caps from the agreement, whose "
+                         "classes it needs: pass --classes.")
+    if X_public is None:
+        raise ValueError("--agreed-limits draws its reference party from the public set: "
+                         "pass --public.")
+    limits = clf.agreed_upload_limits(X_public, args.classes, party_rows=args.party_rows)
+    print(f"server: caps of {limits.max_file_bytes / 1000:.1f} kB a file, "
+          f"{limits.max_inflated_bytes / 1000:.1f} kB inflated, a schema of "
+          f"{limits.max_schema_bytes / 1000:.1f} kB ({limits.derivation})")
+    return limits
 
 
 def _limits(args):
@@ -317,8 +339,12 @@ def run_server(args):
     _refuse_overwriting_inputs(args.out, *args.uploads, args.public, args.message)
     clf = _estimator(args)
     X_public = _public(args, required=clf._needs_public_set)
+    if args.party_rows is not None and not args.agreed_limits:
+        raise ValueError("--party-rows sizes the reference party of --agreed-limits: "
+                         "add --agreed-limits, or leave --party-rows out.")
     checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties,
-                  limits=_limits(args))
+                  limits=_agreed_limits(args, clf, X_public) if args.agreed_limits
+                  else _limits(args))
     start = time.perf_counter()
     if clf.runs_rounds:  # rounds until the server's message says done
         done = args.message is not None and read_upload(

@@ -10,6 +10,7 @@ naming the file and the field.
 
 import io
 import json
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -66,6 +67,21 @@ class UploadLimits:
         Nesting depth of the manifest and of the payload's schema.
     max_payload_nodes : int, default=2,000,000
         Objects the payload would create (nodes of its skops schema).
+    max_schema_bytes : int, default=16 MiB
+        Size of the payload's skops schema (JSON) once decompressed, read in chunks and
+        refused at the cap before it is parsed: parsing holds about six times its
+        size, and a schema of references to one object inflates from a few hundred kB
+        to tens of MB. An honest one holds about 19 kB per tree (two forests of 100
+        trees: 3.3-3.8 MB), so the default serves some 800 trees; raise it for more.
+    max_members : int, default=10,000
+        Members of an archive, counted in its directory's last record before the
+        directory is read: each costs about 600 bytes once read, and a file of empty
+        members holds 12,000 of them per MiB. An honest payload has about four per
+        tree.
+    derivation : str, default=""
+        Where the caps come from, said in every refusal they cause: empty for the
+        defaults or caps set by hand; `BaseFederatedClassifier.agreed_upload_limits`
+        says which agreement, margin and honest upload they follow.
 
     Examples
     --------
@@ -79,12 +95,24 @@ class UploadLimits:
     max_manifest_bytes: int = _MiB
     max_json_depth: int = 64
     max_payload_nodes: int = 2_000_000
+    max_schema_bytes: int = 16 * _MiB
+    max_members: int = 10_000
+    derivation: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.derivation, str):
+            raise ValueError(f"UploadLimits.derivation must be text, got {self.derivation!r}.")
         for name, value in vars(self).items():
+            if name == "derivation":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"UploadLimits.{name} must be a positive integer, got "
                                  f"{value!r}.")
+
+
+    def source(self):
+        """What a refusal says of the caps: the class, and where they come from."""
+        return f"UploadLimits{'' if not self.derivation else ': ' + self.derivation}"
 
 
 DEFAULT_LIMITS = UploadLimits()
@@ -117,7 +145,8 @@ def read_file(source, who, limits):
     if len(data) > limits.max_file_bytes:
         raise UploadError(
             f"{who}: the file is larger than max_file_bytes={limits.max_file_bytes} "
-            "(UploadLimits; CLI: --max-upload-mb).", field="limits",
+            f"({limits.source()}{'' if limits.derivation else '; CLI: --max-upload-mb'}).",
+            field="limits",
         )
     return data
 
@@ -136,7 +165,8 @@ def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None,
     expected : list of str, optional
         The exact member names (each once); None accepts any plain, unique names.
     caps : dict, optional
-        ``{name: bytes}`` caps for single members; the others share
+        ``{name: limit}``: members capped on their own, by the `UploadLimits` field
+        `limit` (e.g. ``"max_manifest_bytes"``); the others share
         ``limits.max_inflated_bytes``.
     whole : collection of str, optional
         The members kept whole; every other one is inflated in chunks to count it
@@ -144,6 +174,7 @@ def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None,
         header), so that a member no one reads costs no memory. None keeps all.
     """
     caps = caps or {}
+    _check_member_count(data, who, limits)
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
@@ -172,17 +203,51 @@ def read_members(data, who, *, expected=None, limits=DEFAULT_LIMITS, caps=None,
                 f"{who}: member {name!r} uses compression method {info.compress_type}; "
                 "only stored and deflated members are read."
             )
-        cap = caps.get(name, budget)
+        if name in caps:
+            cap = getattr(limits, caps[name])
+            limit = f"{caps[name]}={cap}"
+        else:
+            cap = budget
+            limit = (f"{cap} bytes, what the other members left of max_inflated_bytes="
+                     f"{limits.max_inflated_bytes}")
         keep = None if whole is None or name in whole else HEAD_BYTES
-        members[name], size = _inflate(archive, info, cap, who, keep)
+        members[name], size = _inflate(archive, info, cap, f"{limit} ({limits.source()})",
+                                       who, keep)
         if name not in caps:
             budget -= size
     return members
 
 
-def _inflate(archive, info, cap, who, keep=None):
+# the end of central directory record, and zip64's locator and record
+_END = b"PK\x05\x06"
+_END64_LOCATOR = b"PK\x06\x07"
+_END64 = b"PK\x06\x06"
+
+
+def _check_member_count(data, who, limits):
+    """Refuse an archive whose directory lists more than `max_members` members, from
+    the count in its last record, before `zipfile` reads the directory (it holds every
+    member's record at once). What is not a zip archive is left for `zipfile` to name."""
+    end = data.rfind(_END, max(0, len(data) - 22 - 0xFFFF))
+    if end < 0 or len(data) < end + 22:
+        return
+    (count,) = struct.unpack("<H", data[end + 10:end + 12])
+    locator = end - 20
+    if count == 0xFFFF and locator >= 0 and data[locator:locator + 4] == _END64_LOCATOR:
+        (record,) = struct.unpack("<Q", data[locator + 8:locator + 16])
+        if data[record:record + 4] == _END64 and len(data) >= record + 40:
+            (count,) = struct.unpack("<Q", data[record + 32:record + 40])
+    if count > limits.max_members:
+        raise UploadError(
+            f"{who}: the archive lists {count} members, more than max_members="
+            f"{limits.max_members} ({limits.source()}).", field="limits",
+        )
+
+
+def _inflate(archive, info, cap, limit, who, keep=None):
     """A member's bytes (its first `keep` only, unless None) and its size, read in
-    chunks; refused as soon as it passes `cap`."""
+    chunks; refused as soon as it passes `cap` (what is left of `limit`, named in the
+    refusal)."""
     parts, size = [], 0
     try:
         with archive.open(info) as member:
@@ -190,8 +255,8 @@ def _inflate(archive, info, cap, who, keep=None):
                 size += len(chunk)
                 if size > cap:
                     raise UploadError(
-                        f"{who}: member {info.filename!r} inflates beyond {cap} bytes "
-                        "(UploadLimits).", field="limits",
+                        f"{who}: member {info.filename!r} inflates beyond {limit}.",
+                        field="limits",
                     )
                 if keep is None or size - len(chunk) < keep:
                     parts.append(chunk)
@@ -204,7 +269,7 @@ def _inflate(archive, info, cap, who, keep=None):
     return (kept if keep is None else kept[:keep]), size
 
 
-def _depth_and_nodes(value, max_depth, max_nodes, who, what):
+def depth_and_nodes(value, max_depth, max_nodes, who, what, source="UploadLimits"):
     """Walk parsed JSON without recursion; refuse it past `max_depth` or `max_nodes`."""
     stack, nodes = [(value, 1)], 0
     while stack:
@@ -219,7 +284,7 @@ def _depth_and_nodes(value, max_depth, max_nodes, who, what):
         if depth > max_depth or nodes > max_nodes:
             bound = (f"nests deeper than max_json_depth={max_depth}" if depth > max_depth
                      else f"holds more than max_payload_nodes={max_nodes} objects")
-            raise UploadError(f"{who}: the {what} {bound} (UploadLimits).", field="limits")
+            raise UploadError(f"{who}: the {what} {bound} ({source}).", field="limits")
         stack.extend((child, depth + 1) for child in children)
     return nodes
 
@@ -232,8 +297,9 @@ def parse_json(raw, who, what, limits, max_nodes=None):
         raise UploadError(f"{who}: the {what} nests too deeply.", field="limits") from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise UploadError(f"{who}: the {what} is not valid JSON: {exc}") from exc
-    _depth_and_nodes(value, limits.max_json_depth,
-                     max_nodes if max_nodes is not None else float("inf"), who, what)
+    depth_and_nodes(value, limits.max_json_depth,
+                     max_nodes if max_nodes is not None else float("inf"), who, what,
+                     limits.source())
     return value
 
 
@@ -241,7 +307,8 @@ def check_skops_payload(payload, who, limits):
     """Refuse a skops payload that is not a plain archive within the limits, before
     skops walks it (its type audit follows every node of the schema); its parsed
     schema and its members."""
-    members = read_members(payload, who, limits=limits, whole={"schema.json"})
+    members = read_members(payload, who, limits=limits, whole={"schema.json"},
+                           caps={"schema.json": "max_schema_bytes"})
     if "schema.json" not in members:
         raise UploadError(f"{who}: the payload has no skops schema.", field="payload")
     return parse_json(members["schema.json"], who, "payload's schema", limits,

@@ -24,7 +24,10 @@ from sklearn.base import BaseEstimator
 
 from .._engine._fitting import ClassCodeModel, map_in_parallel
 from ._archive import (
+    DEFAULT_LIMITS,
     UploadError,
+    UploadLimits,
+    depth_and_nodes,
     check_limits,
     check_skops_payload,
     parse_json,
@@ -198,6 +201,36 @@ def payloads_bytes(payloads, n_jobs=None):
     return np.array(map_in_parallel(payload_bytes, payloads, n_jobs), dtype=float)
 
 
+def honest_limits(uploads, margin, derivation, floor=16 * 1024):
+    """Caps `margin` times what the largest of the honest `uploads` (PartyUpload, the
+    files of one agreement) needs: its file, its members inflated, its skops schema,
+    its members and the schema's objects; each at least `floor` bytes (or 64 members,
+    1,000 objects) and at most the default, which stays the upper bound."""
+    need = {"max_file_bytes": 0, "max_inflated_bytes": 0, "max_schema_bytes": 0,
+            "max_members": 0, "max_payload_nodes": 0}
+    for upload in uploads:
+        data = upload.to_bytes()
+        with zipfile.ZipFile(io.BytesIO(data)) as outer:
+            payload = outer.read(_PAYLOAD)
+        with zipfile.ZipFile(io.BytesIO(payload)) as inner:
+            infos = inner.infolist()
+            schema = inner.read("schema.json")
+        found = {
+            "max_file_bytes": len(data),
+            "max_inflated_bytes": sum(info.file_size for info in infos),
+            "max_schema_bytes": len(schema),
+            "max_members": len(infos),
+            "max_payload_nodes": depth_and_nodes(json.loads(schema), float("inf"),
+                                                  float("inf"), "", ""),
+        }
+        need = {name: max(need[name], found[name]) for name in need}
+    least = {"max_members": 64, "max_payload_nodes": 1000}
+    caps = {name: min(getattr(DEFAULT_LIMITS, name),
+                      max(least.get(name, floor), int(np.ceil(margin * value))))
+            for name, value in need.items()}
+    return UploadLimits(**caps, derivation=derivation.format(**need))
+
+
 def check_uploadable(estimator, what, step):
     """Refuse, before any training, an estimator whose fitted clones a party uploads but
     a server could not load: skops saves functions by name, and a lambda or a function
@@ -304,7 +337,7 @@ def read_upload(source, *, trusted=(), name=None, limits=None):
     data = read_file(source, name, limits)
     try:
         members = read_members(data, name, expected=[_MANIFEST, _PAYLOAD], limits=limits,
-                               caps={_MANIFEST: limits.max_manifest_bytes})
+                               caps={_MANIFEST: "max_manifest_bytes"})
         manifest = parse_json(members[_MANIFEST], name, "manifest", limits)
     except UploadError as exc:
         if exc.field == "limits":
@@ -349,6 +382,15 @@ def _check_manifest(manifest, name):
     return party, who
 
 
+def _named_briefly(names, n_shown=10, length=100):
+    """The file's own names, as a refusal quotes them: at most `n_shown`, each cut to
+    `length` characters (a hostile file may name a type with megabytes)."""
+    shown = [repr(name if len(name) <= length else name[:length] + "…")
+             for name in names[:n_shown]]
+    more = f" and {len(names) - n_shown} more" if len(names) > n_shown else ""
+    return f"[{', '.join(shown)}]{more}"
+
+
 def _load_skops(data, who, trusted, limits, party=None, allowed=frozenset()):
     """Load a skops archive, within `limits`, whose every type is trusted by default,
     by the operator (`trusted`) or `allowed` by the caller, built only as skops builds
@@ -369,7 +411,8 @@ def _load_skops(data, who, trusted, limits, party=None, allowed=frozenset()):
     untrusted = [t for t in types if t not in allowed and not _trusted(t, trusted)]
     if untrusted:
         raise UploadError(
-            f"{who}: the file holds types this reader does not trust: {untrusted}. "
+            f"{who}: the file holds types this reader does not trust: "
+            f"{_named_briefly(untrusted)}. "
             "Loading them would run their code. If you trust its sender and these types' "
             "code, pass them in trusted= (CLI: --trust).",
             party=party, field="types",
