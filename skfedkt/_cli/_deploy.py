@@ -151,7 +151,8 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     audit.epilog = (
         "example, in the folder that 'skfedkt split breast_cancer --out-dir consortium' "
         "writes:\n"
-        f"  skfedkt audit {algorithms(deployed=True)[0].name} --data party-2.csv --holdout test.csv --public public.csv "
+        f"  skfedkt audit {algorithms(deployed=True)[0].name} --data party-2.csv --holdout "
+        "test.csv --public public.csv "
         "--classes 0 1 --name hospital-2\n"
     )
     audit.add_argument("--data", required=True, help="this party's labelled rows")

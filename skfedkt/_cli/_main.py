@@ -45,7 +45,7 @@ def _non_negative(text):
 
 class _TrialsBar(tqdm):
     """A progress bar that estimates the time left once a whole trial is fit, from the
-    mean time of a trial: the methods' fits differ a hundredfold (FedKT's first, which
+    mean time of a trial: the methods' fits differ a hundredfold (the first method's, which
     also starts the workers, against a centralized forest), so a rate from the first
     fits, or tqdm's smoothed rate of the last few, misjudges the rest by minutes."""
 

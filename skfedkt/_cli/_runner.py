@@ -89,8 +89,8 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
 
     Returns (accuracy, seconds, bytes, epsilon, party attack AUC, final attack AUC,
     share still changing at a round cap); the AUCs come from a membership audit with
-    `audit` reference fits (NaN when `audit` is None, and for the baselines). `verbose` is passed to the federated estimators, which
-    then print their stages.
+    `audit` reference fits (NaN when `audit` is None, and for the baselines).
+    `verbose` is passed to the federated estimators, which then print their stages.
     """
     start = time.perf_counter()
     if algorithm in ("solo", "central"):
@@ -153,7 +153,8 @@ def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
     Trial ``i`` uses ``random_state=i`` for the split, the partition and the models, so
     every algorithm sees the same parties in a trial. With `audit` (a number of
     reference fits), every federated fit is also attacked by membership inference
-    (`skfedkt.privacy.membership_audit`, the test rows as non-members). ``make_progress(total)``, called
+    (`skfedkt.privacy.membership_audit`, the test rows as non-members).
+    ``make_progress(total)``, called
     once the first split has loaded, returns an object whose ``set_description`` is
     called with the algorithm and trial about to be fit, and ``update(1)`` after every
     fit (a tqdm bar does both); the fits' stages go to its ``set_postfix_str`` when it
