@@ -76,7 +76,9 @@ print(f"centralized PATE: {pate:.3f}")
 # alone (0.898, above FedKT) and FedCT, whose parties keep learning from their own rows
 # *and* the consensus, passes centralized PATE (0.922 against 0.916), where one round of
 # FedKT stays near 0.89: its final model learns from the 225 public rows alone.
-# Federating pays most when parties differ and each has little data.
+# Federating pays most when parties differ and each has little data. The warnings above
+# come from skewed partitions: FedCT's vote, and one of FedKT's students, learned
+# digits far from their training shares there (``class_shares_`` has each tier's).
 
 fig, ax = plt.subplots(figsize=(6.5, 4))
 for name, values in scores.items():
