@@ -38,6 +38,11 @@ def test_example_runs(path, monkeypatch, capsys):
     others = [f"{w.category.__name__}: {w.message} ({w.filename})" for w in caught
               if not (issubclass(w.category, UserWarning) and w.filename.startswith(package))]
     assert not others, others
+    # and the page says what the package's warnings mean: none is left unexplained
+    comments = " ".join(line for line in path.read_text().splitlines()
+                        if line.lstrip().startswith("#"))
+    assert len(caught) == len(others) or "warn" in comments, (
+        f"{path.name} shows the package's warnings and its text does not explain them")
     # what the page shows names no folder of the machine that built it
     printed = capsys.readouterr().out
     for folder in (tempfile.gettempdir(), str(path.parents[1])):
