@@ -344,17 +344,19 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         if "verbose" in party.get_params():
             party.set_params(verbose=0)
         steps = dict(party="reference", classes=classes, X_unlabeled=X_public, party_seed=0)
+        # every file as it crosses: the party's uploads and the server's messages
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a reference party of random labels
-            uploads = [party.fit_party(X, y, **steps)]
+            files = [party.fit_party(X, y, **steps).to_bytes()]
             message = None
             while self.runs_rounds and (message is None or not message.manifest["done"]):
-                message = read_upload(clone(self).server_round(
-                    [read_upload(uploads[-1].to_bytes())], X_public, message=message,
-                    classes=classes).to_bytes())
-                uploads.append(party.fit_party(X, y, message=message, **steps))
+                files.append(clone(self).server_round([files[-1]], X_public,
+                                                      message=message,
+                                                      classes=classes).to_bytes())
+                message = read_upload(files[-1])
+                files.append(party.fit_party(X, y, message=message, **steps).to_bytes())
         return honest_limits(
-            [*uploads, *([] if message is None else [message])], margin,
+            files, margin,
             f"{margin:g} x the largest honest file of {self._name}'s agreement for a "
             f"party of {n_rows} rows ({{max_file_bytes}} bytes, {{max_inflated_bytes}} "
             "inflated, a schema of {max_schema_bytes} bytes)",

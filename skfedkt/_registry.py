@@ -75,6 +75,9 @@ class Algorithm:
     name: str
     """Its name on the command line (``skfedkt party <name>``)."""
     estimator_class: type
+    """Its `BaseFederatedClassifier`; the deployment commands call it as
+    ``estimator_class(base_estimator, **options(args), n_jobs=..., random_state=...,
+    verbose=...)``."""
     title: str
     """The title of its group of flags in ``--help``."""
     add_options: Callable

@@ -201,11 +201,12 @@ def main(argv=None):
         except (ValueError, TypeError, UploadError, OSError) as exc:
             print(f"skfedkt {args.command}: error: {exc}", file=sys.stderr)
             return 1
-    for needed, why in {methods()[name].needs_estimator for name in args.algorithms
-                        if name in methods() and methods()[name].needs_estimator}:
+    declared = methods()
+    needs = {name: declared[name].needs_estimator for name in args.algorithms
+             if name in declared and declared[name].needs_estimator}
+    for needed, why in set(needs.values()):
         if args.estimator != needed:
-            names = [name for name in args.algorithms if name in methods()
-                     and methods()[name].needs_estimator == (needed, why)]
+            names = [name for name, need in needs.items() if need == (needed, why)]
             print(f"skfedkt run: error: {why.format(names=', '.join(names))}: add "
                   f"--estimator {needed} (got {args.estimator}), or run them apart from the "
                   "other models' algorithms", file=sys.stderr)

@@ -201,15 +201,14 @@ def payloads_bytes(payloads, n_jobs=None):
     return np.array(map_in_parallel(payload_bytes, payloads, n_jobs), dtype=float)
 
 
-def honest_limits(uploads, margin, derivation, floor=16 * 1024):
-    """Caps `margin` times what the largest of the honest `uploads` (PartyUpload, the
-    files of one agreement) needs: its file, its members inflated, its skops schema,
-    its members and the schema's objects; each at least `floor` bytes (or 64 members,
-    1,000 objects) and at most the default, which stays the upper bound."""
+def honest_limits(files, margin, derivation, floor=16 * 1024):
+    """Caps `margin` times what the largest of the honest `files` (the bytes of one
+    agreement's uploads and messages) needs: its file, its members inflated, its skops
+    schema, its members and the schema's objects; each at least `floor` bytes (or 64
+    members, 1,000 objects) and at most the default, which stays the upper bound."""
     need = {"max_file_bytes": 0, "max_inflated_bytes": 0, "max_schema_bytes": 0,
             "max_members": 0, "max_payload_nodes": 0}
-    for upload in uploads:
-        data = upload.to_bytes()
+    for data in files:
         with zipfile.ZipFile(io.BytesIO(data)) as outer:
             payload = outer.read(_PAYLOAD)
         with zipfile.ZipFile(io.BytesIO(payload)) as inner:
