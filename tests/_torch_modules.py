@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from skorch.callbacks import Callback
+import torch
 from torch import nn
 
 
@@ -38,20 +39,28 @@ class SmallCNN(nn.Module):
         return self.layers(X)
 
 
-class DropoutMLP(MLP):
-    """`MLP` with dropout before its output layer."""
+class Conv1dNet(nn.Module):
+    """A 1-D convolution over the 64 pixels as one channel, then a dense layer."""
 
-    def __init__(self, n_features=64, n_hidden=32, n_classes=10):
-        super().__init__(n_features, n_hidden, n_classes)
-        self.layers.insert(2, nn.Dropout(0.5))
+    def __init__(self, n_classes=10, dtype=None):
+        super().__init__()
+        self.conv = nn.Conv1d(1, 2, 5, dtype=dtype)
+        self.out = nn.Linear(2 * 60, n_classes, dtype=dtype)
+
+    def forward(self, X):
+        return self.out(torch.relu(self.conv(X.unsqueeze(1))).flatten(1))
 
 
-class BatchNormMLP(MLP):
-    """`MLP` with batch normalisation after its hidden layer."""
+class LSTMClassifier(nn.Module):
+    """An LSTM over the 64 pixels as a sequence of 8 steps of 8 values."""
 
-    def __init__(self, n_features=64, n_hidden=32, n_classes=10):
-        super().__init__(n_features, n_hidden, n_classes)
-        self.layers.insert(1, nn.BatchNorm1d(n_hidden))
+    def __init__(self, n_classes=10, dtype=None):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 8, batch_first=True, dtype=dtype)
+        self.out = nn.Linear(8, n_classes, dtype=dtype)
+
+    def forward(self, X):
+        return self.out(self.lstm(X.view(-1, 8, 8))[0][:, -1])
 
 
 def to_images(X):

@@ -76,7 +76,8 @@ def test_skorch_network_base_on_cpu(digits_parties, tmp_path):
     # (a callback: one by one)
     recorded = _fit_and_check(digits_parties, "cpu", n_jobs=2, record_in=tmp_path)
     assert {(t["path"], t["reason"]) for t in recorded.tier_fits_[:2]} == {
-        ("per-clone", "callbacks: they act on each net's own training loop")}
+        ("per-clone", "callback device (DeviceRecorder): it acts on each net's own "
+                      "training loop")}
     fits = [path.read_text().split() for path in tmp_path.iterdir()]
     assert len(fits) == recorded.n_teachers_.sum() + len(recorded.parties_) + 1
     assert {(given, placed) for given, placed, _ in fits} == {("cpu", "cpu")}

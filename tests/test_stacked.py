@@ -15,13 +15,13 @@ from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_c
 torch = pytest.importorskip("torch")
 skorch = pytest.importorskip("skorch")
 
-from skfedkt._engine import _stacked  # noqa: E402  (it imports torch)
+from skfedkt._engine import _stacking  # noqa: E402  (it imports torch)
 
 from _data import federated_digits  # noqa: E402
 from _torch_modules import (  # noqa: E402
     MLP,
-    BatchNormMLP,
-    DropoutMLP,
+    Conv1dNet,
+    LSTMClassifier,
     SmallCNN,
     ThreadRecorder,
     to_float32,
@@ -39,8 +39,6 @@ def _net(module=MLP, dtype=torch.float64, **params):
                     optimizer=torch.optim.Adam, lr=0.01, max_epochs=20, batch_size=16,
                     train_split=None, verbose=0)
     settings.update(params)
-    if module in (DropoutMLP, BatchNormMLP):
-        del settings["module__dtype"]
     return skorch.NeuralNetClassifier(module, **settings)
 
 
@@ -69,7 +67,7 @@ def _last_step(estimator):
 def test_a_stacked_fit_gives_each_clone_its_separate_fit(digits, kind, monkeypatch):
     X, y, X_public = digits
     # convolutions stack on a GPU; on the CPU only when asked to, as here
-    monkeypatch.setattr(_stacked, "CPU_UNHELPED_MODULES", ())
+    monkeypatch.setattr(_stacking, "CPU_UNHELPED_MODULES", ())
     estimator = {
         "mlp": _net(),
         "cnn": make_pipeline(FunctionTransformer(to_images), _net(SmallCNN)),
@@ -134,7 +132,7 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
     two, _ = votes(n_jobs=2)
     assert_array_equal(one, two)
     # a tier larger than one chunk streams in chunks, with the same training
-    monkeypatch.setattr(_stacked, "CPU_CHUNK_BYTES", 1)
+    monkeypatch.setattr(_stacking, "CPU_CHUNK_BYTES", 1)
     chunked, chunked_tier = votes(n_jobs=2)
     assert (tier["chunks"], chunked_tier["chunks"]) == (1, len(tasks))
     assert_allclose(chunked, one, atol=1e-6)
@@ -142,23 +140,24 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
 
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
 @pytest.mark.parametrize("change, reason", [
-    (dict(module=DropoutMLP), "Dropout"),
-    (dict(module=BatchNormMLP), "BatchNorm1d"),
     (dict(optimizer=torch.optim.RMSprop), "optimizer RMSprop"),
-    (dict(callbacks=[skorch.callbacks.EpochScoring("accuracy")]), "callbacks"),
-    (dict(train_split=skorch.dataset.ValidSplit(3)), "train_split"),
-    (dict(iterator_train__shuffle=True), "shuffle"),
+    (dict(callbacks=[skorch.callbacks.GradientNormClipping(1.0)]),
+     "callback GradientNormClipping (GradientNormClipping): it acts on each net's own"),
+    (dict(callbacks=[skorch.callbacks.EpochScoring("accuracy", on_train=True)]),
+     "an EpochScoring on the training rows"),
+    (dict(callbacks=[skorch.callbacks.LRScheduler("CyclicLR", base_lr=0.01, max_lr=0.1)]),
+     "learning-rate schedules once an epoch"),
+    (dict(iterator_train__drop_last=True), "iterator_train: the stacked path draws"),
     (dict(criterion=torch.nn.MultiMarginLoss), "criterion MultiMarginLoss"),
-    (dict(module=SmallCNN), "Conv2d: on the CPU, stacked convolutions train no faster"),
+    (dict(module=LSTMClassifier), "loops over sequences"),
+    (dict(module=Conv1dNet), "Conv1d: on the CPU, stacked convolutions of this kind"),
 ])
 def test_what_the_stacked_path_cannot_serve_trains_one_by_one_and_says_why(
         digits, change, reason, capsys):
     X, y, X_public = digits
     module = change.pop("module", MLP)
     estimator = _net(module, dtype=torch.float32, max_epochs=2, **change)
-    to_rows = FunctionTransformer(to_images if module is SmallCNN else to_float32)
-    if module is SmallCNN:
-        estimator.set_params(module__dtype=torch.float64)
+    to_rows = FunctionTransformer(to_float32)
     clf = FedKTClassifier(make_pipeline(to_rows, estimator),
                           n_students=1, n_teachers=2, verbose=1, random_state=0)
     party = np.arange(len(y)) % 2
@@ -249,7 +248,7 @@ def test_the_probe_refuses_a_module_vmap_cannot_batch(digits):
     del template.module__dtype
     from skfedkt._engine._fitting import SeededTemplate
 
-    probe = _stacked.probe(SeededTemplate(template), 0, X[:20], y[:20].astype(np.int64), 10,
+    probe = _stacking.probe(SeededTemplate(template), 0, X[:20], y[:20].astype(np.int64), 10,
                            20)
     assert "torch.func cannot stack the module" in probe.refusal
 
@@ -271,8 +270,8 @@ def test_every_clone_fit_runs_one_thread_and_the_caller_keeps_its_own(digits, tm
         assert {path.read_text() for path in tmp_path.iterdir()} == {"1 1"}
         # stacked, in this process
         seen = []
-        train = _stacked.NetworkStack.train
-        monkeypatch.setattr(_stacked.NetworkStack, "train", lambda self, *args, **kwargs: (
+        train = _stacking.NetworkStack.train
+        monkeypatch.setattr(_stacking.NetworkStack, "train", lambda self, *args, **kwargs: (
             seen.append(torch.get_num_threads()), train(self, *args, **kwargs))[1])
         FedKTClassifier(make_pipeline(FunctionTransformer(to_float32), _net(
             dtype=torch.float32, max_epochs=1)), n_students=1, n_teachers=2,

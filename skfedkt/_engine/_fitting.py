@@ -174,18 +174,19 @@ class ClassCodeModel:
         fit_params = {} if weight_param is None else {weight_param: sample_weight}
         # with routing on, a Pipeline takes no "step__param"; the clone needs no routing
         with config_context(enable_metadata_routing=False):
-            try:
-                estimator.fit(X, np.searchsorted(codes, y).astype(np.int64), **fit_params)
-            except RuntimeError as exc:
-                # torch's own words name neither the estimator nor the fix
-                if "same dtype" in str(exc) and "Double" in str(exc):
-                    raise TypeError(
-                        f"{type(_final_step(estimator)).__name__} got float64 rows, but its "
-                        f"torch module computes in float32 ({exc}). Put "
-                        "FunctionTransformer(to_float32) in front of the net, with a "
-                        "module-level to_float32(X) that returns X.astype(np.float32)."
-                    ) from exc
-                raise
+            targets = np.searchsorted(codes, y)
+            if _is_torch_net(estimator):
+                from ._stacking import explained_module_error, targets_for
+
+                try:
+                    estimator.fit(X, targets_for(estimator, targets), **fit_params)
+                except RuntimeError as exc:
+                    explained = explained_module_error(_final_step(estimator), exc)
+                    if explained is exc:
+                        raise
+                    raise explained from exc
+            else:
+                estimator.fit(X, targets.astype(np.int64), **fit_params)
         return cls(estimator, codes)
 
     @property
@@ -535,7 +536,7 @@ def _is_torch_net(estimator):
 
 
 def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
-    """How the tier's clones stack (`_stacked.Probe`), or why they fit one by one (a
+    """How the tier's clones stack (`_stacking.Probe`), or why they fit one by one (a
     string): the stacked path serves tasks that all clone one skorch net it can
     train together faithfully. `templates`: the tasks' `SeededTemplate` by estimator
     id (made here if None)."""
@@ -548,9 +549,9 @@ def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
         return "the tier clones several estimators"
     if not _is_torch_net(template.template):
         return f"{type(_final_step(template.template)).__name__} is not a torch network"
-    from . import _stacked
+    from . import _stacking
 
-    reason = _stacked.stacking_refusal(template.template)
+    reason = _stacking.stacking_refusal(template.template)
     if reason is not None:
         return reason
     if sample_weight_param(template.template) is not None and any(
@@ -565,7 +566,7 @@ def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
         return "one net: nothing to stack on the CPU"
     first = several[0]
     max_rows = max(len(task.y) for task in tasks)
-    probe = in_one_thread(_stacked.probe, template, seeds[first],
+    probe = in_one_thread(_stacking.probe, template, seeds[first],
                           take_rows(X, tasks[first].rows),
                           np.asarray(tasks[first].y, dtype=np.int64), n_classes, max_rows)
     return probe if probe.refusal is None else probe.refusal
@@ -576,7 +577,7 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
     ``probe.copies_per_chunk`` (consecutive tasks: results do not depend on `n_jobs`),
     spread over worker processes on the CPU and run one after the other on a GPU;
     a task whose rows hold one class fits alone (a constant model)."""
-    from . import _stacked
+    from . import _stacking
 
     alone = [np.unique(task.y).size < 2 for task in tasks]
     stacked = [index for index, one_class in enumerate(alone) if not one_class]
@@ -586,7 +587,7 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
     keywords = dict(shared, keep_models=shared["keep_model"], take_rows=take_rows,
                     model_type=ClassCodeModel, block_rows=probe.block_rows(size))
     del keywords["keep_model"]
-    jobs = (delayed(_recorded)(os.getpid(), in_one_thread, _stacked.fit_chunk, template,
+    jobs = (delayed(_recorded)(os.getpid(), in_one_thread, _stacking.fit_chunk, template,
                                [tasks[i] for i in chunk], [seeds[i] for i in chunk],
                                **keywords)
             for chunk in chunks)
@@ -607,7 +608,7 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
 
 def tier_entry(probe, estimator, n_stacked):
     """What `report_tier` records of a tier, but its size and time: the path `probe`
-    chose (a `_stacked.Probe`, or the reason the clones fit one by one), the chunks of
+    chose (a `_stacking.Probe`, or the reason the clones fit one by one), the chunks of
     its `n_stacked` stacked nets, and torch networks' device."""
     if isinstance(probe, str):
         device = (str(_final_step(estimator).device or "cpu") if _is_torch_net(estimator)
@@ -722,7 +723,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         Whether to measure each clone's accuracy on its own training rows.
     stack_networks : bool, default=True
         Whether clones of one skorch net train together as one stacked module where
-        the stacked path (`_stacked`) serves them faithfully; else one by one.
+        the stacked path (`_stacking`) serves them faithfully; else one by one.
     tier : str, default="clones"
         The tier's name in what `recording_tiers` records and `say` prints.
     say : callable, default=None

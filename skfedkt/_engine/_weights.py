@@ -154,7 +154,9 @@ def train_epoch(model, X, y):
     learner = _learner(model)
     Xt = _transformed(model, X)
     if _is_net(learner):
-        learner.partial_fit(Xt, y, epochs=1)
+        from ._stacking import targets_for
+
+        learner.partial_fit(Xt, targets_for(learner, y), epochs=1)
     else:
         learner.partial_fit(Xt, y)
 

@@ -78,7 +78,7 @@ def _train_item(plan, item):
 def train_parties(plan, data, parties, seeds, weights, tier):
     """`train_party` of every party (its clone seeded with its seed of `seeds`, from
     `weights`): skorch nets trained together as one stacked module, in chunks, where
-    the stacked path serves them (`_stacked.train_from_weights`), else one by one in
+    the stacked path serves them (`_stacking.train_from_weights`), else one by one in
     one flat parallel batch."""
     start = time.perf_counter()
     n_classes = len(data.classes)
@@ -89,17 +89,13 @@ def train_parties(plan, data, parties, seeds, weights, tier):
     if isinstance(probe, str):
         trained = map_in_parallel(partial(_train_item, plan), items, n_jobs=plan.n_jobs)
     else:
-        from .._engine._stacked import train_from_weights
+        from .._engine._stacking import train_from_weights
 
         trained, size = [], probe.copies_per_chunk
         for first in range(0, len(items), size):
-            chunk = items[first : first + size]
-            # every party starts from the same weights (round 0: the shared seed's),
-            # and a net's seed draws nothing more: one started net serves the chunk
-            models = [started_model(plan.estimator, *chunk[0])] * len(chunk)
-            trained += in_one_thread(train_from_weights, models, [X for X, *_ in chunk],
-                                     [y for _, y, *_ in chunk], plan.local_epochs,
-                                     plan.proximal_mu, probe.block_rows(len(chunk)))
+            trained += in_one_thread(train_from_weights, plan.estimator,
+                                     items[first : first + size], plan.local_epochs,
+                                     plan.proximal_mu, probe.block_rows(size))
     report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items)),
                                      clones=len(items), seconds=time.perf_counter() - start))
     return trained

@@ -1,0 +1,152 @@
+"""One copy's own side of the stacked training: what its separate fit would hold out,
+draw, record and decide, replayed around the stack's steps.
+
+A skorch fit (``NeuralNet.partial_fit``) splits its rows with its own ``train_split``,
+and in every epoch its data loaders draw from torch's global generator (each loader's
+base seed, and with ``iterator_train__shuffle=True`` the seed of that epoch's order),
+as do its dropout layers in every training step; its callbacks record its history
+and may change its learning rate or stop it. A `CopyRun` holds a generator in the
+state its copy's global generator would be in, draws from it in that order, and runs
+the net's own callbacks at the end of each epoch on the history the stack fills in:
+skorch's defaults, `EarlyStopping` and `LRScheduler` act on each copy as on its own
+fit (`SERVED_CALLBACKS`).
+"""
+
+import numpy as np
+import torch
+from skorch.dataset import Dataset
+from torch.utils.data import Subset
+
+from ._forward import CannotStack
+
+
+def _loader_options(net, training):
+    """A data loader's batch size and whether it shuffles, as ``net.get_iterator``
+    would make it."""
+    options = net.get_params_for("iterator_train" if training else "iterator_valid")
+    return options.get("batch_size", net.batch_size), bool(options.get("shuffle", False))
+
+
+class CopyRun:
+    """What one copy of the stack does outside the stacked steps.
+
+    Parameters
+    ----------
+    net : skorch.NeuralNet
+        The copy's initialised net, which receives its history and runs its callbacks.
+    X, y : ndarray
+        The rows and targets its ``fit`` gets (after any Pipeline steps before it).
+    generator : torch.Generator or None
+        A CPU generator in the state the copy's global generator is in after its net
+        was initialised; None when its training draws nothing.
+    noise_generator : torch.Generator or None
+        Where its dropout noise comes from: `generator` on the CPU; on a GPU, its own
+        generator there (torch draws dropout masks on the GPU in its own way, which
+        cannot be replayed: the noise has the same distribution, not the same bits).
+    events : bool
+        Whether its history is recorded and its callbacks run (a net that is kept,
+        prints, or has callbacks that act on its training).
+    """
+
+    def __init__(self, net, X, y, generator, noise_generator, events):
+        self.net, self.X, self.y = net, X, y
+        self.generator, self.noise_generator = generator, noise_generator
+        self.events = events
+        self.batch_size, self.shuffle = _loader_options(net, training=True)
+        self.valid_batch_size, _ = _loader_options(net, training=False)
+        self.stopped = False
+
+    def begin_call(self):
+        """The start of a ``partial_fit`` call: ``on_train_begin``, then its checks of
+        the data (a classifier notes the classes it sees) and its split."""
+        if self.events:
+            self.net.notify("on_train_begin", X=self.X, y=self.y)
+        self.net.check_data(self.X, self.y)
+        train, valid = self.net.get_split_datasets(self.X, self.y)
+        self.datasets = dict(dataset_train=train, dataset_valid=valid)
+        self.train_rows = self._rows_of(train)
+        self.valid = None
+        if valid is not None:
+            base = train.dataset if isinstance(train, Subset) else train
+            if isinstance(valid, Subset) and valid.dataset is base:
+                rows = np.asarray(valid.indices)
+                self.valid = (self.X[rows], self.y[rows])
+            elif type(valid) is Dataset and isinstance(valid.X, np.ndarray) and (
+                    valid.y is not None):
+                self.valid = (valid.X, np.asarray(valid.y))
+            else:
+                raise CannotStack("train_split returns a validation set that is neither "
+                                  "some of the net's rows nor a skorch Dataset of arrays")
+        self.stopped = False
+
+    def _rows_of(self, train):
+        if isinstance(train, Subset) and type(train.dataset) is Dataset and (
+                train.dataset.X is self.X):
+            return np.asarray(train.indices)
+        if type(train) is Dataset and train.X is self.X:
+            return np.arange(len(self.X))
+        raise CannotStack("train_split returns a training set that is not the net's rows")
+
+    def epoch_order(self):
+        """The rows of this epoch's minibatches, in order: the training loader's draws
+        (its base seed, and with shuffling the seed of its order)."""
+        if self.generator is None:
+            return self.train_rows
+        torch.empty((), dtype=torch.int64).random_(generator=self.generator)
+        if not self.shuffle:
+            return self.train_rows
+        seed = int(torch.empty((), dtype=torch.int64).random_(generator=self.generator))
+        order = torch.Generator()
+        order.manual_seed(seed)
+        return self.train_rows[torch.randperm(len(self.train_rows), generator=order).numpy()]
+
+    def begin_epoch(self):
+        if self.events:
+            self.net.notify("on_epoch_begin", **self.datasets)
+
+    def end_epoch(self, train_losses, valid_losses=None, valid_output=None):
+        """The end of an epoch: the validation loader's draw, the epoch's batches in
+        the history (`train_losses` per minibatch, `valid_losses` per validation
+        batch), the validation output for the scoring callbacks, then
+        ``on_epoch_end``, which may stop the copy (skorch's `EarlyStopping`)."""
+        if self.valid is not None and self.generator is not None:
+            torch.empty((), dtype=torch.int64).random_(generator=self.generator)
+        if not self.events:
+            return
+        history = self.net.history
+        n_train = len(self.train_rows)
+        batches = history[-1]["batches"]
+        for index, loss in enumerate(train_losses):
+            batches.append({"train_loss": float(loss), "train_batch_size": min(
+                self._batch(n_train), n_train - index * self._batch(n_train))})
+        history.record("train_batch_count", len(train_losses))
+        if self.valid is not None:
+            n_valid = len(self.valid[1])
+            batch = self._batch(n_valid, self.valid_batch_size)
+            for index, loss in enumerate(valid_losses):
+                batches.append({"valid_loss": float(loss),
+                                "valid_batch_size": min(batch, n_valid - index * batch)})
+            history.record("valid_batch_count", len(valid_losses))
+            device = valid_output.device
+            # the scoring callbacks read the validation predictions as they cache them
+            self.net.notify("on_batch_end", batch=(
+                torch.as_tensor(self.valid[0], device=device),
+                torch.as_tensor(self.valid[1], device=device)), training=False,
+                y_pred=valid_output, loss=torch.as_tensor(np.mean(valid_losses)))
+        try:
+            self.net.notify("on_epoch_end", **self.datasets)
+        except KeyboardInterrupt:  # skorch's EarlyStopping ends the fit this way
+            self.stopped = True
+
+    def _batch(self, n_rows, batch_size=None):
+        batch_size = self.batch_size if batch_size is None else batch_size
+        return n_rows if batch_size == -1 else batch_size
+
+    def end_call(self):
+        if self.events:
+            self.net.notify("on_train_end", X=self.X, y=self.y)
+
+    @property
+    def learning_rate(self):
+        """The rate its optimizer steps with next (its scheduler may have changed it)."""
+        return float(self.net.optimizer_.param_groups[0]["lr"])

@@ -1,0 +1,385 @@
+"""The forward pass of many copies of one module at once, each with its own weights.
+
+Every tensor that differs between copies carries the copies on a new first axis
+(``(copies, rows, ...)``). The module's forward pass is traced once per mode (torch.fx,
+in training and in evaluation mode, so that code that branches on ``self.training``
+takes its own branch in each) and run node by node:
+
+- dense layers as batched matrix products, convolutions as unfolded inputs times
+  stacked kernels (`conv2d`) or through ``vmap``, row-wise layers on the copies
+  folded into the rows;
+- dropout multiplies by the noise each copy draws from its own generator, in the order
+  and shapes its separate fit draws it (`Draws`), so that a copy on the CPU sees the
+  masks its ``fit`` would see;
+- batch normalisation takes each copy's own batch statistics over its own rows, padded
+  rows left out, and updates each copy's running statistics, as its ``fit`` would;
+- any other operation runs through ``torch.func.vmap`` over the copies.
+
+A module torch.fx cannot trace runs whole through ``vmap(functional_call)``, unless it
+holds dropout or batch normalisation, whose draws and statistics ``vmap`` would not
+keep per copy (`untraceable_refusal`).
+"""
+
+import copy
+import math
+import operator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, vmap
+
+# layers that act on each row alone and hold nothing: the copies folded into the rows
+_ROW_WISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU,
+             nn.Mish, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Hardtanh, nn.Hardswish,
+             nn.Hardsigmoid, nn.Identity, nn.Softmax, nn.LogSoftmax, nn.Flatten,
+             nn.Unflatten, nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd,
+             nn.modules.pooling._AdaptiveAvgPoolNd, nn.modules.pooling._AdaptiveMaxPoolNd)
+# functions of one tensor that act on each element alone
+_ELEMENTWISE_FUNCTIONS = {torch.relu, F.relu, torch.tanh, F.tanh, torch.sigmoid, F.sigmoid,
+                          F.gelu, F.silu, F.elu, F.leaky_relu, F.softplus, F.mish,
+                          torch.exp, torch.abs, torch.square}
+# what a shape query returns is the same for every copy: asked of the first
+_SHAPE_METHODS = {"size", "dim", "numel", "ndimension"}
+_SHAPE_ATTRIBUTES = {"shape", "ndim", "dtype", "device"}
+
+DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
+            nn.FeatureAlphaDropout)
+BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+class Stacked:
+    """A value that differs between copies: copies on the first axis."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+def untraceable_refusal(module):
+    """Why a module that torch.fx cannot trace cannot be stacked, or None: its dropout
+    draws and batch statistics need the traced path."""
+    for name, part in module.named_modules():
+        if isinstance(part, DROPOUTS + BATCH_NORMS):
+            return (f"module {name or 'itself'} ({type(part).__name__}) is in a forward "
+                    "pass torch.fx cannot trace, where its draws or batch statistics "
+                    "cannot be kept per network")
+    return None
+
+
+def trace(module, training):
+    """The module's forward pass as a torch.fx graph in the given mode, or None when
+    torch.fx cannot trace it (Python control flow on tensor values, say)."""
+    traced = copy.deepcopy(module).train(training)
+    try:
+        return torch.fx.symbolic_trace(traced).graph
+    except (torch.fx.proxy.TraceError, TypeError, NotImplementedError, AttributeError):
+        # what tracing raises where code treats a traced value as a concrete one
+        return None
+
+
+class CannotStack(Exception):
+    """Raised where a stacked step meets what it cannot run as each copy's own step
+    would (the probe's refusal names it)."""
+
+
+def _noise_row_shape(layer, row_shape):
+    """The shape of one row's dropout noise, as torch draws it for a minibatch of rows
+    of `row_shape`: per element, or per channel for the feature dropouts (which treat
+    some inputs as unbatched: their one draw per row is the same sequence)."""
+    dims = len(row_shape)
+    if isinstance(layer, (nn.Dropout, nn.AlphaDropout)):
+        return list(row_shape)
+    feature_dims = {nn.Dropout1d: (1, 2), nn.Dropout2d: (2, 3), nn.Dropout3d: (4,)}.get(
+        type(layer), range(1, 8))
+    if dims not in feature_dims:
+        raise CannotStack(f"{type(layer).__name__} on rows of {dims} axes")
+    return [1] if dims == 1 and isinstance(layer, nn.Dropout1d) else (
+        list(row_shape[:1]) + [1] * (dims - 1))
+
+
+class Draws:
+    """What one training step's dropout layers multiply by: each copy's noise from its
+    own generator, drawn when the layer runs (the order its separate fit draws in), for
+    its own rows of the step.
+
+    Parameters
+    ----------
+    generators : list of torch.Generator
+        One per copy, in the state its separate fit's generator would be in.
+    rows : list of int
+        Each copy's rows in this step (0: it takes no step).
+    """
+
+    def __init__(self, generators, rows):
+        self.generators, self.rows = generators, rows
+
+    def noise(self, layer, x):
+        """Each copy's noise for `layer` on the stacked input `x`, padded to its rows."""
+        n_copies, n_slots, *row_shape = x.shape
+        shape = _noise_row_shape(layer, row_shape)
+        noise = torch.zeros((n_copies, n_slots, *shape), dtype=x.dtype, device=x.device)
+        for index, (generator, rows) in enumerate(zip(self.generators, self.rows)):
+            if rows:
+                noise[index, :rows] = torch.empty((rows, *shape), dtype=x.dtype,
+                                                  device=x.device).bernoulli_(
+                    1 - layer.p, generator=generator)
+        return noise
+
+
+def dropout(layer, x, draws):
+    """`layer` in training mode on stacked `x`, with the noise `draws` gives: torch's
+    own arithmetic (`torch.nn.functional.dropout` and the alpha dropouts)."""
+    p = layer.p
+    if p == 0:
+        return x
+    if p == 1:
+        return x * torch.zeros((), dtype=x.dtype, device=x.device)
+    noise = draws.noise(layer, x)
+    if isinstance(layer, (nn.AlphaDropout, nn.FeatureAlphaDropout)):
+        alpha = 1.7580993408473766
+        a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+        shift = noise.add(-1).mul_(alpha * a).add_(alpha * a * p)
+        return x * noise.mul_(a) + shift
+    return x * noise.div_(1 - p)
+
+
+class BatchRows:
+    """Which rows of a step are each copy's own (the others pad it) and which copies
+    take the step: batch normalisation's statistics count only those."""
+
+    def __init__(self, mask, active):
+        self.mask, self.active = mask, active
+
+
+def batch_norm(layer, x, weight, bias, buffers, rows):
+    """`layer` on stacked `x` with each copy's own `weight`, `bias` and running
+    statistics (`buffers`: running_mean, running_var, num_batches_tracked, updated in
+    place for the copies that take the step): batch statistics over each copy's own
+    rows in training (`rows` a `BatchRows`), running statistics in evaluation."""
+    running_mean, running_var, tracked = buffers
+    n_copies, n_slots, n_channels = x.shape[:3]
+    spatial = x.dim() - 3
+    shape = (n_copies, 1, n_channels) + (1,) * spatial
+    if rows is None:
+        mean, var = running_mean.view(shape), running_var.view(shape)
+    else:
+        mask = rows.mask.to(x.dtype).view((n_copies, n_slots) + (1,) * (spatial + 1))
+        dims = (1,) + tuple(range(3, x.dim()))
+        counts = rows.mask.sum(dim=1).to(x.dtype) * math.prod(x.shape[3:])
+        lonely = rows.active & (counts == 1)
+        if bool(lonely.any()):
+            raise ValueError("Expected more than 1 value per channel when training, got "
+                             f"input size {torch.Size([1, *x.shape[2:]])} (network "
+                             f"{int(lonely.nonzero()[0])} of the stack)")
+        safe = counts.clamp(min=1).view(n_copies, 1)
+        mean = (x * mask).sum(dim=dims) / safe
+        var = (((x - mean.view(shape)) ** 2) * mask).sum(dim=dims) / safe
+        with torch.no_grad():
+            active = rows.active.view(n_copies, 1)
+            tracked.add_(rows.active.to(tracked.dtype))
+            momentum = (layer.momentum if layer.momentum is not None else
+                        1.0 / tracked.clamp(min=1).to(x.dtype).view(n_copies, 1))
+            unbiased = var * safe / (safe - 1).clamp(min=1)
+            running_mean.copy_(torch.where(active, (1 - momentum) * running_mean
+                                           + momentum * mean, running_mean))
+            running_var.copy_(torch.where(active, (1 - momentum) * running_var
+                                          + momentum * unbiased, running_var))
+        mean, var = mean.view(shape), var.view(shape)
+    out = (x - mean) / torch.sqrt(var + layer.eps)
+    if weight is not None:
+        out = out * weight.view(shape) + bias.view(shape)
+    return out
+
+
+def linear(x, weight, bias):
+    """A dense layer with stacked `weight` (copies, out, in) and `bias` on `x`: stacked
+    (copies, rows, ..., in) or shared by every copy (rows, ..., in)."""
+    transposed = weight.transpose(1, 2)
+    if isinstance(x, Stacked):
+        x = x.tensor
+        flat = x.reshape(x.shape[0], -1, x.shape[-1])
+        out = (torch.bmm(flat, transposed) if bias is None
+               else torch.baddbmm(bias.unsqueeze(1), flat, transposed))
+        return out.view(*x.shape[:-1], weight.shape[1])
+    out = torch.matmul(x.reshape(-1, x.shape[-1]), transposed)
+    if bias is not None:
+        out = out + bias.unsqueeze(1)
+    return out.view(weight.shape[0], *x.shape[:-1], weight.shape[1])
+
+
+def conv2d(layer, x, weight, bias):
+    """A 2-D convolution with stacked kernels as one batched matrix product: each
+    copy's input unfolded into its patches (rows x positions, channels x kernel), times
+    its kernels; no grouped convolution, which the CPU runs slowly."""
+    n_copies, n_slots, channels, height, width = x.shape
+    patches = F.unfold(x.reshape(n_copies * n_slots, channels, height, width),
+                       layer.kernel_size, layer.dilation, layer.padding, layer.stride)
+    n_positions = patches.shape[-1]
+    patches = patches.view(n_copies, n_slots, -1, n_positions).transpose(2, 3).reshape(
+        n_copies, n_slots * n_positions, -1)
+    kernels = weight.reshape(n_copies, weight.shape[1], -1).transpose(1, 2)
+    out = (torch.bmm(patches, kernels) if bias is None
+           else torch.baddbmm(bias.unsqueeze(1), patches, kernels))
+    out_height = (height + 2 * layer.padding[0] - layer.dilation[0]
+                  * (layer.kernel_size[0] - 1) - 1) // layer.stride[0] + 1
+    out_width = n_positions // out_height
+    return out.view(n_copies, n_slots, out_height, out_width, -1).permute(0, 1, 4, 2, 3)
+
+
+def _folds(layer, input_dims):
+    """Whether `layer` may run on the copies folded into the rows: it acts on each row
+    alone, holds nothing, and never reduces or reshapes the rows' own axis."""
+    if not isinstance(layer, _ROW_WISE):
+        return False
+    if isinstance(layer, (nn.Softmax, nn.LogSoftmax)):
+        # an implicit axis is chosen by the input's dimensions: 0 for 0, 1 and 3
+        dim = layer.dim if layer.dim is not None else (0 if input_dims in (0, 1, 3) else 1)
+        return dim != 0 and dim >= -(input_dims - 1)
+    if isinstance(layer, nn.Flatten):
+        return layer.start_dim != 0 and layer.start_dim >= -(input_dims - 1)
+    if isinstance(layer, nn.Unflatten):
+        return isinstance(layer.dim, int) and layer.dim != 0 and layer.dim >= -(input_dims - 1)
+    return True
+
+
+def _unfoldable(layer):
+    return (type(layer) is nn.Conv2d and layer.groups == 1
+            and layer.padding_mode == "zeros" and not isinstance(layer.padding, str))
+
+
+class StackedForward:
+    """The forward pass of copies of `module` with stacked parameters and buffers.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        One copy (its weights are not read).
+    unfold_convolutions : bool
+        Whether 2-D convolutions run as unfolded patches times kernels (`conv2d`)
+        rather than through ``vmap`` (a grouped convolution).
+    """
+
+    def __init__(self, module, unfold_convolutions):
+        self.module = module
+        self.meta = copy.deepcopy(module).to("meta")
+        self.unfold_convolutions = unfold_convolutions
+        self.graphs = {mode: trace(module, mode) for mode in (True, False)}
+        self.traced = all(graph is not None for graph in self.graphs.values())
+        # whether training draws dropout noise, and normalises batches
+        self.draws = any(isinstance(part, DROPOUTS) and 0 < part.p
+                         for part in module.modules())
+        self.batch_norms = any(isinstance(part, BATCH_NORMS) for part in module.modules())
+
+
+    def __call__(self, params, buffers, x, training=False, draws=None, rows=None):
+        """Every copy's output: `params`, `buffers` (dicts of stacked tensors by
+        name), on `x` (a `Stacked` value, or rows shared by every copy); in training,
+        dropout noise from `draws` and batch statistics over `rows`."""
+        if not self.traced:
+            self.meta.train(training)
+            state = {**params, **buffers}
+            stacked = isinstance(x, Stacked)
+            return vmap(lambda state, x: functional_call(self.meta, state, (x,)),
+                        in_dims=(0, 0 if stacked else None))(
+                state, x.tensor if stacked else x)
+        env = {}
+        for node in self.graphs[training].nodes:
+            if node.op == "placeholder":
+                env[node] = x
+            elif node.op == "output":
+                out = self._arg(env, node.args[0])
+                return out.tensor if isinstance(out, Stacked) else out
+            else:
+                env[node] = self._run(node, env, params, buffers, training, draws, rows)
+        raise RuntimeError("the traced graph has no output")
+
+    def _arg(self, env, arg):
+        return torch.fx.node.map_arg(arg, lambda node: env[node])
+
+    def _run(self, node, env, params, buffers, training, draws, rows):
+        args, kwargs = self._arg(env, node.args), self._arg(env, node.kwargs)
+        if node.op == "get_attr":
+            state = params.get(node.target, buffers.get(node.target))
+            return Stacked(state) if state is not None else _attribute(self.module,
+                                                                        node.target)
+        if node.op == "call_module":
+            return self._module(node.target, args, kwargs, params, buffers, training,
+                                draws, rows)
+        if node.op == "call_method":
+            function = getattr(torch.Tensor, node.target)
+            if node.target in _SHAPE_METHODS and isinstance(args[0], Stacked):
+                return function(args[0].tensor[0], *args[1:], **kwargs)
+        else:
+            function = node.target
+            if (function is getattr and isinstance(args[0], Stacked)
+                    and args[1] in _SHAPE_ATTRIBUTES):
+                return getattr(args[0].tensor[0], args[1])
+            if (function in _ELEMENTWISE_FUNCTIONS and len(args) == 1
+                    and isinstance(args[0], Stacked)):
+                return Stacked(function(args[0].tensor, **kwargs))
+            if function in (operator.add, operator.mul, operator.sub, operator.truediv):
+                if all(isinstance(a, Stacked) for a in args) and (
+                        args[0].tensor.dim() == args[1].tensor.dim()):
+                    return Stacked(function(args[0].tensor, args[1].tensor))
+        return _vmapped(function, args, kwargs)
+
+    def _module(self, target, args, kwargs, params, buffers, training, draws, rows):
+        layer = self.module.get_submodule(target)
+        own = {name: params[f"{target}.{name}"] for name, _ in layer.named_parameters()}
+        x = args[0] if args else None
+        if isinstance(layer, nn.Linear) and len(args) == 1 and not kwargs:
+            return Stacked(linear(x, own["weight"], own.get("bias")))
+        if isinstance(layer, DROPOUTS) and isinstance(x, Stacked):
+            return Stacked(dropout(layer, x.tensor, draws)) if training else x
+        if isinstance(layer, BATCH_NORMS) and isinstance(x, Stacked):
+            state = [buffers[f"{target}.{name}"]
+                     for name in ("running_mean", "running_var", "num_batches_tracked")]
+            return Stacked(batch_norm(layer, x.tensor, own.get("weight"), own.get("bias"),
+                                      state, rows if training else None))
+        if (self.unfold_convolutions and _unfoldable(layer) and isinstance(x, Stacked)
+                and x.tensor.dim() == 5):
+            return Stacked(conv2d(layer, x.tensor, own["weight"], own.get("bias")))
+        if isinstance(x, Stacked) and len(args) == 1 and not kwargs and _folds(
+                layer, x.tensor.dim() - 1):
+            tensor = x.tensor
+            out = layer(tensor.reshape(-1, *tensor.shape[2:]))
+            return Stacked(out.view(*tensor.shape[:2], *out.shape[1:]))
+        meta = self.meta.get_submodule(target).train(training)
+        state = {**own, **{name: buffers[f"{target}.{name}"]
+                           for name, _ in layer.named_buffers()}}
+        if not state:
+            return _vmapped(layer, args, kwargs)
+        return _vmapped(lambda state, *a, **k: functional_call(meta, state, a, k), args,
+                        kwargs, state)
+
+
+def _attribute(module, target):
+    value = module
+    for name in target.split("."):
+        value = getattr(value, name)
+    return value
+
+
+def _vmapped(function, args, kwargs, state=None):
+    """`function` over the copies: the stacked values (and `state`, a dict of stacked
+    tensors given as the function's first argument) take the copies' axis, the others
+    are the same for every copy; without a stacked value it runs once."""
+    leaves, spec = torch.utils._pytree.tree_flatten((args, kwargs))
+    positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Stacked)]
+    if not positions and state is None:
+        return function(*args, **kwargs)
+
+    def per_copy(state_copy, *values):
+        filled = list(leaves)
+        for index, value in zip(positions, values):
+            filled[index] = value
+        call_args, call_kwargs = torch.utils._pytree.tree_unflatten(filled, spec)
+        if state is None:
+            return function(*call_args, **call_kwargs)
+        return function(state_copy, *call_args, **call_kwargs)
+
+    out = vmap(per_copy, in_dims=(None if state is None else 0, *[0] * len(positions)))(
+        state, *[leaves[i].tensor for i in positions])
+    return torch.utils._pytree.tree_map(Stacked, out)

@@ -1,0 +1,112 @@
+"""Adam, AdamW and SGD over stacked parameters, each copy with its own state, step
+count and learning rate: torch's own functional update applied to the copies that
+step, so that a copy whose epoch is over (or that stopped early) is left exactly as
+it is."""
+
+import numpy as np
+import torch
+from torch.optim.adam import adam
+from torch.optim.sgd import sgd
+
+# the optimizers whose update is elementwise, applied here by torch's own functional
+# update to each copy; their options that are neither read nor refused only choose
+# an implementation (foreach, fused, capturable)
+ADAM_OPTIONS = {"lr", "betas", "eps", "weight_decay", "amsgrad", "decoupled_weight_decay",
+                "maximize", "foreach", "capturable", "differentiable", "fused",
+                "initial_lr"}
+SGD_OPTIONS = {"lr", "momentum", "dampening", "weight_decay", "nesterov", "maximize",
+               "foreach", "differentiable", "fused", "initial_lr"}
+OPTIMIZERS = {torch.optim.Adam: ADAM_OPTIONS, torch.optim.AdamW: ADAM_OPTIONS,
+              torch.optim.SGD: SGD_OPTIONS}
+
+
+def runs(counts, rates, active):
+    """``(start, stop)`` of each run of consecutive active copies with equal step
+    counts and learning rates: the copies one call of torch's update serves."""
+    active = np.asarray(active, dtype=bool)
+    breaks = np.ones(len(counts) + 1, dtype=bool)
+    breaks[1:-1] = ((counts[1:] != counts[:-1]) | (rates[1:] != rates[:-1])
+                    | (active[1:] != active[:-1]))
+    edges = np.flatnonzero(breaks)
+    return [(int(start), int(stop)) for start, stop in zip(edges[:-1], edges[1:])
+            if active[start]]
+
+
+class StackedOptimizer:
+    """Adam (AdamW) or SGD over stacked parameters, as `optimizer` (a copy's own, one
+    parameter group) steps each copy's, copy ``i`` at the learning rate ``rates[i]``.
+
+    The copies that step with the same count and learning rate are updated as runs of
+    consecutive copies, each a slice of the stacked tensors: one run when all step
+    together, a few when the copies are ordered by their number of minibatches."""
+
+    def __init__(self, optimizer, params, rates):
+        group = optimizer.param_groups[0]
+        self.options = {key: (float(value) if torch.is_tensor(value) else value)
+                        for key, value in group.items() if key != "params"}
+        self.adam = isinstance(optimizer, torch.optim.Adam)
+        n_copies = len(params[0])
+        self.counts = np.zeros(n_copies, dtype=np.int64)
+        # each copy's learning rate, which its scheduler may change between epochs
+        self.rates = rates
+        self.fused = (params[0].device.type in ("cpu", "cuda")
+                      and params[0].dtype in (torch.float32, torch.float64))
+        # fused updates keep their step counts where the parameters are
+        self.step_device = params[0].device if self.fused else torch.device("cpu")
+        if self.adam:
+            self.moments = [[torch.zeros_like(p) for p in params] for _ in range(2)]
+            self.max_moments = ([torch.zeros_like(p) for p in params]
+                                if self.options["amsgrad"] else [])
+        else:
+            # SGD keeps a buffer only with momentum, which torch's update makes at the
+            # first step (every copy takes it: each holds a row)
+            self.momentum_buffers = [None] * len(params)
+
+    @torch.no_grad()
+    def step(self, params, grads, active):
+        """One step of the copies where `active` (bool per copy) with their `grads`."""
+        spans = runs(self.counts, self.rates, active)
+        for start, stop in spans:
+            self._update(params, grads, start, stop, whole=spans == [(0, len(self.counts))])
+        self.counts[active] += 1
+
+    def _update(self, params, grads, start, stop, whole):
+        def views(stacked):
+            return list(stacked) if whole else [tensor[start:stop] for tensor in stacked]
+
+        # the update adds one to each count before using it
+        steps = list(torch.full((len(params),), float(self.counts[start]),
+                                device=self.step_device).unbind(0))
+        o, lr = self.options, float(self.rates[start])
+        if self.adam:
+            adam(views(params), views(grads), views(self.moments[0]),
+                 views(self.moments[1]), views(self.max_moments), steps, foreach=False,
+                 fused=self.fused, amsgrad=o["amsgrad"], beta1=o["betas"][0],
+                 beta2=o["betas"][1], lr=lr, weight_decay=o["weight_decay"], eps=o["eps"],
+                 maximize=False, decoupled_weight_decay=o.get("decoupled_weight_decay",
+                                                                 False))
+            return
+        buffers = self.momentum_buffers
+        if not o["momentum"]:
+            buffers = [None] * len(params)
+        elif buffers[0] is None:
+            if not whole:
+                raise RuntimeError("a stacked SGD's first step must be every copy's")
+        else:
+            buffers = views(buffers)
+        sgd(views(params), views(grads), buffers, foreach=False, fused=self.fused,
+            weight_decay=o["weight_decay"], momentum=o["momentum"], lr=lr,
+            dampening=o["dampening"], nesterov=o["nesterov"], maximize=False)
+
+    def state_of(self, copy_index):
+        """Copy `copy_index`'s optimizer state per parameter, as torch's optimizer
+        keeps it after the same steps."""
+        if self.adam:
+            names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if self.max_moments else [])
+            tensors = [*self.moments, *([self.max_moments] if self.max_moments else [])]
+            step = torch.tensor(float(self.counts[copy_index]), device=self.step_device)
+            return [dict(step=step.clone(), **{name: kind[i][copy_index].clone()
+                                               for name, kind in zip(names, tensors)})
+                    for i in range(len(self.moments[0]))]
+        return [{"momentum_buffer": None if buffer is None else buffer[copy_index].clone()}
+                for buffer in self.momentum_buffers]
