@@ -62,7 +62,8 @@ def solo_scores(estimator, X, y, groups, X_test, y_test, *, n_jobs=None,
     parties, party_codes = np.unique(column_or_1d(groups), return_inverse=True)
     party_rows = [np.flatnonzero(party_codes == p) for p in range(len(parties))]
     fits = fit_clones(
-        [Task(estimator, codes[rows], rows) for rows in party_rows],
+        [Task(estimator, codes[rows], rows, name=f"party {party!r}")
+         for party, rows in zip(parties, party_rows)],
         X,
         n_classes=len(classes),
         seeds=draw_seeds(check_random_state(random_state), len(parties)),

@@ -15,6 +15,11 @@ from typing import NamedTuple
 
 import numpy as np
 from joblib import effective_n_jobs
+
+try:  # the cloudpickle loky sends calls with: joblib's own copy before joblib 1.5
+    from joblib.externals import cloudpickle
+except ImportError:
+    import cloudpickle
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.dummy import DummyClassifier
@@ -105,6 +110,8 @@ class Task(NamedTuple):
     score: object = None
     """``score(model, X)``, run on the fitted clone where it was fit (say, its score on
     rows it held out), whose value comes back in `CloneFits.scores`; None for none."""
+    name: str = None
+    """What the clone is, in messages ("party 'a', partition 1, teacher 2")."""
 
 
 class StackedRows:
@@ -343,7 +350,7 @@ def map_in_parallel(function, items, n_jobs=None):
         delayed(_recorded)(main, function, item) for item in items
     ):
         issue_worker_warnings(caught)
-        results.append(result)
+        results.append(received(result))
     return results
 
 
@@ -397,11 +404,44 @@ def _caught_in_worker(main_pid):
     caught.extend(kinds.values())
 
 
+class _ByValue:
+    """A worker's result pickled by value (cloudpickle): a fitted clone may hold what
+    the caller defined in its own script or notebook (``__main__``: a module class, a
+    function in a FunctionTransformer), which the worker received by value and cannot
+    send back by reference. `received` in the caller finds the caller's own classes
+    again (cloudpickle tracks the classes it sends)."""
+
+    def __init__(self, result):
+        _name_main_classes()
+        self.data = cloudpickle.dumps(result)
+
+
+def _name_main_classes():
+    """In a worker, give the classes received by value from the caller's ``__main__``
+    their names in the worker's ``__main__``: skorch pickles a net's module with
+    pickle itself, by reference, which then finds them there and, in the caller, the
+    caller's own class."""
+    tracked = getattr(getattr(cloudpickle, "cloudpickle", cloudpickle),
+                      "_DYNAMIC_CLASS_TRACKER_BY_CLASS", {})
+    main = sys.modules["__main__"]
+    for cls in list(tracked):
+        name = getattr(cls, "__qualname__", "")
+        if getattr(cls, "__module__", None) == "__main__" and "." not in name and (
+                not hasattr(main, name)):
+            setattr(main, name, cls)
+
+
+def received(result):
+    """A result as the worker computed it (see `_ByValue`)."""
+    return cloudpickle.loads(result.data) if isinstance(result, _ByValue) else result
+
+
 def _recorded(main_pid, function, *args, **kwargs):
-    """``function(*args, **kwargs)`` and the warnings it raised in a worker process."""
+    """``function(*args, **kwargs)`` and the warnings it raised in a worker process;
+    from a worker process, the result by value (`_ByValue`), to pass to `received`."""
     with _caught_in_worker(main_pid) as caught:
         result = function(*args, **kwargs)
-    return result, caught
+    return (result if os.getpid() == main_pid else _ByValue(result)), caught
 
 
 def issue_worker_warnings(caught):
@@ -535,6 +575,20 @@ def _is_torch_net(estimator):
     return _predicts_output_positions(estimator)
 
 
+def check_tier(tasks, tier):
+    """Refuse, before any of its fits, a tier whose skorch nets cannot split some
+    clone's rows for their own validation (`_skorch_checks`)."""
+    for estimator in {id(task.estimator): task.estimator for task in tasks}.values():
+        if _is_torch_net(estimator):
+            from ._skorch_checks import check_validation_splits
+            from ._stacking import targets_for
+
+            check_validation_splits(
+                _final_step(estimator),
+                [task for task in tasks if task.estimator is estimator], tier,
+                lambda task, estimator=estimator: targets_for(estimator, task.y))
+
+
 def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
     """How the tier's clones stack (`_stacking.Probe`), or why they fit one by one (a
     string): the stacked path serves tasks that all clone one skorch net it can
@@ -602,6 +656,7 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
                 continue
             if not pending:
                 pending, caught = next(results)
+                pending = received(pending)
                 issue_worker_warnings(caught)
             yield pending.pop(0)
 
@@ -654,6 +709,7 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
             templates[id(task.estimator)] = SeededTemplate(task.estimator, single_threaded)
     shared = dict(X=X, n_classes=n_classes, X_predict=X_predict, soft_votes=soft_votes,
                   keep_model=keep_models, score_training=score_training)
+    check_tier(tasks, tier)
     probe = stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates)
     template = templates[id(tasks[0].estimator)]
     if isinstance(probe, str):
@@ -689,7 +745,7 @@ def _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
             batches = Parallel(n_jobs=n_jobs, verbose=verbose)(jobs)
         for batch, caught in batches:
             issue_worker_warnings(caught)
-            yield from batch
+            yield from received(batch)
 
 
 def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,

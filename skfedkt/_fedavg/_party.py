@@ -16,6 +16,7 @@ import numpy as np
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import (
     Task,
+    check_tier,
     in_one_thread,
     map_in_parallel,
     report_tier,
@@ -82,9 +83,11 @@ def train_parties(plan, data, parties, seeds, weights, tier):
     one flat parallel batch."""
     start = time.perf_counter()
     n_classes = len(data.classes)
-    tasks = [Task(plan.estimator, data.y[party.rows], party.rows) for party in parties]
+    tasks = [Task(plan.estimator, data.y[party.rows], party.rows, name=f"party {party.party!r}")
+             for party in parties]
     items = [(take_rows(data.X, task.rows), task.y, n_classes, seed, weights)
              for task, seed in zip(tasks, seeds)]
+    check_tier(tasks, tier)
     probe = stacking_probe(tasks, data.X, seeds, n_classes, plan.stack_networks)
     if isinstance(probe, str):
         trained = map_in_parallel(partial(_train_item, plan), items, n_jobs=plan.n_jobs)

@@ -55,9 +55,11 @@ class FedCTParty:
         """The round's model on the party's rows, and its teachers on their parts, each
         with the consensus-labelled public rows."""
         labelled = consensus >= 0
+        names = [f"party {self.party!r}"] + [f"party {self.party!r}, teacher {index + 1}"
+                                             for index in range(len(self.teacher_rows))]
         return [Task(self.estimator, np.concatenate([self.y[rows], consensus[labelled]]),
-                     np.concatenate([rows, public_rows[labelled]]))
-                for rows in [self.rows, *self.teacher_rows]]
+                     np.concatenate([rows, public_rows[labelled]]), name=name)
+                for rows, name in zip([self.rows, *self.teacher_rows], names)]
 
     def fitted(self, models, predictions, accuracy, round_, n_classes):
         """Keep the round's model and training accuracy, and what the party shares: its

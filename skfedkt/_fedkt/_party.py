@@ -61,7 +61,8 @@ def _with_party_rows(task, n_public, party_rows, y):
             weights = weights * (len(party_rows) / public_weight)
         weights = np.concatenate([weights, np.ones(len(party_rows))])
     return Task(task.estimator, np.concatenate([task.y, y[party_rows]]),
-                np.concatenate([public_rows, n_public + party_rows]), weights)
+                np.concatenate([public_rows, n_public + party_rows]), weights,
+                name=task.name)
 
 
 class StudentLabels(NamedTuple):
@@ -116,7 +117,10 @@ class FedKTParty:
 
     def teacher_tasks(self):
         """Lines 2-8: one teacher per subset of every partition."""
-        return [Task(self.plan.teacher, self.y[rows], rows) for rows in self.teacher_rows]
+        return [Task(self.plan.teacher, self.y[rows], rows,
+                     name=f"party {self.party!r}, partition {index // self.n_teachers + 1}, "
+                          f"teacher {index % self.n_teachers + 1}")
+                for index, rows in enumerate(self.teacher_rows)]
 
     def student_tasks(self, histograms, queries, n_public, n_classes):
         """Lines 9-12: every partition's (noisy, at L2) vote, one histogram each of
@@ -150,7 +154,9 @@ class FedKTParty:
             class_shares(t if t.ndim == 2 else np.bincount(t[t >= 0], minlength=n_classes)[None])
             for t in targets
         ]
-        tasks = [target_task(plan.student, t, queries, n_public) for t in targets]
+        tasks = [target_task(plan.student, t, queries, n_public,
+                             f"party {self.party!r}, student {index + 1}")
+                 for index, t in enumerate(targets)]
         if plan.student_data == "party+public":
             tasks = [_with_party_rows(task, n_public, self.rows, self.y) for task in tasks]
         return tasks, StudentLabels(len(queries), student_shares, log_moments)

@@ -235,19 +235,19 @@ def _counts_covered(privacy):
     return privacy is None or getattr(privacy, "counts_gamma", None) is not None
 
 
-def target_task(estimator, targets, rows, n_rows):
-    """The Task that teaches `estimator` the targets of rows `rows` of a matrix of
-    `n_rows` rows.
+def target_task(estimator, targets, rows, n_rows, name):
+    """The Task (called `name`) that teaches `estimator` the targets of rows `rows` of
+    a matrix of `n_rows` rows.
 
     `targets` are labels (``-1`` for none) or per-row distributions (soft labels,
     passed as sample weights).
     """
     if targets.ndim == 2:
         pairs, labels, weights = soft_label_rows(targets)
-        return Task(estimator, labels, rows[pairs], weights)
+        return Task(estimator, labels, rows[pairs], weights, name=name)
     labelled = targets >= 0
     if labelled.all() and np.array_equal(rows, np.arange(n_rows)):
         rows = None  # every row: the engine then copies nothing
     else:
         rows = rows[labelled]
-    return Task(estimator, targets[labelled].astype(np.int64), rows)
+    return Task(estimator, targets[labelled].astype(np.int64), rows, name=name)

@@ -205,7 +205,8 @@ def _final_labels(plan, votes, server_rows, queries, party_counts, root, n_label
     (final_targets,) = plan.vote_targets(
         [query_votes], "L1", plan.learns_soft_labels("final"), noise_rng, tie_rng
     )
-    return share_offsets, target_task(plan.final, final_targets, server_rows, n_labelled)
+    return share_offsets, target_task(plan.final, final_targets, server_rows, n_labelled,
+                                      "the final model")
 
 
 def _final_model(plan, final_task, X_labelled, n_classes, root):

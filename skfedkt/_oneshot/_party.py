@@ -41,12 +41,14 @@ class OneShotParty:
         """The local model's task and, with "cv", that of the model fit without the
         held-out rows, which scores itself on them where it is fit."""
         template = self.plan.local
-        tasks = [Task(template, self.y[self.rows], self.rows)] if self.trained else []
+        tasks = ([Task(template, self.y[self.rows], self.rows, name=f"party {self.party!r}")]
+                 if self.trained else [])
         if self.split is not None:
             fit_rows, held_out = self.split
             score = partial(_validation_score, y=self.y, rows=held_out, classes=classes,
                             scorer=self.plan.scorer)
-            tasks.append(Task(template, self.y[fit_rows], fit_rows, score=score))
+            tasks.append(Task(template, self.y[fit_rows], fit_rows, score=score,
+                              name=f"party {self.party!r}, without its held-out rows"))
         return tasks
 
     def upload(self, fits, classes, manifest):

@@ -92,7 +92,7 @@ def _distil(plan, ensemble, X_public, n_classes, rng):
         return dict(final_estimator_=seeded_clone(plan.final, seed).fit(X_public, targets),
                     _final_model=None)
     (final,) = fit_clones(
-        [Task(plan.final, targets.argmax(axis=1))], X_public, n_classes=n_classes,
+        [Task(plan.final, targets.argmax(axis=1), name="the final model")], X_public, n_classes=n_classes,
         seeds=[seed], stack_networks=plan.stack_networks, tier="student", say=plan.say,
     ).models
     return dict(final_estimator_=final.estimator, _final_model=final)
