@@ -70,7 +70,7 @@ def test_skorch_network_base_on_cpu(digits_parties, tmp_path):
     # every tier's nets trained together, in one chunk: the same in worker processes
     X_test = digits_parties[4]
     assert_array_equal(first.predict(X_test), again.predict(X_test))
-    assert [t["path"] for t in again.tier_fits_] == ["stacked", "stacked", "per-clone"]
+    assert [t["path"] for t in again.tier_fits_] == ["stacked", "stacked", "stacked"]
     # the check a GPU run makes, on the CPU: every teacher, student and final model
     # trained with the net's device, its weights there, in the worker processes too
     # (a callback: one by one)

@@ -82,7 +82,7 @@ def test_a_stacked_fit_gives_each_clone_its_separate_fit(digits, kind, monkeypat
     with recording_tiers() as tiers:
         fits = fit_clones(tasks, X, n_classes=10, seeds=seeds, X_predict=X_public,
                           soft_votes=True)
-    assert [(t["path"], t["chunks"]) for t in tiers] == [("stacked", 1)]
+    assert [t["path"] for t in tiers] == ["stacked"]
     for task, seed, model, votes in zip(tasks, seeds, fits.models, fits.predictions):
         alone = _separate_fit(estimator, task, seed, X)
         stacked_net, alone_net = _last_step(model.estimator), _last_step(alone)
@@ -134,7 +134,7 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
     # a tier larger than one chunk streams in chunks, with the same training
     monkeypatch.setattr(_stacking, "CPU_CHUNK_BYTES", 1)
     chunked, chunked_tier = votes(n_jobs=2)
-    assert (tier["chunks"], chunked_tier["chunks"]) == (1, len(tasks))
+    assert chunked_tier["chunks"] == len(tasks) > tier["chunks"]
     assert_allclose(chunked, one, atol=1e-6)
 
 
@@ -180,9 +180,10 @@ def test_the_stacked_path_can_be_turned_off_and_is_said(digits, capsys):
     said = capsys.readouterr().out
     assert [(t["tier"], t["path"], t["clones"]) for t in clf.tier_fits_] == [
         ("teachers", "stacked", 12), ("students", "stacked", 6),
-        # one net gains nothing from a stack on the CPU
-        ("final model", "per-clone", 1)]
-    assert "teachers: 12 nets trained together in 1 chunk(s) on cpu" in said
+        # one net alone gains from the stack's loop too, on the CPU
+        ("final model", "stacked", 1)]
+    chunks = clf.tier_fits_[0]["chunks"]
+    assert f"teachers: 12 nets trained together in {chunks} chunk(s) on cpu" in said
     off = clone(clf).set_params(stack_networks=False).fit(X, y, groups=party,
                                                           X_unlabeled=X_public)
     assert {(t["path"], t["reason"]) for t in off.tier_fits_} == {

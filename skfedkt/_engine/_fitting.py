@@ -614,10 +614,6 @@ def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
     several = [i for i, task in enumerate(tasks) if np.unique(task.y).size > 1]
     if not several:
         return "every clone's rows hold one class"
-    device = str(_final_step(template.template).device or "cpu")
-    if len(several) == 1 and not device.startswith("cuda"):
-        # skorch's own loop is as fast for one net on the CPU
-        return "one net: nothing to stack on the CPU"
     first = several[0]
     max_rows = max(len(task.y) for task in tasks)
     probe = in_one_thread(_stacking.probe, template, seeds[first],
@@ -626,38 +622,47 @@ def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
     return probe if probe.refusal is None else probe.refusal
 
 
+def stacked_threads(n_jobs, n_chunks, device):
+    """How many threads of this process train a tier's chunks: on a GPU one (its
+    chunks run one after the other), on the CPU as many as `n_jobs` asks, the cores
+    allow and there are chunks, each chunk on one core. Threads, not worker processes:
+    a stacked step spends its time in torch's kernels, which leave Python's lock, and
+    a worker process would first pay torch's start-up."""
+    if device.startswith("cuda"):
+        return 1
+    return max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1, n_chunks))
+
+
 def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
     """`_fit_clone`'s results for every task, the nets trained together in chunks of
     ``probe.copies_per_chunk`` (consecutive tasks: results do not depend on `n_jobs`),
-    spread over worker processes on the CPU and run one after the other on a GPU;
-    a task whose rows hold one class fits alone (a constant model)."""
+    in threads of this process (`stacked_threads`); a task whose rows hold one class
+    fits alone (a constant model)."""
     from . import _stacking
 
     alone = [np.unique(task.y).size < 2 for task in tasks]
     stacked = [index for index, one_class in enumerate(alone) if not one_class]
-    size = probe.copies_per_chunk
+    size = probe.chunk_size(len(stacked))
     chunks = [stacked[start : start + size] for start in range(0, len(stacked), size)]
-    on_gpu = probe.device.startswith("cuda")
     keywords = dict(shared, keep_models=shared["keep_model"], take_rows=take_rows,
-                    model_type=ClassCodeModel, block_rows=probe.block_rows(size))
+                    model_type=ClassCodeModel, block_rows=probe.block_rows(size),
+                    graphs=probe.graphs)
     del keywords["keep_model"]
-    jobs = (delayed(_recorded)(os.getpid(), in_one_thread, _stacking.fit_chunk, template,
-                               [tasks[i] for i in chunk], [seeds[i] for i in chunk],
-                               **keywords)
+    jobs = (delayed(_stacking.fit_chunk)(template, [tasks[i] for i in chunk],
+                                         [seeds[i] for i in chunk], **keywords)
             for chunk in chunks)
-    n_workers = 1 if on_gpu else min(effective_n_jobs(n_jobs), max(len(chunks), 1))
-    results = iter(Parallel(n_jobs=n_workers, verbose=verbose, return_as="generator")(jobs))
+    n_threads = stacked_threads(n_jobs, len(chunks), probe.device)
     pending = []
-    # threads of this process, for joblib's threading backend (see `_iter_per_clone`)
-    with one_thread() if n_workers > 1 else nullcontext():
+    # every thread's kernels on one core: the limits are the process's, set once here
+    with one_thread():
+        results = iter(Parallel(n_jobs=n_threads, backend="threading", verbose=verbose,
+                                return_as="generator")(jobs))
         for index, task in enumerate(tasks):
             if alone[index]:
                 yield _fit_clone(task, template, seeds[index], **shared)
                 continue
             if not pending:
-                pending, caught = next(results)
-                pending = received(pending)
-                issue_worker_warnings(caught)
+                pending = next(results)
             yield pending.pop(0)
 
 
@@ -670,7 +675,7 @@ def tier_entry(probe, estimator, n_stacked):
                   else None)
         return dict(path="per-clone", reason=probe, chunks=None, device=device)
     return dict(path="stacked", reason=None, device=probe.device,
-                chunks=-(-n_stacked // probe.copies_per_chunk))
+                chunks=-(-n_stacked // probe.chunk_size(n_stacked)))
 
 
 def report_tier(say, tier, entry):

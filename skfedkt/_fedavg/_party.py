@@ -13,13 +13,17 @@ from dataclasses import replace
 from functools import partial
 
 import numpy as np
+from sklearn.utils.parallel import Parallel, delayed
+
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import (
     Task,
     check_tier,
     in_one_thread,
     map_in_parallel,
+    one_thread,
     report_tier,
+    stacked_threads,
     stacking_probe,
     take_rows,
     tier_entry,
@@ -94,11 +98,16 @@ def train_parties(plan, data, parties, seeds, weights, tier):
     else:
         from .._engine._stacking import train_from_weights
 
-        trained, size = [], probe.copies_per_chunk
-        for first in range(0, len(items), size):
-            trained += in_one_thread(train_from_weights, plan.estimator,
-                                     items[first : first + size], plan.local_epochs,
-                                     plan.proximal_mu, probe.block_rows(size))
+        size = probe.chunk_size(len(items))
+        chunks = [items[first : first + size] for first in range(0, len(items), size)]
+        with one_thread():
+            fitted = Parallel(n_jobs=stacked_threads(plan.n_jobs, len(chunks), probe.device),
+                              backend="threading")(
+                delayed(train_from_weights)(plan.estimator, chunk, plan.local_epochs,
+                                            plan.proximal_mu, probe.block_rows(size),
+                                            probe.graphs)
+                for chunk in chunks)
+        trained = [fit for chunk_fits in fitted for fit in chunk_fits]
     report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items)),
                                      clones=len(items), seconds=time.perf_counter() - start))
     return trained

@@ -20,10 +20,12 @@ floating-point tolerance, written into ordinary fitted skorch nets.
 - here: the probe that decides a tier's path, and the chunks the engine fits.
 """
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
 import torch
+from joblib import cpu_count
 from torch import nn
 
 from .._weights import started_model
@@ -65,6 +67,15 @@ class Probe(NamedTuple):
     """Where the copies train."""
     row_bytes: int = 0
     """What one row holds in one copy's forward pass (its activations)."""
+    graphs: dict = None
+    """The module's traces, which every chunk of the tier runs (`StackedForward`)."""
+
+    def chunk_size(self, n_copies):
+        """Copies per chunk for a tier of `n_copies`: on the CPU, at most a core's
+        share of them, so that every core gets a chunk (the same for any ``n_jobs``)."""
+        if torch.device(self.device).type != "cpu":
+            return self.copies_per_chunk
+        return max(1, min(self.copies_per_chunk, -(-n_copies // cpu_count())))
 
     def block_rows(self, n_copies):
         """Rows that `n_copies` copies vote on at once within `VOTE_BLOCK_BYTES`."""
@@ -107,15 +118,21 @@ def _generators(net, seed):
     return generator, noise
 
 
+# torch's global generator, which seeding a clone and initialising its net use: the
+# threads that train a tier's chunks take turns
+_GLOBAL_GENERATOR = threading.Lock()
+
+
 def started_clone(template, seed, X, y):
     """A clone of the template seeded with `seed` (`SeededTemplate`), `X` through its
     steps before the net (fitted on `X`, `y`), its net initialised, as its ``fit``
     would do them in that order."""
-    estimator = template.clone(seed)
-    net, steps = learner_and_steps(estimator)
-    rows = X if steps is None else steps.fit_transform(X, y)
-    net.initialize()
-    return Started(estimator, net, rows, *_generators(net, seed))
+    with _GLOBAL_GENERATOR:
+        estimator = template.clone(seed)
+        net, steps = learner_and_steps(estimator)
+        rows = X if steps is None else steps.fit_transform(X, y)
+        net.initialize()
+        return Started(estimator, net, rows, *_generators(net, seed))
 
 
 def explained_module_error(net, exc):
@@ -196,7 +213,7 @@ def probe(template, seed, X, y, n_classes, max_rows):
     if not forward.traced and (reason := untraceable_refusal(net.module_)):
         return refused(reason)
     try:
-        _trial(template, seed, started, X, y)
+        _trial(template, seed, started, X, y, forward.graphs)
     except CannotStack as exc:
         return refused(str(exc))
     except RuntimeError as exc:
@@ -213,17 +230,18 @@ def probe(template, seed, X, y, n_classes, max_rows):
               else CPU_CHUNK_BYTES)
     itemsize = next(net.module_.parameters()).element_size()
     return Probe(None, int(max(1, min(MAX_COPIES.get(kind, 64), budget // per_copy))),
-                 device, int(row_activations * itemsize))
+                 device, int(row_activations * itemsize), forward.graphs)
 
 
-def _trial(template, seed, started, X, y):
+def _trial(template, seed, started, X, y, graphs):
     """The probe's clone and another trained one epoch together, as the tier will."""
     twin = started_clone(template, seed + 1, X, y)
     targets = targets_for(started.net, y)
     runs = [CopyRun(one.net, one.rows, targets, one.generator, one.noise_generator,
                     events=False) for one in (started, twin)]
     NetworkStack([started.net, twin.net],
-                 _unfold_convolutions(str(started.net.device or "cpu"))).train(runs, [1])
+                 _unfold_convolutions(str(started.net.device or "cpu")), graphs).train(
+        runs, [1])
 
 
 def _activation_elements(module, output):
@@ -257,25 +275,27 @@ def _runs_of(started, targets, keep):
             for one, target, kept in zip(started, targets, keep)]
 
 
-def train_from_weights(estimator, items, epochs, proximal_mu, block_rows):
+def train_from_weights(estimator, items, epochs, proximal_mu, block_rows, graphs):
     """FedAvg's local training of every party together: for each item ``(X, y,
     n_classes, seed, weights)`` a clone started from the global weights (as
     `started_model` starts it), trained `epochs` epochs, one ``partial_fit`` call each,
     on its rows; with a positive `proximal_mu`, toward the weights each started from
-    (FedProx, as `ProximalTerm`). Returns each party's weights (`weights_of`) and its
-    accuracy on its rows."""
+    (FedProx, as `ProximalTerm`); `graphs`: the probe's. Returns each party's weights
+    (`weights_of`) and its accuracy on its rows."""
     order = np.argsort([-len(item[1]) for item in items], kind="stable")
     started, targets = [], []
     for index in order:
         X, y, n_classes, seed, weights = items[index]
-        model = started_model(estimator, X, y, n_classes, seed, weights,
-                              proximal_mu=proximal_mu)
-        net, steps = learner_and_steps(model)
+        with _GLOBAL_GENERATOR:
+            model = started_model(estimator, X, y, n_classes, seed, weights,
+                                  proximal_mu=proximal_mu)
+            net, steps = learner_and_steps(model)
+            generators = _generators(net, seed)
         rows = np.asarray(X if steps is None else steps.transform(X))
-        started.append(Started(model, net, rows, *_generators(net, seed)))
+        started.append(Started(model, net, rows, *generators))
         targets.append(targets_for(net, y))
     nets = [one.net for one in started]
-    stack = NetworkStack(nets, _unfold_convolutions(str(nets[0].device or "cpu")))
+    stack = NetworkStack(nets, _unfold_convolutions(str(nets[0].device or "cpu")), graphs)
     anchor = [p.detach().clone() for p, train in zip(stack.params, stack.trainable) if train]
     stack.train(_runs_of(started, targets, [False] * len(started)), [1] * epochs,
                 proximal=(proximal_mu, anchor) if proximal_mu > 0 else None)
@@ -290,10 +310,11 @@ def train_from_weights(estimator, items, epochs, proximal_mu, block_rows):
 
 
 def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_models,
-              score_training, take_rows, model_type, block_rows):
+              score_training, take_rows, model_type, block_rows, graphs):
     """Fit every task of a chunk together, as `_fit_clone` fits one: returns, per task,
     ``(model, votes, training_accuracy, score)``, the model a `model_type` (the
-    engine's ClassCodeModel) holding an ordinary fitted clone, or None unless kept.
+    engine's ClassCodeModel) holding an ordinary fitted clone, or None unless kept;
+    `graphs`: the probe's traces of the module.
 
     Every task has rows of at least two classes; the nets learn the global class codes.
     The copies are stacked from the most rows to the fewest, so that those still in
@@ -302,7 +323,7 @@ def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_
     order = np.argsort([-len(task.y) for task in tasks], kind="stable")
     results = _fit_ordered(template, [tasks[i] for i in order], [seeds[i] for i in order],
                            X, n_classes, X_predict, soft_votes, keep_models, score_training,
-                           take_rows, model_type, block_rows)
+                           take_rows, model_type, block_rows, graphs)
     in_order = [None] * len(tasks)
     for position, index in enumerate(order):
         in_order[index] = results[position]
@@ -310,13 +331,13 @@ def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_
 
 
 def _fit_ordered(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_models,
-                 score_training, take_rows, model_type, block_rows):
+                 score_training, take_rows, model_type, block_rows, graphs):
     targets = [targets_for(template.template, task.y) for task in tasks]
     started = [started_clone(template, seed, take_rows(X, task.rows), target)
                for task, seed, target in zip(tasks, seeds, targets)]
     nets = [one.net for one in started]
     keep = [keep_models or task.score is not None for task in tasks]
-    stack = NetworkStack(nets, _unfold_convolutions(str(nets[0].device or "cpu")))
+    stack = NetworkStack(nets, _unfold_convolutions(str(nets[0].device or "cpu")), graphs)
     stack.train(_runs_of(started, targets, keep), [nets[0].max_epochs])
     votes = [None] * len(tasks)
     if X_predict is not None:

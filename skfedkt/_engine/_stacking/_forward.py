@@ -23,6 +23,7 @@ keep per copy (`untraceable_refusal`).
 import copy
 import math
 import operator
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -77,6 +78,11 @@ def trace(module, training):
     except (torch.fx.proxy.TraceError, TypeError, NotImplementedError, AttributeError):
         # what tracing raises where code treats a traced value as a concrete one
         return None
+
+
+def traces(module):
+    """The module's forward pass traced in training and in evaluation mode (`trace`)."""
+    return {mode: trace(module, mode) for mode in (True, False)}
 
 
 class CannotStack(Exception):
@@ -259,14 +265,20 @@ class StackedForward:
     unfold_convolutions : bool
         Whether 2-D convolutions run as unfolded patches times kernels (`conv2d`)
         rather than through ``vmap`` (a grouped convolution).
+    graphs : dict, default=None
+        The module's `traces`, made once for all the chunks of a tier: tracing patches
+        torch's modules for the whole process, which must not happen while other
+        threads train.
     """
 
-    def __init__(self, module, unfold_convolutions):
+    def __init__(self, module, unfold_convolutions, graphs=None):
         self.module = module
         self.meta = copy.deepcopy(module).to("meta")
         self.unfold_convolutions = unfold_convolutions
-        self.graphs = {mode: trace(module, mode) for mode in (True, False)}
+        self.graphs = traces(module) if graphs is None else graphs
         self.traced = all(graph is not None for graph in self.graphs.values())
+        self.programs = ({mode: _program(graph, module, self.meta)
+                          for mode, graph in self.graphs.items()} if self.traced else None)
         # whether training draws dropout noise, and normalises batches
         self.draws = any(isinstance(part, DROPOUTS) and 0 < part.p
                          for part in module.modules())
@@ -285,28 +297,27 @@ class StackedForward:
                         in_dims=(0, 0 if stacked else None))(
                 state, x.tensor if stacked else x)
         env = {}
-        for node in self.graphs[training].nodes:
+        for node, layer in self.programs[training]:
             if node.op == "placeholder":
                 env[node] = x
-            elif node.op == "output":
-                out = self._arg(env, node.args[0])
+                continue
+            args = _filled(node.args, env)
+            kwargs = _filled(node.kwargs, env) if node.kwargs else {}
+            if node.op == "output":
+                out = args[0]
                 return out.tensor if isinstance(out, Stacked) else out
+            if node.op == "call_module":
+                env[node] = self._module(layer, args, kwargs, params, buffers, training,
+                                         draws, rows)
             else:
-                env[node] = self._run(node, env, params, buffers, training, draws, rows)
+                env[node] = self._run(node, args, kwargs, params, buffers)
         raise RuntimeError("the traced graph has no output")
 
-    def _arg(self, env, arg):
-        return torch.fx.node.map_arg(arg, lambda node: env[node])
-
-    def _run(self, node, env, params, buffers, training, draws, rows):
-        args, kwargs = self._arg(env, node.args), self._arg(env, node.kwargs)
+    def _run(self, node, args, kwargs, params, buffers):
         if node.op == "get_attr":
             state = params.get(node.target, buffers.get(node.target))
             return Stacked(state) if state is not None else _attribute(self.module,
                                                                         node.target)
-        if node.op == "call_module":
-            return self._module(node.target, args, kwargs, params, buffers, training,
-                                draws, rows)
         if node.op == "call_method":
             function = getattr(torch.Tensor, node.target)
             if node.target in _SHAPE_METHODS and isinstance(args[0], Stacked):
@@ -325,16 +336,16 @@ class StackedForward:
                     return Stacked(function(args[0].tensor, args[1].tensor))
         return _vmapped(function, args, kwargs)
 
-    def _module(self, target, args, kwargs, params, buffers, training, draws, rows):
-        layer = self.module.get_submodule(target)
-        own = {name: params[f"{target}.{name}"] for name, _ in layer.named_parameters()}
+    def _module(self, called, args, kwargs, params, buffers, training, draws, rows):
+        layer = called.layer
+        own = {name: params[key] for name, key in called.params}
         x = args[0] if args else None
         if isinstance(layer, nn.Linear) and len(args) == 1 and not kwargs:
             return Stacked(linear(x, own["weight"], own.get("bias")))
         if isinstance(layer, DROPOUTS) and isinstance(x, Stacked):
             return Stacked(dropout(layer, x.tensor, draws)) if training else x
         if isinstance(layer, BATCH_NORMS) and isinstance(x, Stacked):
-            state = [buffers[f"{target}.{name}"]
+            state = [buffers[called.buffers[name]]
                      for name in ("running_mean", "running_var", "num_batches_tracked")]
             return Stacked(batch_norm(layer, x.tensor, own.get("weight"), own.get("bias"),
                                       state, rows if training else None))
@@ -346,13 +357,44 @@ class StackedForward:
             tensor = x.tensor
             out = layer(tensor.reshape(-1, *tensor.shape[2:]))
             return Stacked(out.view(*tensor.shape[:2], *out.shape[1:]))
-        meta = self.meta.get_submodule(target).train(training)
-        state = {**own, **{name: buffers[f"{target}.{name}"]
-                           for name, _ in layer.named_buffers()}}
+        meta = called.meta.train(training)
+        state = {**own, **{name: buffers[key] for name, key in called.buffers.items()}}
         if not state:
             return _vmapped(layer, args, kwargs)
         return _vmapped(lambda state, *a, **k: functional_call(meta, state, a, k), args,
                         kwargs, state)
+
+
+class _Called(NamedTuple):
+    """A layer a traced graph calls, its parameters' and buffers' names in the stack,
+    and its copy on the meta device (for vmap)."""
+
+    layer: nn.Module
+    params: list
+    buffers: dict
+    meta: nn.Module
+
+
+def _program(graph, module, meta):
+    """The graph's nodes, each with what it calls (`_Called`) found once."""
+    program = []
+    for node in graph.nodes:
+        called = None
+        if node.op == "call_module":
+            layer = module.get_submodule(node.target)
+            called = _Called(
+                layer, [(name, f"{node.target}.{name}") for name, _ in layer.named_parameters()],
+                {name: f"{node.target}.{name}" for name, _ in layer.named_buffers()},
+                meta.get_submodule(node.target))
+        program.append((node, called))
+    return program
+
+
+def _filled(arg, env):
+    """`arg` (a node's args or kwargs) with every node replaced by its value."""
+    if isinstance(arg, tuple) and all(isinstance(a, torch.fx.Node) for a in arg):
+        return tuple(env[a] for a in arg)
+    return torch.fx.node.map_arg(arg, lambda node: env[node])
 
 
 def _attribute(module, target):

@@ -53,6 +53,9 @@ class StackedOptimizer:
                       and params[0].dtype in (torch.float32, torch.float64))
         # fused updates keep their step counts where the parameters are
         self.step_device = params[0].device if self.fused else torch.device("cpu")
+        # while every copy steps every time: the count of every copy, which torch's
+        # update advances itself
+        self.in_step = list(torch.zeros(len(params), device=self.step_device).unbind(0))
         if self.adam:
             self.moments = [[torch.zeros_like(p) for p in params] for _ in range(2)]
             self.max_moments = ([torch.zeros_like(p) for p in params]
@@ -65,18 +68,23 @@ class StackedOptimizer:
     @torch.no_grad()
     def step(self, params, grads, active):
         """One step of the copies where `active` (bool per copy) with their `grads`."""
-        spans = runs(self.counts, self.rates, active)
-        for start, stop in spans:
-            self._update(params, grads, start, stop, whole=spans == [(0, len(self.counts))])
+        if self.in_step is not None and active.all() and (self.rates == self.rates[0]).all():
+            self._update(params, grads, 0, len(self.counts), self.in_step)
+        else:
+            self.in_step = None  # the copies' counts part: one run of counts each call
+            for start, stop in runs(self.counts, self.rates, active):
+                self._update(params, grads, start, stop)
         self.counts[active] += 1
 
-    def _update(self, params, grads, start, stop, whole):
+    def _update(self, params, grads, start, stop, steps=None):
+        whole = (start, stop) == (0, len(self.counts))
+
         def views(stacked):
             return list(stacked) if whole else [tensor[start:stop] for tensor in stacked]
 
-        # the update adds one to each count before using it
-        steps = list(torch.full((len(params),), float(self.counts[start]),
-                                device=self.step_device).unbind(0))
+        if steps is None:  # the update adds one to each count before using it
+            steps = list(torch.full((len(params),), float(self.counts[start]),
+                                    device=self.step_device).unbind(0))
         o, lr = self.options, float(self.rates[start])
         if self.adam:
             adam(views(params), views(grads), views(self.moments[0]),

@@ -32,9 +32,11 @@ class NetworkStack:
         weights (as ``initialize`` drew them under its seed, or loaded).
     unfold_convolutions : bool, default=False
         Whether 2-D convolutions run as unfolded patches times kernels.
+    graphs : dict, default=None
+        The module's traces (see `StackedForward`); traced here if None.
     """
 
-    def __init__(self, nets, unfold_convolutions=False):
+    def __init__(self, nets, unfold_convolutions=False, graphs=None):
         first = nets[0]
         self.nets, self.device = nets, torch.device(first.device or "cpu")
         module = first.module_
@@ -51,7 +53,7 @@ class NetworkStack:
         self.criterion = first.criterion_
         self.binary = isinstance(first, NeuralNetBinaryClassifier)
         self.nll = isinstance(self.criterion, nn.NLLLoss)
-        self.forward_pass = StackedForward(module, unfold_convolutions)
+        self.forward_pass = StackedForward(module, unfold_convolutions, graphs)
         # made by the first `train`, once the weights take their gradients' layout
         self.optimizer = None
         self._torch_optimizer = first.optimizer_
@@ -176,7 +178,9 @@ class NetworkStack:
                 rows=BatchRows(mask[:, rows], torch.as_tensor(step_rows > 0, device=self.device))
                 if forward_pass.batch_norms else None)
             per_row = self._per_row_losses(out, targets[:, rows]).view(len(copies), -1)
-            loss = (per_row * (mask[:, rows] > 0)).sum(dim=1) / denominators[step]
+            if self.binary:  # the other criteria give an ignored row no loss
+                per_row = per_row * mask[:, rows]
+            loss = per_row.sum(dim=1) / denominators[step]
             return loss, torch.autograd.grad(loss.sum(), trained)
 
         trained = self._trained()
