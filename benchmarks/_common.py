@@ -45,11 +45,13 @@ def mean_std(values, digits=3):
 
 
 def print_table(header, rows):
-    """A Markdown table, as the README and the docs show it."""
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
+    """A Markdown table, as the README and the docs show it; without a `header`, rows
+    of a table whose header was printed before (a table printed as it is measured)."""
+    if header is not None:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
     for row in rows:
-        print("| " + " | ".join(str(cell) for cell in row) + " |")
+        print("| " + " | ".join(str(cell) for cell in row) + " |", flush=True)
 
 
 def progress(iterable, what, total=None):

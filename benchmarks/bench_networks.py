@@ -36,11 +36,21 @@ same run (``_device_runs.py``): FedKT's round with the paper's MLP on these spli
 teachers' tier and the whole round on MNIST-sized inputs with the paper's MLP and CNN
 (``--device-teachers``, ``--device-epochs``), teachers per second and peak memory;
 FedAvg's rounds (``--device-rounds``); a tier of ``--stream-parties`` x 2 x
-``--stream-teachers`` teachers streamed in chunks, in a fresh process.
-``--only-device`` prints these tables alone, ``--device-tables`` some of them.
+``--stream-teachers`` teachers streamed in chunks, in a fresh process; the corpus's
+MLP-type nets on MNIST-sized rows (``corpus``, stacked; ``--one-by-one`` both ways); a
+tier of the paper's and skorch's tutorial CNN, one by one and stacked two ways
+(``convolutions``); nets with dropout, stacked and one by one, their accuracy over
+``--device-seeds`` seeds (``dropout``). ``--only-device`` prints these tables alone, ``--device-tables``
+some of them.
+
+With ``--corpus``, the twelve nets of ``_net_corpus.py`` as people write them on
+digits (``_corpus_runs.py``): each one's path, FedKT's round stacked and one by one at
+``--n-jobs``, and how far a stacked net's weights are from its separate fit's.
 
     python benchmarks/bench_networks.py [--seeds 5] [--rounds 30]
     python benchmarks/bench_networks.py --device cpu --only-device
+    python benchmarks/bench_networks.py --corpus --only-device
+    python benchmarks/bench_networks.py --device cuda --only-device --device-tables corpus
 
 Produces: doc/performance.rst, "Networks in one round" and "Networks trained together".
 """
@@ -49,6 +59,7 @@ import warnings
 
 import numpy as np
 from _common import mean_std, parser, print_table, run_parallel
+from _corpus_runs import corpus_table
 from _device_runs import run_all
 from joblib import delayed
 from sklearn.base import clone
@@ -66,7 +77,7 @@ PAPER_MNIST = {"FedKT": 0.905, "FedKT, default teachers": None, "FedAvg": 0.628,
 LOCAL_EPOCHS, MU = 10, 0.1
 
 # the tables of --device (see _device_runs.py)
-DEVICE_TABLES = ["fedkt", "mnist", "fedavg", "stream"]
+DEVICE_TABLES = ["fedkt", "mnist", "fedavg", "stream", "corpus", "convolutions", "dropout"]
 
 # the rounds at which the table of the accuracy against rounds shows the curves
 SHOWN_ROUNDS = (1, 2, 3, 5, 10, 20, 30, 50)
@@ -186,11 +197,18 @@ def main(argv=None):
     command.add_argument("--stream-teachers", type=int, default=50,
                          help="with --device: teachers per partition of that tier "
                               "(2 partitions a party)")
+    command.add_argument("--one-by-one", action="store_true",
+                         help="with --device's corpus table: also one by one")
+    command.add_argument("--corpus", action="store_true",
+                         help="the corpus of nets as people write them on digits, on "
+                              "--device (default cpu), at --n-jobs")
     args = command.parse_args(argv)
     if args.device_seeds is None:
         args.device_seeds = args.seeds
     if not args.only_device:
         published_tables(args)
+    if args.corpus:
+        corpus_table(args.device or "cpu", args.n_jobs, args.device_epochs)
     if args.device is not None:
         run_all(args.device, split, args)
 

@@ -21,10 +21,11 @@ from ._forward import CannotStack
 
 
 def _loader_options(net, training):
-    """A data loader's batch size and whether it shuffles, as ``net.get_iterator``
-    would make it."""
+    """A data loader's batch size, whether it shuffles and whether it drops a last
+    short minibatch, as ``net.get_iterator`` would make it."""
     options = net.get_params_for("iterator_train" if training else "iterator_valid")
-    return options.get("batch_size", net.batch_size), bool(options.get("shuffle", False))
+    return (options.get("batch_size", net.batch_size), bool(options.get("shuffle", False)),
+            bool(options.get("drop_last", False)))
 
 
 class CopyRun:
@@ -52,8 +53,8 @@ class CopyRun:
         self.net, self.X, self.y = net, X, y
         self.generator, self.noise_generator = generator, noise_generator
         self.events = events
-        self.batch_size, self.shuffle = _loader_options(net, training=True)
-        self.valid_batch_size, _ = _loader_options(net, training=False)
+        self.batch_size, self.shuffle, self.drop_last = _loader_options(net, training=True)
+        self.valid_batch_size, *_ = _loader_options(net, training=False)
         self.stopped = False
 
     def begin_call(self):
@@ -89,16 +90,21 @@ class CopyRun:
 
     def epoch_order(self):
         """The rows of this epoch's minibatches, in order: the training loader's draws
-        (its base seed, and with shuffling the seed of its order)."""
-        if self.generator is None:
-            return self.train_rows
-        torch.empty((), dtype=torch.int64).random_(generator=self.generator)
-        if not self.shuffle:
-            return self.train_rows
-        seed = int(torch.empty((), dtype=torch.int64).random_(generator=self.generator))
-        order = torch.Generator()
-        order.manual_seed(seed)
-        return self.train_rows[torch.randperm(len(self.train_rows), generator=order).numpy()]
+        (its base seed, and with shuffling the seed of its order); with ``drop_last``
+        without the last short minibatch."""
+        order = self.train_rows
+        if self.generator is not None:
+            torch.empty((), dtype=torch.int64).random_(generator=self.generator)
+            if self.shuffle:
+                seed = int(torch.empty((), dtype=torch.int64).random_(
+                    generator=self.generator))
+                generator = torch.Generator()
+                generator.manual_seed(seed)
+                order = order[torch.randperm(len(order), generator=generator).numpy()]
+        if self.drop_last:
+            order = order[: len(order) - len(order) % self._batch(len(order))]
+        self.n_epoch_rows = len(order)
+        return order
 
     def begin_epoch(self):
         if self.events:
@@ -114,7 +120,7 @@ class CopyRun:
         if not self.events:
             return
         history = self.net.history
-        n_train = len(self.train_rows)
+        n_train = self.n_epoch_rows
         batches = history[-1]["batches"]
         for index, loss in enumerate(train_losses):
             batches.append({"train_loss": float(loss), "train_batch_size": min(

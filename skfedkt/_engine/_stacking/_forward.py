@@ -177,8 +177,11 @@ def batch_norm(layer, x, weight, bias, buffers, rows):
         lonely = rows.active & (counts == 1)
         if bool(lonely.any()):
             raise ValueError("Expected more than 1 value per channel when training, got "
-                             f"input size {torch.Size([1, *x.shape[2:]])} (network "
-                             f"{int(lonely.nonzero()[0])} of the stack)")
+                             f"input size {torch.Size([1, *x.shape[2:]])}: a net's last "
+                             "minibatch holds one row, which batch normalisation cannot "
+                             "normalise (its own fit fails alike). Set the net's "
+                             "iterator_train__drop_last=True, or a batch_size that leaves "
+                             "no single row.")
         safe = counts.clamp(min=1).view(n_copies, 1)
         mean = (x * mask).sum(dim=dims) / safe
         var = (((x - mean.view(shape)) ** 2) * mask).sum(dim=dims) / safe
@@ -231,7 +234,8 @@ def conv2d(layer, x, weight, bias):
     out_height = (height + 2 * layer.padding[0] - layer.dilation[0]
                   * (layer.kernel_size[0] - 1) - 1) // layer.stride[0] + 1
     out_width = n_positions // out_height
-    return out.view(n_copies, n_slots, out_height, out_width, -1).permute(0, 1, 4, 2, 3)
+    # contiguous, as a convolution returns it (the caller may view it)
+    return out.view(n_copies, n_slots, out_height, out_width, -1).permute(0, 1, 4, 2, 3).contiguous()
 
 
 def _folds(layer, input_dims):

@@ -80,7 +80,7 @@ def stacking_refusal(estimator):
     if criterion not in _CRITERIA[kind]:
         return (f"criterion {criterion.__name__}: the stacked path computes "
                 f"{' and '.join(c.__name__ for c in _CRITERIA[kind])} for a {kind.__name__}")
-    for prefix, options in (("iterator_train", {"batch_size", "shuffle"}),
+    for prefix, options in (("iterator_train", {"batch_size", "shuffle", "drop_last"}),
                             ("iterator_valid", {"batch_size"})):
         if getattr(net, prefix) is not DataLoader or set(net.get_params_for(prefix)) - options:
             return (f"{prefix}: the stacked path draws minibatches as a plain DataLoader "

@@ -209,7 +209,7 @@ class NetworkStack:
         valid = data.validation(self, [index for index in live if copies[index].events])
         for index in live:
             run = copies[index]
-            n_steps = -(-len(run.train_rows) // run._batch(len(run.train_rows)))
+            n_steps = -(-run.n_epoch_rows // run._batch(len(run.train_rows)))
             if _restores_weights(run.net):
                 self.write_weights(index, run.net)
             valid_losses, valid_output = valid.get(index, (None, None))
