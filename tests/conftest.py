@@ -15,7 +15,8 @@ for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 # the longest files first: pytest-xdist hands each worker whole files (setup.cfg), in
 # this order, so that no long file starts last and keeps one worker busy alone
 LONGEST_FILES = ("test_examples.py", "test_docs.py", "test_benchmarks.py",
-                 "test_estimator_checks.py", "test_privacy.py", "test_stacked.py")
+                 "test_estimator_checks.py", "test_corpus.py", "test_privacy.py",
+                 "test_stacked.py")
 
 
 def pytest_collection_modifyitems(items):

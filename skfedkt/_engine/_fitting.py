@@ -3,11 +3,14 @@
 import contextvars
 import copy
 import functools
+import io
 import os
+import pickle
 import re
 import sys
 import threading
 import time
+import types
 import warnings
 from contextlib import contextmanager, nullcontext
 from itertools import islice
@@ -405,35 +408,62 @@ def _caught_in_worker(main_pid):
 
 
 class _ByValue:
-    """A worker's result pickled by value (cloudpickle): a fitted clone may hold what
-    the caller defined in its own script or notebook (``__main__``: a module class, a
-    function in a FunctionTransformer), which the worker received by value and cannot
-    send back by reference. `received` in the caller finds the caller's own classes
-    again (cloudpickle tracks the classes it sends)."""
+    """A worker's result, pickled (cloudpickle) so that what the caller defined in its
+    own script or notebook (``__main__``: a module class, a function in a
+    FunctionTransformer), which the worker received by value, goes back by name: the
+    caller's `received` finds the caller's very objects, and the fitted clone pickles
+    as the caller's own would."""
 
     def __init__(self, result):
         _name_main_classes()
-        self.data = cloudpickle.dumps(result)
+        buffer = io.BytesIO()
+        _MainByName(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
+        self.data = buffer.getvalue()
+
+
+class _MainByName(cloudpickle.CloudPickler):
+    """cloudpickle, but a class or function of the caller's ``__main__`` goes by name
+    (`_name_in_main`)."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, (type, types.FunctionType)) and _name_in_main(obj):
+            return NotImplemented  # pickle's own reduction: by name
+        return super().reducer_override(obj)
+
+
+# the names this worker gave in its __main__ to objects of the caller's __main__
+_named_in_main = set()
+
+
+def _name_in_main(obj):
+    """Give `obj`, a class or function of the caller's ``__main__`` received by value,
+    its name in this worker's ``__main__`` (a function arrives anew with every call:
+    the newest takes the name), unless the worker's own ``__main__`` uses the name;
+    whether it has it."""
+    name = getattr(obj, "__qualname__", ".")
+    if getattr(obj, "__module__", None) != "__main__" or "." in name:
+        return False
+    main = sys.modules["__main__"]
+    if name in _named_in_main or not hasattr(main, name):
+        setattr(main, name, obj)
+        _named_in_main.add(name)
+    return getattr(main, name) is obj
 
 
 def _name_main_classes():
-    """In a worker, give the classes received by value from the caller's ``__main__``
-    their names in the worker's ``__main__``: skorch pickles a net's module with
-    pickle itself, by reference, which then finds them there and, in the caller, the
+    """In a worker, name the classes received by value from the caller's ``__main__``
+    (`_name_in_main`) before anything is pickled: skorch pickles a net's module with
+    pickle itself, by reference, which then finds them here and, in the caller, the
     caller's own class."""
     tracked = getattr(getattr(cloudpickle, "cloudpickle", cloudpickle),
                       "_DYNAMIC_CLASS_TRACKER_BY_CLASS", {})
-    main = sys.modules["__main__"]
     for cls in list(tracked):
-        name = getattr(cls, "__qualname__", "")
-        if getattr(cls, "__module__", None) == "__main__" and "." not in name and (
-                not hasattr(main, name)):
-            setattr(main, name, cls)
+        _name_in_main(cls)
 
 
 def received(result):
     """A result as the worker computed it (see `_ByValue`)."""
-    return cloudpickle.loads(result.data) if isinstance(result, _ByValue) else result
+    return pickle.loads(result.data) if isinstance(result, _ByValue) else result
 
 
 def _recorded(main_pid, function, *args, **kwargs):
