@@ -115,9 +115,14 @@ def throughput_table(device, teacher_counts, epochs, n_jobs, kinds=("MLP", "CNN"
             X, y, groups, X_public, X_test, y_test = _mnist_sized(kind, n_parties)
             net = paper_net(device, epochs, n_features=784) if kind == "MLP" else (
                 paper_cnn(device, epochs))
-            for path, stack in PATHS.items():
+            # stacked at n_jobs=1 too: more jobs must never be slower
+            paths = {"stacked": (True, n_jobs), "one by one": (False, n_jobs)}
+            if n_jobs not in (None, 1) and not device.startswith("cuda"):
+                paths = {"stacked": (True, n_jobs), "stacked, n_jobs=1": (True, 1),
+                         "one by one": (False, n_jobs)}
+            for path, (stack, jobs) in paths.items():
                 clf = FedKTClassifier(net, n_students=2, n_teachers=5, stack_networks=stack,
-                                      n_jobs=n_jobs, random_state=0)
+                                      n_jobs=jobs, random_state=0)
                 seconds, peak, clf = timed_fit(clf, device, X, y, groups, X_public)
                 teachers = clf.tier_fits_[0]
                 rows.append([kind, teachers["clones"], path, f"{teachers['seconds']:.1f}",

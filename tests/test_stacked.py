@@ -147,7 +147,7 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
      "an EpochScoring on the training rows"),
     (dict(callbacks=[skorch.callbacks.LRScheduler("CyclicLR", base_lr=0.01, max_lr=0.1)]),
      "learning-rate schedules once an epoch"),
-    (dict(iterator_train__drop_last=True), "iterator_train: the stacked path draws"),
+    (dict(iterator_train__pin_memory=True), "iterator_train: the stacked path draws"),
     (dict(criterion=torch.nn.MultiMarginLoss), "criterion MultiMarginLoss"),
     (dict(module=LSTMClassifier), "loops over sequences"),
     (dict(module=Conv1dNet), "Conv1d: on the CPU, stacked convolutions of this kind"),
@@ -281,3 +281,74 @@ def test_every_clone_fit_runs_one_thread_and_the_caller_keeps_its_own(digits, tm
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(threads)
+
+
+def test_sgd_without_momentum_decays_only_the_nets_that_step(digits):
+    # uneven nets: the smaller one's epoch is over while the larger takes steps, and
+    # weight decay must not shrink it meanwhile
+    X, y, _ = digits
+    estimator = _net(optimizer=torch.optim.SGD, lr=0.1, optimizer__weight_decay=0.5,
+                     max_epochs=3, batch_size=8)
+    tasks = [Task(estimator, y[:40], np.arange(40)), Task(estimator, y[40:48],
+                                                           np.arange(40, 48))]
+    fits = fit_clones(tasks, X, n_classes=10, seeds=[1, 2])
+    for task, seed, model in zip(tasks, [1, 2], fits.models):
+        alone = _separate_fit(estimator, task, seed, X)
+        for mine, theirs in zip(model.estimator.module_.parameters(),
+                                alone.module_.parameters()):
+            assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), rtol=0,
+                            atol=FLOAT64_TOLERANCE)
+
+
+def test_fedavg_with_plain_sgd_and_weight_decay_stacks_as_it_trains_alone(digits):
+    X, y, _ = digits
+    rows = np.r_[0:80, 80:96]
+    party = np.r_[np.zeros(80), np.ones(16)]
+    net = _net(module=MLP, optimizer=torch.optim.SGD, lr=0.1, optimizer__weight_decay=0.5)
+    stacked = FedAvgClassifier(net, n_rounds=1, local_epochs=3, random_state=0).fit(
+        X[rows], y[rows], groups=party)
+    alone = clone(stacked).set_params(stack_networks=False).fit(X[rows], y[rows],
+                                                                 groups=party)
+    for mine, theirs in zip(stacked.estimator_.module_.parameters(),
+                            alone.estimator_.module_.parameters()):
+        assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), atol=1e-10)
+
+
+def test_an_error_of_the_net_itself_is_raised_not_taken_for_a_refusal(digits):
+    from skfedkt._engine._fitting import SeededTemplate
+
+    X, y, _ = digits
+
+    class Wrong(torch.nn.Module):  # noqa: D401 - a module that cannot take these rows
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(63, 10, dtype=torch.float64)
+
+        def forward(self, X):
+            return self.linear(X)
+
+    template = _net(Wrong, max_epochs=1)
+    del template.module__dtype
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        _stacking.probe(SeededTemplate(template), 0, X[:20], y[:20].astype(np.int64), 10,
+                        20)
+
+
+def test_an_older_torch_trains_one_by_one_and_says_why(monkeypatch):
+    from skfedkt._engine._stacking import _refusals
+
+    monkeypatch.setattr(torch, "__version__", "2.7.0+cpu")
+    reason = _refusals.stacking_refusal(_net())
+    assert reason == "torch 2.7.0+cpu: the stacked path is tested from torch 2.11 on"
+
+
+def test_each_epoch_records_its_own_duration(digits):
+    X, y, _ = digits
+    estimator = _net(max_epochs=4)
+    tasks, seeds = _tasks(estimator, y), np.arange(6)
+    fits = fit_clones(tasks, X, n_classes=10, seeds=seeds)
+    durations = np.array([model.estimator.history[:, "dur"] for model in fits.models])
+    # the epoch timer's own measure: every net's epochs take the stack's epochs' time,
+    # not one share of the chunk's time repeated
+    assert (durations > 0).all()
+    assert len(set(durations[0].tolist())) > 1

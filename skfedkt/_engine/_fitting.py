@@ -412,13 +412,17 @@ class _ByValue:
     own script or notebook (``__main__``: a module class, a function in a
     FunctionTransformer), which the worker received by value, goes back by name: the
     caller's `received` finds the caller's very objects, and the fitted clone pickles
-    as the caller's own would."""
+    as the caller's own would. What went by name goes by value too, for a caller whose
+    ``__main__`` is not where they were defined (a script run by a tool)."""
 
     def __init__(self, result):
         _name_main_classes()
         buffer = io.BytesIO()
         _MainByName(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(result)
         self.data = buffer.getvalue()
+        main = sys.modules["__main__"]
+        # by value: cloudpickle brings a class back as the caller's own
+        self.named = cloudpickle.dumps({name: getattr(main, name) for name in _named_in_main})
 
 
 class _MainByName(cloudpickle.CloudPickler):
@@ -441,8 +445,8 @@ def _name_in_main(obj):
     the newest takes the name), unless the worker's own ``__main__`` uses the name;
     whether it has it."""
     name = getattr(obj, "__qualname__", ".")
-    if getattr(obj, "__module__", None) != "__main__" or "." in name:
-        return False
+    if getattr(obj, "__module__", None) != "__main__" or not name.isidentifier():
+        return False  # a lambda, or a class or function defined inside another
     main = sys.modules["__main__"]
     if name in _named_in_main or not hasattr(main, name):
         setattr(main, name, obj)
@@ -463,7 +467,18 @@ def _name_main_classes():
 
 def received(result):
     """A result as the worker computed it (see `_ByValue`)."""
-    return pickle.loads(result.data) if isinstance(result, _ByValue) else result
+    if not isinstance(result, _ByValue):
+        return result
+    main = sys.modules["__main__"]
+    missing = {name: value for name, value in pickle.loads(result.named).items()
+               if not hasattr(main, name)}
+    for name, value in missing.items():
+        setattr(main, name, value)
+    try:
+        return pickle.loads(result.data)
+    finally:
+        for name in missing:
+            delattr(main, name)
 
 
 def _recorded(main_pid, function, *args, **kwargs):
