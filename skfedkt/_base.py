@@ -2,7 +2,6 @@
 implements: `fit`, `fit_party`, `server_round`, `fit_server` and the predict side live
 here; an algorithm supplies its plan and its steps (see `BaseFederatedClassifier`)."""
 
-import re
 import warnings
 from abc import ABCMeta, abstractmethod
 from dataclasses import replace
@@ -19,7 +18,6 @@ from sklearn.base import (
 )
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
@@ -35,11 +33,10 @@ from ._engine._context import PartyContext, PartyStepResult, ServerContext
 from ._engine._fitting import recording_tiers, warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
-    FederatedData,
-    _check_groups,
     _framed_like,
     _keep_frame,
-    _warn_if_public_shifted,
+    check_params,
+    validate_federated_data,
     warn_about_assumptions,
 )
 
@@ -56,7 +53,7 @@ groups : array-like of shape (n_samples,), default=None
 X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
     The public unlabelled data, of shape (n_public, n_features). FedKT and FedCT
     label it; ``None`` uses the rows of `X` without labels (no privacy). A one-shot
-    ensemble uses it only to distil, with a `student_estimator`, which requires it.
+    ensemble uses it only to distil, with a `final_estimator`, which requires it.
     Wrap it in `PublicSet` inside cross-validation when it may have exactly as many
     rows as `X`.""",
     "party_data": """\
@@ -408,56 +405,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 value._validate_params()
 
     def _check_params(self):
-        input_tags = get_tags(self).input_tags
-        return dict(
-            accept_sparse=["csr", "csc"] if input_tags.sparse else False,
-            ensure_all_finite="allow-nan" if input_tags.allow_nan else True,
-            # mixed-type DataFrames go through to a base Pipeline untouched
-            dtype=None,
-        )
-
-    def _validate_federated_data(self, X, y, groups, X_unlabeled):
-        """Validate the inputs of ``fit``; set ``classes_``, ``parties_``, ``n_features_in_``."""
-        check_params = self._check_params()
-        X_valid, y = validate_data(self, X, y, **check_params)
-        check_classification_targets(y)
-        self.classes_, y_codes = np.unique(y, return_inverse=True)
-
-        if groups is None:
-            groups = np.zeros(len(y_codes), dtype=np.int64)
-        else:
-            groups = _check_groups(groups, len(y_codes))
-        self.parties_, party_codes = np.unique(groups, return_inverse=True)
-        # one stable sort: each party's rows in ascending order
-        party_rows = np.split(np.argsort(party_codes, kind="stable"),
-                              np.cumsum(np.bincount(party_codes))[:-1])
-
-        X = _keep_frame(X, X_valid)
-        if X_unlabeled is None:
-            X_public = X
-        else:
-            if isinstance(X_unlabeled, tuple):
-                if len(X_unlabeled) != 1:
-                    raise ValueError(
-                        "X_unlabeled given as a tuple must hold exactly one element, the "
-                        f"public data (see PublicSet); got {len(X_unlabeled)} elements."
-                    )
-                X_unlabeled = X_unlabeled[0]
-            try:
-                public_valid = validate_data(self, X_unlabeled, reset=False, **check_params)
-            except (ValueError, TypeError) as exc:
-                # e.g. sparse public data for a dense-only base estimator (a TypeError);
-                # scikit-learn's message calls the array it checked X
-                message = re.sub(r"^X has (\d+) features?, but (\w+) is expecting",
-                                 r"X_unlabeled has \1 features, but \2 is expecting",
-                                 str(exc))
-                raise type(exc)(f"Invalid X_unlabeled: {message}") from exc
-            _warn_if_public_shifted(X_valid, public_valid)
-            X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
-                        if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
-        return FederatedData(X=X, y=y_codes, classes=self.classes_,
-                             parties=self.parties_.tolist(),
-                             party_rows=party_rows, X_public=X_public)
+        """How `validate_data` checks this estimator's rows (`check_params`)."""
+        return check_params(self)
 
     def _plan(self):
         """The frozen plan: every option resolved and checked before any work."""
@@ -501,7 +450,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """
         plan = self._plan()
         self._clear_fitted_state()
-        data = self._validate_federated_data(X, y, groups, X_unlabeled)
+        data = validate_federated_data(self, X, y, groups, X_unlabeled)
         if len(self.classes_) < 2:  # one party alone may hold one class, all of them not
             raise ValueError(
                 f"y holds one class only ({self.classes_.tolist()[0]!r}): a classifier "

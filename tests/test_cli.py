@@ -64,6 +64,27 @@ def test_the_audit_adds_attack_columns(capsys):
     assert any(line.startswith("attack: membership-inference AUC") for line in lines)
 
 
+def test_an_algorithm_whose_parties_release_nothing_has_no_party_attack(monkeypatch):
+    from types import SimpleNamespace
+
+    from skfedkt._cli import _runner
+
+    # an audit whose only release is the final model (the parties send nothing of
+    # their own): the party column says there is nothing to attack
+    audit = SimpleNamespace(results=[SimpleNamespace(release="final model")],
+                            auc=lambda release, attack: 0.6)
+    monkeypatch.setattr(_runner, "membership_audit", lambda *args, **kwargs: audit)
+    data = SimpleNamespace(X_train=None, y_train=None, X_public=None, X_test=None,
+                           y_test=None)
+    party, final = _runner._attack_aucs(None, data, None, 0, 0)
+    assert np.isnan(party) and final == 0.6
+    result = _runner.Result(dataset="iris", estimator="dt", algorithm="fedkt", trial=0,
+                            accuracy=0.9, fit_seconds=1.0, upload_bytes=100.0,
+                            epsilon=np.nan, party_attack_auc=party, final_attack_auc=final)
+    table = _runner.summary_table([result], ["fedkt"])
+    assert "fedkt: its parties release nothing of their own, so there is no party " in table
+
+
 def test_privacy_options_reach_the_estimators(capsys):
     status = main([
         "--dataset", "breast_cancer", "--estimator", "lr", "--trials", "1", "--quiet",

@@ -72,7 +72,8 @@ def describe(name):
 
 def _attack_aucs(model, data, groups, n_reference, seed):
     """(largest AUC of a party's own release, AUC of the final model), both means over
-    the parties, from a membership audit with the test rows as non-members."""
+    the parties, from a membership audit with the test rows as non-members; the first
+    NaN where the parties release nothing of their own."""
     audit = membership_audit(
         model, data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public,
         X_holdout=data.X_test, y_holdout=data.y_test, n_reference=n_reference,
@@ -80,7 +81,7 @@ def _attack_aucs(model, data, groups, n_reference, seed):
     )
     attack = "lira" if n_reference else "loss"
     party_releases = {r.release for r in audit.results} - {"final model"}
-    return (max(audit.auc(release, attack) for release in party_releases),
+    return (max((audit.auc(release, attack) for release in party_releases), default=np.nan),
             audit.auc("final model", attack))
 
 
@@ -260,6 +261,10 @@ def summary_table(results, algorithms):
             "the most revealing of a party's own releases (its upload, its shared labels "
             "or local model), 'final' the final model."
         )
+        lines += [f"{algorithm}: its parties release nothing of their own, so there is no "
+                  "party release to attack ('-')." for algorithm in algorithms
+                  if any(r.algorithm == algorithm and np.isfinite(r.final_attack_auc)
+                         and np.isnan(r.party_attack_auc) for r in results)]
     for algorithm in algorithms:
         capped = [r.still_changing for r in results
                   if r.algorithm == algorithm and np.isfinite(r.still_changing)]

@@ -14,7 +14,12 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.validation import validate_data
 
-from .._engine._validation import _keep_frame, parties_in_words
+from .._engine._validation import (
+    _keep_frame,
+    check_params,
+    parties_in_words,
+    validate_federated_data,
+)
 from .._version import __version__
 from ._received import UploadChecker, _file_of
 from ._upload import (
@@ -78,9 +83,8 @@ class PartyData:
         self.party = _check_party_name(party)
         self.classes = agreed_classes(classes)
         validator = clone(config)
-        data = validator._validate_federated_data(
-            X, y, None, None if X_public is None else X_public
-        )
+        data = validate_federated_data(validator, X, y, None,
+                                       None if X_public is None else X_public)
         labels = validator.classes_[data.y]
         unknown = np.setdiff1d(validator.classes_, self.classes)
         if unknown.size:
@@ -139,7 +143,7 @@ def server_expectations(config, X_public, classes):
         expected["classes"] = json_labels(agreed_classes(classes))
     if X_public is None:
         return expected, None
-    X_valid = validate_data(config, X_public, reset=True, **config._check_params())
+    X_valid = validate_data(config, X_public, reset=True, **check_params(config))
     X_public = _keep_frame(X_public, X_valid)
     expected["n_features"] = int(config.n_features_in_)
     names = getattr(config, "feature_names_in_", None)

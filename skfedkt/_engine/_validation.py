@@ -7,9 +7,14 @@ import warnings
 import weakref
 from dataclasses import dataclass
 
+import re
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn import get_config
+from sklearn.utils import get_tags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
 
 # classes below this share of the rows behind a model are not missed when it drops them
 _MIN_CLASS_SHARE = 0.05
@@ -358,3 +363,62 @@ def warn_if_classes_lost(classes, predicted, what, reference, reference_name, re
             f"{remedy}",
             LabelCollapseWarning,
         )
+
+
+def check_params(estimator):
+    """How `validate_data` checks the rows of `estimator` (a meta-estimator): sparse
+    rows and missing values as its tags allow; any dtype, so that mixed-type DataFrames
+    go through to a base Pipeline untouched."""
+    input_tags = get_tags(estimator).input_tags
+    return dict(
+        accept_sparse=["csr", "csc"] if input_tags.sparse else False,
+        ensure_all_finite="allow-nan" if input_tags.allow_nan else True,
+        # mixed-type DataFrames go through to a base Pipeline untouched
+        dtype=None,
+    )
+
+
+def validate_federated_data(estimator, X, y, groups, X_unlabeled):
+    """The inputs of a federated fit, validated as `estimator`'s: sets its ``classes_``,
+    ``parties_`` and ``n_features_in_`` (as `validate_data` sets the last), and returns
+    the rows, class codes, parties and public set (`FederatedData`)."""
+    checks = check_params(estimator)
+    X_valid, y = validate_data(estimator, X, y, **checks)
+    check_classification_targets(y)
+    estimator.classes_, y_codes = np.unique(y, return_inverse=True)
+
+    if groups is None:
+        groups = np.zeros(len(y_codes), dtype=np.int64)
+    else:
+        groups = _check_groups(groups, len(y_codes))
+    estimator.parties_, party_codes = np.unique(groups, return_inverse=True)
+    # one stable sort: each party's rows in ascending order
+    party_rows = np.split(np.argsort(party_codes, kind="stable"),
+                          np.cumsum(np.bincount(party_codes))[:-1])
+
+    X = _keep_frame(X, X_valid)
+    if X_unlabeled is None:
+        X_public = X
+    else:
+        if isinstance(X_unlabeled, tuple):
+            if len(X_unlabeled) != 1:
+                raise ValueError(
+                    "X_unlabeled given as a tuple must hold exactly one element, the "
+                    f"public data (see PublicSet); got {len(X_unlabeled)} elements."
+                )
+            X_unlabeled = X_unlabeled[0]
+        try:
+            public_valid = validate_data(estimator, X_unlabeled, reset=False, **checks)
+        except (ValueError, TypeError) as exc:
+            # e.g. sparse public data for a dense-only base estimator (a TypeError);
+            # scikit-learn's message calls the array it checked X
+            message = re.sub(r"^X has (\d+) features?, but (\w+) is expecting",
+                             r"X_unlabeled has \1 features, but \2 is expecting",
+                             str(exc))
+            raise type(exc)(f"Invalid X_unlabeled: {message}") from exc
+        _warn_if_public_shifted(X_valid, public_valid)
+        X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
+                    if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
+    return FederatedData(X=X, y=y_codes, classes=estimator.classes_,
+                         parties=estimator.parties_.tolist(),
+                         party_rows=party_rows, X_public=X_public)
