@@ -18,13 +18,14 @@ def add_options(group):
                        help="rounds of the iterative algorithms (FedKT-Prox's first is "
                        "FedKT)")
     group.add_argument("--local-epochs", type=positive(int), default=10,
-                       help="epochs a party trains in every round (the FedKT paper's 10), "
-                       "and the epochs of FedKT-Prox's first model, where its rounds "
-                       "start")
+                       help="epochs a party trains in every round (the FedKT paper's 10; "
+                       "the class's default is 1, FedAvg's own), and the epochs of "
+                       "FedKT-Prox's first model, where its rounds start")
     group.add_argument("--mu", type=positive(float), default=0.1,
                        help="FedProx's proximal weight (the FedKT paper's 0.1)")
     group.add_argument("--distill-epochs", type=positive(int), default=10,
-                       help="epochs FedDF's server trains the average on the public set")
+                       help="epochs FedDF's server trains the average on the public set "
+                       "(the class's default, 0, distils nothing: that is FedAvg)")
 
 
 def options(args):

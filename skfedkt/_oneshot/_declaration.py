@@ -7,9 +7,11 @@ from ._classifier import OneShotEnsembleClassifier
 
 def add_options(group):
     group.add_argument("--selection", choices=["all", "cv", "data", "random"], default="cv",
-                       help="which local models form the ensemble")
+                       help="which local models form the ensemble (the runner's default "
+                       "is Guha et al.'s selection by validation; the class's, all)")
     group.add_argument("--n-selected", type=positive(int), default=5,
-                       help="ensemble size for cv, data and random selection")
+                       help="ensemble size for cv, data and random selection (the "
+                       "runner's 5 suits its few parties; the class's default is 10)")
     group.add_argument("--min-samples", type=positive(int), default=1,
                        help="parties with fewer rows send no model")
 

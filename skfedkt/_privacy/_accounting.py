@@ -217,6 +217,11 @@ def pate_epsilon_data_independent(n_queries, *, gamma, delta, sensitivity=2.0,
     -------
     epsilon : float
 
+    See Also
+    --------
+    data_independent_epsilon : The smaller of this bound and the Laplace mechanism's
+        own composition, which is what the classifiers report.
+
     Examples
     --------
     >>> from skfedkt.privacy import pate_epsilon_data_independent
@@ -677,7 +682,10 @@ class PrivacyReport:
 
 
 def data_independent_epsilon(n_queries, *, gamma, delta, sensitivity, orders=DEFAULT_ORDERS):
-    """The smaller of the two data-independent bounds for `n_queries` noisy-argmax queries.
+    """The smaller of the two data-independent bounds for `n_queries` noisy-argmax queries:
+    the moments accountant's whatever the votes (`pate_epsilon_data_independent`) and
+    the Laplace mechanism's composition (`laplace_epsilon`); what the classifiers report
+    as ``data_independent_epsilon``.
 
     Parameters
     ----------
