@@ -1,5 +1,7 @@
 """The deployment commands: skfedkt split, party, server and score, through files."""
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -197,3 +199,25 @@ def test_the_server_caps_files_by_the_agreement(consortium, tmp_path, capsys):
     assert "max_file_bytes" in capsys.readouterr().err
     assert main([str(a) for a in [*server[:-4], "--party-rows", 50, *uploads]]) == 1
     assert "--party-rows sizes the reference party" in capsys.readouterr().err
+
+
+def test_a_deployment_s_stderr_in_a_file_holds_a_line_per_stage(consortium, tmp_path,
+                                                                capsys):
+    # a scheduler's log: stderr goes to a file, where a progress bar's refreshes would
+    # run together on one line
+    uploads = [tmp_path / f"upload-{p}.skfedkt" for p in PARTIES]
+    for p, upload in zip(PARTIES, uploads):
+        _party(consortium, "fedkt", p, upload, capsys)
+    log = tmp_path / "server.log"
+    with open(log, "w") as stderr:
+        done = subprocess.run(
+            [sys.executable, "-m", "skfedkt", "server", "fedkt", *MODEL, "--public",
+             str(consortium / "public.csv"), "--out", str(tmp_path / "model.skops"),
+             *map(str, uploads)], stderr=stderr, stdout=subprocess.PIPE, text=True)
+    assert done.returncode == 0
+    written = log.read_text()
+    assert "\r" not in written
+    stages = [line for line in written.splitlines() if line.startswith("server: ")]
+    assert len(stages) >= 2 and len(set(stages)) == len(stages)
+    # no refresh of one stage glued onto another's
+    assert all(line.count("fedkt's server step") <= 1 for line in written.splitlines())

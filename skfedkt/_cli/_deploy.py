@@ -25,6 +25,7 @@ from ..datasets._loaders import feature_names_of
 from ..privacy import party_membership_audit
 from .._registry import algorithm, algorithms
 from ._estimators import ESTIMATORS
+from ._progress import StageLines, on_a_terminal
 from ._runner import StagesOnBar
 
 
@@ -246,16 +247,18 @@ def _estimator(args):
 
 class _StageLine:
     """A progress line on stderr saying `what` runs, the time it has taken and the
-    estimator's current stage; shown from the first stage on, so that a command refused
-    before any work prints its error alone."""
+    estimator's current stage, or, where stderr is no terminal, a plain line per stage
+    (`StageLines`); shown from the first stage on, so that a command refused before
+    any work prints its error alone."""
 
     def __init__(self, what):
         self.what, self.line = what, None
 
     def set_postfix_str(self, stage):
         if self.line is None:
-            self.line = tqdm(total=None, desc=self.what, file=sys.stderr,
-                             bar_format="{desc}: {elapsed}{postfix}")
+            self.line = (tqdm(total=None, desc=self.what, file=sys.stderr,
+                              bar_format="{desc}: {elapsed}{postfix}")
+                         if on_a_terminal(sys.stderr) else StageLines(self.what))
         self.line.set_postfix_str(stage)
 
     def close(self):

@@ -21,6 +21,7 @@ from ..datasets import DATASETS
 from .._registry import OptionError, algorithms, fraction, methods, positive
 from ._deploy import HANDLERS, HelpFormatter, add_deploy_commands
 from ._estimators import ESTIMATORS
+from ._progress import StageLines, on_a_terminal
 from ._runner import (
     default_methods,
     describe,
@@ -243,7 +244,10 @@ def main(argv=None):
     bars = []
 
     def make_progress(total):
-        bars.append(_TrialsBar(total=total, per_trial=len(args.algorithms),
+        # a bar where a person watches; a line per stage where a log records stderr
+        bars.append(StageLines("fitting", total)
+                    if not (args.quiet or on_a_terminal(sys.stderr)) else
+                    _TrialsBar(total=total, per_trial=len(args.algorithms),
                                disable=args.quiet, desc="fitting", unit="fit",
                                file=sys.stderr))
         return bars[-1]

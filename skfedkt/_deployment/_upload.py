@@ -343,8 +343,10 @@ def read_upload(source, *, trusted=(), name=None, limits=None):
             raise
         party = _party_of_damaged(data)
         who = name if party is None else f"Party {party!r} ({name})"
+        # the reader's own words, without the file's name again or their full stop
+        reason = str(exc).removeprefix(f"{name}: ").rstrip(".")
         raise UploadError(
-            f"{who}: not a readable skfedkt upload (truncated or corrupted?): {exc}. "
+            f"{who}: not a readable skfedkt upload (truncated or corrupted?): {reason}. "
             "Ask the party to send it again.", party=party,
         ) from exc
     party, who = _check_manifest(manifest, name)

@@ -106,7 +106,8 @@ def load_local_file(path, *, labelled=True, text_features="error"):
         else:
             X, y = _read_libsvm(path)
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not a UTF-8 text file (CSV or LIBSVM): {exc}.") from exc
+        raise ValueError(f"{path} is not a UTF-8 text file (CSV or LIBSVM): "
+                         f"{str(exc).rstrip('.')}.") from exc
     if len(X) == 0:
         raise ValueError(f"No data rows in {path}.")
     if not labelled:
