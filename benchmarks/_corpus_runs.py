@@ -4,7 +4,7 @@ tables measure: the twelve nets of ``_net_corpus.py``, as people write them.
 - on digits (5 Dirichlet(0.5) parties, whose teachers hold rows enough for skorch's
   default validation split; a binary net learns even against odd digits):
   the path each net's tiers take, FedKT's round (s = 2, t = 5, 20 epochs) stacked and
-  with ``stack_networks=False`` at the same ``n_jobs``, the test accuracy of both, and
+  one by one (``stack_networks=False``) at the same ``n_jobs``, the test accuracy of both, and
   the largest difference of a stacked net's weights from its separate fit's (float64
   builds, a float32 one for the binary net, whose float targets torch reduces in
   float32);
@@ -29,7 +29,7 @@ from _torch_nets import paper_cnn
 from sklearn.datasets import load_digits, make_classification
 from sklearn.model_selection import train_test_split
 
-from skfedkt import FedKTClassifier
+from skfedkt import FedKTClassifier, config_context
 from skfedkt._engine import _stacking
 from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_clone
 from skfedkt.datasets import dirichlet_partition
@@ -64,9 +64,9 @@ def _digits(net, seed, n_parties=5):
 
 def _round(estimator, data, stack, n_jobs, seed):
     X, y, groups, X_public, X_test, y_test = data
-    clf = FedKTClassifier(estimator, n_students=2, n_teachers=5, stack_networks=stack,
-                          n_jobs=n_jobs, random_state=seed)
-    with warnings.catch_warnings():
+    clf = FedKTClassifier(estimator, n_students=2, n_teachers=5, n_jobs=n_jobs,
+                          random_state=seed)
+    with warnings.catch_warnings(), config_context(stack_networks=stack):
         warnings.simplefilter("ignore")  # small parties: few rows of a class, collapse
         start = time.perf_counter()
         clf.fit(X, y, groups=groups, X_unlabeled=X_public)
@@ -201,12 +201,13 @@ def convolution_table(device, n_teachers, epochs):
             for variant, unfold in variants.items():
                 if unfold is not None:
                     _stacking.UNFOLD_CONVOLUTIONS[kind] = unfold
-                with recording_tiers() as tiers, warnings.catch_warnings():
+                with recording_tiers() as tiers, warnings.catch_warnings(), config_context(
+                        stack_networks=unfold is not None):
                     warnings.simplefilter("ignore")
                     start = time.perf_counter()
                     fit_clones(tasks, X[: 375 * n_parties], n_classes=10,
                                seeds=np.arange(len(tasks)), X_predict=X[375 * n_parties :],
-                               keep_models=False, n_jobs=2, stack_networks=unfold is not None)
+                               keep_models=False, n_jobs=2)
                     seconds = time.perf_counter() - start
                 rows.append([name, len(tasks), variant, f"{seconds:.1f}", tiers[0]["path"]])
     finally:
@@ -239,11 +240,10 @@ def dropout_table(device, n_seeds=10, n_clones=5, epochs=30):
             tasks = [Task(estimator, y_train[rows_], rows_) for rows_ in np.array_split(
                 np.random.RandomState(seed).permutation(len(y_train)), n_clones)]
             for path, stack in PATHS.items():
-                with warnings.catch_warnings():
+                with warnings.catch_warnings(), config_context(stack_networks=stack):
                     warnings.simplefilter("ignore")
                     fits = fit_clones(tasks, X_train, n_classes=n_classes,
-                                      seeds=np.arange(n_clones) + 100 * seed,
-                                      stack_networks=stack)
+                                      seeds=np.arange(n_clones) + 100 * seed)
                 accuracies[path].append(np.mean([np.mean(model.predict(X_test) == y_test)
                                                  for model in fits.models]))
         test = ttest_ind(accuracies["stacked"], accuracies["one by one"], equal_var=False)

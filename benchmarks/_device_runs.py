@@ -1,5 +1,6 @@
 """What ``bench_networks.py --device`` measures: a tier's PyTorch networks (skorch)
-trained together as one stacked module (``stack_networks=True``, the default) against
+trained together as one stacked module (``stack_networks=True``, the default of
+``skfedkt.set_config``) against
 one by one (``False``), on the same device, in the same run.
 
 - FedKT's round with the paper's MLP on digits (s = 2, t = 5): each tier's seconds
@@ -25,7 +26,7 @@ from _corpus_runs import convolution_table, corpus_device_table, dropout_table
 from _torch_nets import paper_cnn, paper_net
 from sklearn.datasets import make_classification
 
-from skfedkt import FedAvgClassifier, FedKTClassifier
+from skfedkt import FedAvgClassifier, FedKTClassifier, config_context
 from skfedkt._engine import _stacking
 from skfedkt.datasets import dirichlet_partition
 
@@ -37,9 +38,10 @@ def _tier_seconds(clf, tier):
     return sum(entry["seconds"] for entry in clf.tier_fits_ if entry["tier"] == tier)
 
 
-def timed_fit(clf, device, X, y, groups, X_public=None):
-    """Fit `clf`; its wall time, peak memory (MiB: above what the process held before
-    on the CPU, torch's peak allocation on a GPU) and the fitted estimator."""
+def timed_fit(clf, device, X, y, groups, X_public=None, stack=True):
+    """Fit `clf`, its networks stacked or with ``stack_networks=False`` (`stack`); its
+    wall time, peak memory (MiB: above what the process held before on the CPU,
+    torch's peak allocation on a GPU) and the fitted estimator."""
     on_gpu = device.startswith("cuda")
     if on_gpu:
         import torch
@@ -47,7 +49,8 @@ def timed_fit(clf, device, X, y, groups, X_public=None):
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
     # on a GPU torch counts its peak: no sampling thread competes with the fit
-    with warnings.catch_warnings(), nullcontext() if on_gpu else PeakMemory() as memory:
+    with warnings.catch_warnings(), config_context(stack_networks=stack), (
+            nullcontext() if on_gpu else PeakMemory()) as memory:
         warnings.simplefilter("ignore")  # small parties: label collapse, short training
         start = time.perf_counter()
         clf.fit(X, y, groups=groups, X_unlabeled=X_public)
@@ -63,8 +66,9 @@ def fedkt_round_table(device, split, epochs, seeds, n_parties):
         data, X, X_public, X_test = split(seed, n_parties)
         for path, stack in PATHS.items():
             clf = FedKTClassifier(paper_net(device, epochs), n_students=2, n_teachers=5,
-                                  stack_networks=stack, random_state=seed)
-            seconds, _, clf = timed_fit(clf, device, X, data.y_train, data.groups, X_public)
+                                  random_state=seed)
+            seconds, _, clf = timed_fit(clf, device, X, data.y_train, data.groups, X_public,
+                                        stack)
             runs[path].append(dict(
                 teachers=_tier_seconds(clf, "teachers"),
                 students=_tier_seconds(clf, "students"),
@@ -121,9 +125,9 @@ def throughput_table(device, teacher_counts, epochs, n_jobs, kinds=("MLP", "CNN"
                 paths = {"stacked": (True, n_jobs), "stacked, n_jobs=1": (True, 1),
                          "one by one": (False, n_jobs)}
             for path, (stack, jobs) in paths.items():
-                clf = FedKTClassifier(net, n_students=2, n_teachers=5, stack_networks=stack,
-                                      n_jobs=jobs, random_state=0)
-                seconds, peak, clf = timed_fit(clf, device, X, y, groups, X_public)
+                clf = FedKTClassifier(net, n_students=2, n_teachers=5, n_jobs=jobs,
+                                      random_state=0)
+                seconds, peak, clf = timed_fit(clf, device, X, y, groups, X_public, stack)
                 teachers = clf.tier_fits_[0]
                 rows.append([kind, teachers["clones"], path, f"{teachers['seconds']:.1f}",
                              f"{teachers['clones'] / teachers['seconds']:.1f}",
@@ -145,9 +149,9 @@ def fedavg_table(device, split, seeds, n_parties, n_rounds, local_epochs):
         probabilities = {}
         for path, stack in PATHS.items():
             clf = FedAvgClassifier(paper_net(device, 1), n_rounds=n_rounds,
-                                   local_epochs=local_epochs, stack_networks=stack,
-                                   random_state=seed)
-            seconds, _, clf = timed_fit(clf, device, X, data.y_train, data.groups)
+                                   local_epochs=local_epochs, random_state=seed)
+            seconds, _, clf = timed_fit(clf, device, X, data.y_train, data.groups,
+                                        stack=stack)
             probabilities[path] = clf.predict_proba(X_test)
             runs[path].append(dict(seconds=seconds, accuracy=clf.score(X_test, data.y_test),
                                    difference=0.0))

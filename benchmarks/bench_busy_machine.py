@@ -9,7 +9,8 @@ partitions of t = 5 teachers, hard votes, the FedKT paper's MLP as a skorch net,
 whose environment sets no thread count (no ``OMP_NUM_THREADS``), as a user's would:
 
 - FedKT as it comes (a tier's networks trained together, each clone fit on one
-  thread), and with ``stack_networks=False`` (one by one, each on one thread);
+  thread), and under ``skfedkt.config_context(stack_networks=False)`` (one by one,
+  each on one thread);
 - the same networks (as many, on as many rows, for as many epochs; the students'
   labels aside) fitted one by one with skorch in a plain loop, with torch's default
   threads, as a user would fit them by hand;
@@ -37,7 +38,7 @@ import warnings
 import numpy as np
 from _common import parser, print_table, progress
 
-from skfedkt import FedKTClassifier, HardVotes
+from skfedkt import FedKTClassifier, HardVotes, config_context
 
 
 def _split(n_parties, seed=0):
@@ -113,9 +114,9 @@ def child(epochs, n_parties):
                 n_networks = _by_hand(net, X, data.y_train, data.groups, X_public, 0)
             else:
                 clf = FedKTClassifier(net, n_students=2, n_teachers=5, voting=HardVotes(),
-                                      stack_networks=run == "FedKT", n_jobs=1,
-                                      random_state=0)
-                clf.fit(X, data.y_train, groups=data.groups, X_unlabeled=X_public)
+                                      n_jobs=1, random_state=0)
+                with config_context(stack_networks=run == "FedKT"):
+                    clf.fit(X, data.y_train, groups=data.groups, X_unlabeled=X_public)
                 n_networks = sum(tier["clones"] for tier in clf.tier_fits_)
             print(json.dumps(dict(run=run, seconds=time.perf_counter() - start,
                                   networks=n_networks)), flush=True)

@@ -5,6 +5,7 @@ data, exchanging models or labels on public unlabelled data instead.
 """
 
 from . import baselines, datasets, privacy
+from ._config import config_context, get_config, set_config
 from ._deployment._archive import UploadLimits
 from ._deployment._upload import PartyUpload, UploadError, read_upload
 from ._engine._validation import AssumptionWarning, LabelCollapseWarning, PublicSet
@@ -29,10 +30,13 @@ __all__ = [
     "UploadError",
     "UploadLimits",
     "baselines",
+    "config_context",
     "datasets",
+    "get_config",
     "load_model",
     "privacy",
     "read_upload",
     "save_model",
+    "set_config",
     "__version__",
 ]

@@ -68,22 +68,12 @@ classes : array-like of shape (n_classes,)
     "predict_data": """\
 X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
     The input samples.""",
-    "stack_networks": """\
-stack_networks : bool, default=True
-    Whether the clones of a tier that are all one skorch ``NeuralNetClassifier``
-    (alone or a Pipeline's last step) train together as one stacked module, each
-    on its own rows with its own seed and optimizer state, as their separate fits
-    would train them (within floating-point tolerance). Nets the stacked path
-    cannot serve faithfully (callbacks, a validation split, dropout, batch
-    normalisation, optimizers other than Adam, AdamW and SGD, convolutions on the
-    CPU: see the User Guide) train one by one, as they all do with ``False``.
-    ``tier_fits_`` says which path each tier took.""",
     "tier_fits": """\
 tier_fits_ : list of dict
     How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
     ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
     ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
-    ``seconds``.""",
+    ``seconds``. A tier of one skorch net trains stacked (see `skfedkt.set_config`).""",
     "uploads": """\
 uploads : list of str, path-like, bytes or PartyUpload
     The parties' upload files.""",

@@ -36,7 +36,7 @@ class LocalVotePlan(Plan):
 
     @classmethod
     def of(cls, estimator):
-        return cls(n_jobs=estimator.n_jobs, verbose=estimator.verbose, stack_networks=False,
+        return cls(n_jobs=estimator.n_jobs, verbose=estimator.verbose,
                    estimator=estimator.estimator)
 
 

@@ -85,7 +85,7 @@ import pickle, sys, warnings
 import numpy as np
 from sklearn.datasets import load_digits
 from skfedkt import (FedAvgClassifier, FedCTClassifier, FedKTClassifier,
-                     OneShotEnsembleClassifier)
+                     OneShotEnsembleClassifier, config_context)
 exec(open(sys.argv[1]).read())  # the corpus, defined in this __main__
 warnings.simplefilter("ignore")
 X, y = load_digits(return_X_y=True)
@@ -98,16 +98,16 @@ for net in CORPUS:
     estimator = net.build(64, 2 if binary else 3, None)
     name = estimator.steps[-1][0]
     estimator.set_params(**{name + "__verbose": 0, name + "__max_epochs": 1})
-    algorithms = [FedKTClassifier(estimator, n_teachers=2, n_students=1),
-                  FedCTClassifier(estimator, n_rounds=2),
-                  OneShotEnsembleClassifier(estimator),
-                  FedAvgClassifier(estimator, n_rounds=2, local_epochs=1),
-                  FedKTClassifier(estimator, n_teachers=2, n_students=1,
-                                  stack_networks=False)]
-    for clf in algorithms:
+    algorithms = [(FedKTClassifier(estimator, n_teachers=2, n_students=1), True),
+                  (FedCTClassifier(estimator, n_rounds=2), True),
+                  (OneShotEnsembleClassifier(estimator), True),
+                  (FedAvgClassifier(estimator, n_rounds=2, local_epochs=1), True),
+                  (FedKTClassifier(estimator, n_teachers=2, n_students=1), False)]
+    for clf, stacked in algorithms:
         clf.set_params(n_jobs=2, random_state=0)
         try:
-            clf.fit(X_net, y_net, groups=parties, X_unlabeled=X[1500:1600])
+            with config_context(stack_networks=stacked):
+                clf.fit(X_net, y_net, groups=parties, X_unlabeled=X[1500:1600])
         except TypeError as exc:  # FedAvg averages no scaler fitted per party
             print(net.name, type(clf).__name__, "refused:", str(exc)[:60])
             continue

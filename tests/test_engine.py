@@ -75,3 +75,26 @@ def test_every_fit_of_a_round_runs_one_thread_whatever_the_callers(n_jobs):
         FedKTClassifier(_ThreadProbe(max_depth=3), n_jobs=n_jobs, random_state=0).fit(
             X[100:], y[100:], groups=np.arange(len(y) - 100) % 3, X_unlabeled=X[:100])
     assert len(_ThreadProbe.seen) > 10 and set(_ThreadProbe.seen) == {1}
+
+
+def _configuration(_):
+    from skfedkt import get_config
+
+    return get_config()["stack_networks"]
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_the_configuration_reaches_the_engine_s_workers(n_jobs):
+    from skfedkt import config_context
+    from skfedkt._engine._fitting import map_in_parallel
+
+    with config_context(stack_networks=False):
+        assert map_in_parallel(_configuration, range(4), n_jobs=n_jobs) == [False] * 4
+    assert map_in_parallel(_configuration, range(2), n_jobs=n_jobs) == [True] * 2
+
+
+def test_the_configuration_refuses_what_is_not_a_switch():
+    from skfedkt import set_config
+
+    with pytest.raises(TypeError, match="stack_networks must be True or False, got 0"):
+        set_config(stack_networks=0)

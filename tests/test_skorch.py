@@ -7,7 +7,7 @@ from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-from skfedkt import FedAvgClassifier, FedKTClassifier
+from skfedkt import FedAvgClassifier, FedKTClassifier, config_context
 from skfedkt._engine._weights import initial_weights, model_weights, started_model, train_epoch
 
 torch = pytest.importorskip("torch")
@@ -127,9 +127,9 @@ def test_fedavg_and_fedprox_average_a_skorch_net(digits_parties, tmp_path):
     server, _ = fit_through_files(fedavg, X_train, y_train, party, tmp_path / "stacked")
     assert_allclose(server.predict_proba(X_test), fedavg.predict_proba(X_test), atol=1e-5)
     # where both trained each net alone, to the bit
-    alone = clone(fedavg).set_params(stack_networks=False).fit(X_train, y_train,
-                                                               groups=party)
-    server, _ = fit_through_files(alone, X_train, y_train, party, tmp_path / "alone")
+    with config_context(stack_networks=False):
+        alone = clone(fedavg).fit(X_train, y_train, groups=party)
+        server, _ = fit_through_files(alone, X_train, y_train, party, tmp_path / "alone")
     assert_array_equal(server.predict_proba(X_test), alone.predict_proba(X_test))
 
 

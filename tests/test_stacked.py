@@ -9,7 +9,7 @@ from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-from skfedkt import FedAvgClassifier, FedKTClassifier
+from skfedkt import FedAvgClassifier, FedKTClassifier, config_context
 from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_clone
 
 torch = pytest.importorskip("torch")
@@ -184,11 +184,12 @@ def test_the_stacked_path_can_be_turned_off_and_is_said(digits, capsys):
         ("final model", "stacked", 1)]
     chunks = clf.tier_fits_[0]["chunks"]
     assert f"teachers: 12 nets trained together in {chunks} chunk(s) on cpu" in said
-    off = clone(clf).set_params(stack_networks=False).fit(X, y, groups=party,
-                                                          X_unlabeled=X_public)
+    with config_context(stack_networks=False):
+        off = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
     assert {(t["path"], t["reason"]) for t in off.tier_fits_} == {
-        ("per-clone", "stack_networks=False")}
-    # the parameter changes how the steps run, not what the parties agree on
+        ("per-clone", "skfedkt's configuration: stack_networks=False")}
+    # a setting of how the steps run, not of what the parties agree on: no parameter
+    assert "stack_networks" not in clf.get_params()
     upload = off.fit_party(X[party == 0], y[party == 0], party=0, classes=clf.classes_,
                            X_unlabeled=X_public)
     assert "stack_networks" not in upload.manifest["params"]
@@ -226,7 +227,8 @@ def test_fedavg_rounds_train_every_party_together_as_their_separate_fits(digits,
                                                                max_epochs=1))
     stacked = FedAvgClassifier(net, n_rounds=3, local_epochs=2, proximal_mu=proximal_mu,
                                random_state=0).fit(X, y, groups=party)
-    alone = clone(stacked).set_params(stack_networks=False).fit(X, y, groups=party)
+    with config_context(stack_networks=False):
+        alone = clone(stacked).fit(X, y, groups=party)
     assert {t["path"] for t in stacked.tier_fits_} == {"stacked"}
     assert {t["path"] for t in alone.tier_fits_} == {"per-clone"}
     for mine, theirs in zip(stacked.estimator_[-1].module_.parameters(),
@@ -307,8 +309,8 @@ def test_fedavg_with_plain_sgd_and_weight_decay_stacks_as_it_trains_alone(digits
     net = _net(module=MLP, optimizer=torch.optim.SGD, lr=0.1, optimizer__weight_decay=0.5)
     stacked = FedAvgClassifier(net, n_rounds=1, local_epochs=3, random_state=0).fit(
         X[rows], y[rows], groups=party)
-    alone = clone(stacked).set_params(stack_networks=False).fit(X[rows], y[rows],
-                                                                 groups=party)
+    with config_context(stack_networks=False):
+        alone = clone(stacked).fit(X[rows], y[rows], groups=party)
     for mine, theirs in zip(stacked.estimator_.module_.parameters(),
                             alone.estimator_.module_.parameters()):
         assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), atol=1e-10)

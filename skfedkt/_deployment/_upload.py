@@ -80,7 +80,7 @@ def _canonical(value):
 
 
 # parameters that change how a step runs, not what it computes
-_RUNTIME_PARAMS = ("n_jobs", "verbose", "stack_networks")
+_RUNTIME_PARAMS = ("n_jobs", "verbose")
 
 
 def algorithm_params(estimator):

@@ -33,6 +33,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import _num_samples, has_fit_parameter
 from threadpoolctl import ThreadpoolController
 
+from .. import _config
 from ._seeds import _MAX_SEED, scratch_random_state
 from ._validation import stack_rows
 from ._voting import count_votes
@@ -350,7 +351,7 @@ def map_in_parallel(function, items, n_jobs=None):
     main = os.getpid()
     results = []
     for result, caught in Parallel(n_jobs=n_jobs)(
-        delayed(_recorded)(main, function, item) for item in items
+        delayed(carried(_recorded))(main, function, item) for item in items
     ):
         issue_worker_warnings(caught)
         results.append(received(result))
@@ -479,6 +480,17 @@ def received(result):
     finally:
         for name in missing:
             delattr(main, name)
+
+
+def carried(function):
+    """`function`, to run in a worker process or thread under the calling thread's
+    configuration (`skfedkt.get_config`), as scikit-learn carries its own."""
+    return functools.partial(_in_config, _config.get_config(), function)
+
+
+def _in_config(config, function, *args, **kwargs):
+    with _config.config_context(**config):
+        return function(*args, **kwargs)
 
 
 def _recorded(main_pid, function, *args, **kwargs):
@@ -634,16 +646,16 @@ def check_tier(tasks, tier):
                 lambda task, estimator=estimator: targets_for(estimator, task.y))
 
 
-def stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates=None):
+def stacking_probe(tasks, X, seeds, n_classes, templates=None):
     """How the tier's clones stack (`_stacking.Probe`), or why they fit one by one (a
     string): the stacked path serves tasks that all clone one skorch net it can
-    train together faithfully. `templates`: the tasks' `SeededTemplate` by estimator
-    id (made here if None)."""
+    train together faithfully, where the configuration lets it (`skfedkt.set_config`).
+    `templates`: the tasks' `SeededTemplate` by estimator id (made here if None)."""
     estimators = {id(task.estimator) for task in tasks}
     template = (templates[next(iter(estimators))] if templates is not None
                 else SeededTemplate(tasks[0].estimator))
-    if not stack_networks:
-        return "stack_networks=False"
+    if not _config.get_config()["stack_networks"]:
+        return "skfedkt's configuration: stack_networks=False"
     if len(estimators) > 1:
         return "the tier clones several estimators"
     if not _is_torch_net(template.template):
@@ -693,8 +705,8 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
                     model_type=ClassCodeModel, block_rows=probe.block_rows(size),
                     graphs=probe.graphs)
     del keywords["keep_model"]
-    jobs = (delayed(_stacking.fit_chunk)(template, [tasks[i] for i in chunk],
-                                         [seeds[i] for i in chunk], **keywords)
+    jobs = (delayed(carried(_stacking.fit_chunk))(template, [tasks[i] for i in chunk],
+                                                  [seeds[i] for i in chunk], **keywords)
             for chunk in chunks)
     n_threads = stacked_threads(n_jobs, len(chunks), probe.device)
     pending = []
@@ -741,7 +753,7 @@ def report_tier(say, tier, entry):
 
 def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
                     soft_votes=False, keep_models=True, score_training=False,
-                    stack_networks=True, tier="clones", say=None):
+                    tier="clones", say=None):
     """Fit one clone per task in a single flat parallel batch, yielding results in order.
 
     Results are yielded as the batch runs (where the joblib backend can), so callers
@@ -760,7 +772,7 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
     shared = dict(X=X, n_classes=n_classes, X_predict=X_predict, soft_votes=soft_votes,
                   keep_model=keep_models, score_training=score_training)
     check_tier(tasks, tier)
-    probe = stacking_probe(tasks, X, seeds, n_classes, stack_networks, templates)
+    probe = stacking_probe(tasks, X, seeds, n_classes, templates)
     template = templates[id(tasks[0].estimator)]
     if isinstance(probe, str):
         fits = _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
@@ -781,7 +793,8 @@ def _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
     size = _batch_size(len(work), max(n_workers, 1),
                        0 if shared["X_predict"] is None else _num_samples(shared["X_predict"]),
                        shared["n_classes"], shared["soft_votes"])
-    jobs = [delayed(_recorded)(os.getpid(), _fit_batch, work[start : start + size], **shared)
+    jobs = [delayed(carried(_recorded))(os.getpid(), _fit_batch, work[start : start + size],
+                                        **shared)
             for start in range(0, len(work), size)]
     # threads of this process, for joblib's threading backend; worker processes and
     # a sequential fit set their own (`one_thread`)
@@ -800,7 +813,7 @@ def _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
 
 def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
                soft_votes=False, keep_models=True, score_training=False,
-               stack_networks=True, tier="clones", say=None):
+               tier="clones", say=None):
     """Fit one clone per task in a single flat parallel batch.
 
     Parameters
@@ -827,9 +840,6 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         Whether to return the fitted clones (teachers' are not kept).
     score_training : bool, default=False
         Whether to measure each clone's accuracy on its own training rows.
-    stack_networks : bool, default=True
-        Whether clones of one skorch net train together as one stacked module where
-        the stacked path (`_stacking`) serves them faithfully; else one by one.
     tier : str, default="clones"
         The tier's name in what `recording_tiers` records and `say` prints.
     say : callable, default=None
@@ -843,7 +853,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     for index, (model, votes, accuracy, score) in enumerate(iter_clone_fits(
         tasks, X, n_classes=n_classes, seeds=seeds, n_jobs=n_jobs, verbose=verbose,
         X_predict=X_predict, soft_votes=soft_votes, keep_models=keep_models,
-        score_training=score_training, stack_networks=stack_networks, tier=tier, say=say,
+        score_training=score_training, tier=tier, say=say,
     )):
         if votes is not None:  # filled as they come: never a list and its stacked copy
             if predictions is None:

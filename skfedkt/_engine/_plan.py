@@ -14,7 +14,6 @@ class Plan:
 
     n_jobs: "int | None"
     verbose: int
-    stack_networks: bool
 
     # the estimator whose fit the plan runs, in what `say` prints
     estimator_name: ClassVar[str] = ""
@@ -22,10 +21,8 @@ class Plan:
     @property
     def clone_fitting(self):
         """The keywords of the engine's clone fitting: the jobs, its own verbosity one
-        level below the plan's, whether torch networks train stacked, and where it
-        says which path trained them."""
-        return dict(n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0),
-                    stack_networks=self.stack_networks, say=self.say)
+        level below the plan's, and where it says which path trained torch networks."""
+        return dict(n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0), say=self.say)
 
     def say(self, message):
         """Print a stage of the fit when ``verbose`` is set."""

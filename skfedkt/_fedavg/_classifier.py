@@ -82,7 +82,6 @@ class FedAvgClassifier(BaseFederatedClassifier):
         shared initialisation.
     n_jobs : int, default=None
         Number of parties trained in parallel in a round.
-    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls the shared initial weights (every party's first round starts from the
         same ones) and every party's seed in every round.
@@ -183,13 +182,12 @@ class FedAvgClassifier(BaseFederatedClassifier):
         "distill_epochs": [Interval(Integral, 0, None, closed="left")],
         "init": [HasMethods(["fit_party", "fit_server"]), None],  # the plan says which
         "n_jobs": [Integral, None],
-        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimator=None, *, n_rounds=10, local_epochs=1, proximal_mu=0.0,
-                 distill_epochs=0, init=None, n_jobs=None, stack_networks=True,
+                 distill_epochs=0, init=None, n_jobs=None,
                  random_state=None, verbose=0):
         self.estimator = estimator
         self.n_rounds = n_rounds
@@ -198,7 +196,6 @@ class FedAvgClassifier(BaseFederatedClassifier):
         self.distill_epochs = distill_epochs
         self.init = init
         self.n_jobs = n_jobs
-        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

@@ -18,6 +18,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import (
     Task,
+    carried,
     check_tier,
     in_one_thread,
     map_in_parallel,
@@ -92,7 +93,7 @@ def train_parties(plan, data, parties, seeds, weights, tier):
     items = [(take_rows(data.X, task.rows), task.y, n_classes, seed, weights)
              for task, seed in zip(tasks, seeds)]
     check_tier(tasks, tier)
-    probe = stacking_probe(tasks, data.X, seeds, n_classes, plan.stack_networks)
+    probe = stacking_probe(tasks, data.X, seeds, n_classes)
     if isinstance(probe, str):
         trained = map_in_parallel(partial(_train_item, plan), items, n_jobs=plan.n_jobs)
     else:
@@ -103,7 +104,7 @@ def train_parties(plan, data, parties, seeds, weights, tier):
         with one_thread():
             fitted = Parallel(n_jobs=stacked_threads(plan.n_jobs, len(chunks), probe.device),
                               backend="threading")(
-                delayed(train_from_weights)(plan.estimator, chunk, plan.local_epochs,
+                delayed(carried(train_from_weights))(plan.estimator, chunk, plan.local_epochs,
                                             plan.proximal_mu, probe.block_rows(size),
                                             probe.graphs)
                 for chunk in chunks)

@@ -49,8 +49,7 @@ class FedAvgPlan(Plan):
                    proximal_mu=float(estimator.proximal_mu),
                    distill_epochs=estimator.distill_epochs, init=init,
                    init_plan=None if init is None else init._plan_type.of(init),
-                   n_jobs=estimator.n_jobs, verbose=estimator.verbose,
-                   stack_networks=estimator.stack_networks)
+                   n_jobs=estimator.n_jobs, verbose=estimator.verbose)
 
 
 def base_estimator(estimator):

@@ -62,7 +62,6 @@ class FedCTClassifier(BaseFederatedClassifier):
         guarantee. Settable in a search as ``privacy__epsilon``.
     n_jobs : int, default=None
         Number of jobs for fitting the parties' models of a round in parallel.
-    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls one seed per party and round (set on every ``random_state`` parameter of
         a clone, and on torch's RNG for skorch nets) and the bit flips.
@@ -182,7 +181,6 @@ class FedCTClassifier(BaseFederatedClassifier):
         "voting": [StrOptions({"hard", "soft"})],
         "privacy": [BitFlips, TeacherVotes, None],
         "n_jobs": [Integral, None],
-        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -197,7 +195,6 @@ class FedCTClassifier(BaseFederatedClassifier):
         voting="hard",
         privacy=None,
         n_jobs=None,
-        stack_networks=True,
         random_state=None,
         verbose=0,
     ):
@@ -208,7 +205,6 @@ class FedCTClassifier(BaseFederatedClassifier):
         self.voting = voting
         self.privacy = privacy
         self.n_jobs = n_jobs
-        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

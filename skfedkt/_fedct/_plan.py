@@ -42,8 +42,7 @@ class FedCTPlan(Plan):
         return cls(estimator=entries, n_rounds=estimator.n_rounds, tol=estimator.tol,
                    n_iter_no_change=estimator.n_iter_no_change, voting=estimator.voting,
                    privacy=estimator.privacy, n_jobs=estimator.n_jobs,
-                   verbose=estimator.verbose,
-                   stack_networks=estimator.stack_networks)
+                   verbose=estimator.verbose)
 
     def party_estimators(self, parties):
         """One (unfitted) estimator per party of `parties` (the sorted party labels)."""

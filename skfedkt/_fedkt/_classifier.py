@@ -139,7 +139,6 @@ class FedKTClassifier(BaseFederatedClassifier):
         parallel batch, then all students; ``None`` means 1 unless in a
         :obj:`joblib.parallel_config` context, ``-1`` means all processors. When clones
         run in parallel, every ``n_jobs`` parameter of the base estimators is set to 1.
-    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls the partitions, one seed per clone (set on every ``random_state``
         parameter of a clone, nested ones too, and on torch's RNG for skorch nets), the
@@ -306,7 +305,6 @@ class FedKTClassifier(BaseFederatedClassifier):
         "distill": ["boolean"],
         "privacy": [ServerNoise, PartyNoise, None],
         "n_jobs": [Integral, None],
-        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -325,7 +323,6 @@ class FedKTClassifier(BaseFederatedClassifier):
         distill=True,
         privacy=None,
         n_jobs=None,
-        stack_networks=True,
         random_state=None,
         verbose=0,
     ):
@@ -340,7 +337,6 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.distill = distill
         self.privacy = privacy
         self.n_jobs = n_jobs
-        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

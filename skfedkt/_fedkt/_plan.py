@@ -60,7 +60,7 @@ class FedKTPlan(Plan):
             votes=resolved_votes(estimator.voting, privacy),
             student_data=estimator.student_data, soft_labels=estimator.soft_labels,
             distill=estimator.distill, privacy=privacy, n_jobs=estimator.n_jobs,
-            verbose=estimator.verbose, stack_networks=estimator.stack_networks,
+            verbose=estimator.verbose,
         )
         plan._check()
         return plan

@@ -214,7 +214,7 @@ def _final_model(plan, final_task, X_labelled, n_classes, root):
     (final_model,) = fit_clones(
         [final_task], X_labelled, n_classes=n_classes,
         seeds=draw_seeds(derived_random_state(root, "final"), 1),
-        stack_networks=plan.stack_networks, tier="final model", say=plan.say,
+        tier="final model", say=plan.say,
     ).models
     return dict(_final_model=final_model, final_estimator_=final_model.estimator)
 

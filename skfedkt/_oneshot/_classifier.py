@@ -73,7 +73,6 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         as ``decision_function``) are those this classifier offers.
     n_jobs : int, default=None
         Number of jobs for fitting the local models in parallel.
-    $stack_networks
     random_state : int, RandomState instance or None, default=None
         Controls the validation splits, the random selection and one seed per clone.
     verbose : int, default=0
@@ -164,7 +163,6 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         "distill": ["boolean"],
         "final_estimator": [HasMethods(["fit", "predict"]), None],
         "n_jobs": [Integral, None],
-        "stack_networks": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -182,7 +180,6 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         distill=False,
         final_estimator=None,
         n_jobs=None,
-        stack_networks=True,
         random_state=None,
         verbose=0,
     ):
@@ -196,7 +193,6 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self.distill = distill
         self.final_estimator = final_estimator
         self.n_jobs = n_jobs
-        self.stack_networks = stack_networks
         self.random_state = random_state
         self.verbose = verbose
 

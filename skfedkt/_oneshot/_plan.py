@@ -48,7 +48,6 @@ class OneShotPlan(Plan):
             voting=estimator.voting,
             final=final_template(estimator) if estimator.distill else None,
             n_jobs=estimator.n_jobs, verbose=estimator.verbose,
-            stack_networks=estimator.stack_networks,
         )
 
 

@@ -93,6 +93,6 @@ def _distil(plan, ensemble, X_public, n_classes, rng):
                     _final_model=None)
     (final,) = fit_clones(
         [Task(plan.final, targets.argmax(axis=1), name="the final model")], X_public, n_classes=n_classes,
-        seeds=[seed], stack_networks=plan.stack_networks, tier="student", say=plan.say,
+        seeds=[seed], tier="student", say=plan.say,
     ).models
     return dict(final_estimator_=final.estimator, _final_model=final)
