@@ -98,3 +98,15 @@ def test_the_configuration_refuses_what_is_not_a_switch():
 
     with pytest.raises(TypeError, match="stack_networks must be True or False, got 0"):
         set_config(stack_networks=0)
+
+
+def test_the_environment_sets_the_configuration_s_default():
+    import os
+    import subprocess
+    import sys
+
+    environment = dict(os.environ, SKFEDKT_STACK_NETWORKS="0")
+    printed = subprocess.run(
+        [sys.executable, "-c", "import skfedkt; print(skfedkt.get_config())"],
+        env=environment, capture_output=True, text=True, check=True).stdout
+    assert printed.strip() == "{'stack_networks': False}"
