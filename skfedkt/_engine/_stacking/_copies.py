@@ -102,7 +102,7 @@ class CopyRun:
                 generator.manual_seed(seed)
                 order = order[torch.randperm(len(order), generator=generator).numpy()]
         if self.drop_last:
-            order = order[: len(order) - len(order) % self._batch(len(order))]
+            order = order[: len(order) - len(order) % self.minibatch_size(len(order))]
         self.n_epoch_rows = len(order)
         return order
 
@@ -124,11 +124,11 @@ class CopyRun:
         batches = history[-1]["batches"]
         for index, loss in enumerate(train_losses):
             batches.append({"train_loss": float(loss), "train_batch_size": min(
-                self._batch(n_train), n_train - index * self._batch(n_train))})
+                self.minibatch_size(n_train), n_train - index * self.minibatch_size(n_train))})
         history.record("train_batch_count", len(train_losses))
         if self.valid is not None:
             n_valid = len(self.valid[1])
-            batch = self._batch(n_valid, self.valid_batch_size)
+            batch = self.minibatch_size(n_valid, self.valid_batch_size)
             for index, loss in enumerate(valid_losses):
                 batches.append({"valid_loss": float(loss),
                                 "valid_batch_size": min(batch, n_valid - index * batch)})
@@ -144,7 +144,9 @@ class CopyRun:
         except KeyboardInterrupt:  # skorch's EarlyStopping ends the fit this way
             self.stopped = True
 
-    def _batch(self, n_rows, batch_size=None):
+    def minibatch_size(self, n_rows, batch_size=None):
+        """The rows of a minibatch of a loader over `n_rows` rows: its `batch_size`
+        (the training loader's by default), or every row for skorch's -1."""
         batch_size = self.batch_size if batch_size is None else batch_size
         return n_rows if batch_size == -1 else batch_size
 

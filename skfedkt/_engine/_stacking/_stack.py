@@ -209,7 +209,7 @@ class NetworkStack:
         valid = data.validation(self, [index for index in live if copies[index].events])
         for index in live:
             run = copies[index]
-            n_steps = -(-run.n_epoch_rows // run._batch(len(run.train_rows)))
+            n_steps = -(-run.n_epoch_rows // run.minibatch_size(len(run.train_rows)))
             if _restores_weights(run.net):
                 self.write_weights(index, run.net)
             valid_losses, valid_output = valid.get(index, (None, None))
@@ -298,11 +298,11 @@ class _CallData:
     def __init__(self, stack, copies):
         self.stack, self.copies = stack, copies
         device = stack.device
-        batch_sizes = {run._batch(len(run.train_rows)) for run in copies}
         n_train = np.array([len(run.train_rows) for run in copies])
-        # a batch of -1 is each copy's whole training set: one step of every row
+        # every copy has its net's batch size; -1 is each copy's whole training set:
+        # one step of all its rows
         self.batch = (int(n_train.max()) if copies[0].batch_size == -1
-                      else batch_sizes.pop())
+                      else int(copies[0].batch_size))
         self.n_slots = -(-int(n_train.max()) // self.batch) * self.batch
         self.X = padded([run.X for run in copies], max(len(run.X) for run in copies), 0,
                         device)
@@ -353,7 +353,7 @@ class _CallData:
         results = {}
         for position, index in enumerate(indices):
             run, n = self.copies[index], len(sets[position][1])
-            batch = run._batch(n, run.valid_batch_size)
+            batch = run.minibatch_size(n, run.valid_batch_size)
             slots = -(-n // batch) * batch
             own = slice(0, min(slots, n_valid))
             losses = stack.batch_losses(
