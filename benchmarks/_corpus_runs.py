@@ -163,8 +163,13 @@ def corpus_device_table(device, teacher_counts, epochs, n_jobs, one_by_one):
             data = _mnist_sized(n_teachers // 10, n_classes)
             paths = PATHS if one_by_one else {"stacked": True}
             for path, stack in paths.items():
-                seconds, accuracy, clf = _round(built(net, 784, n_classes, device, epochs),
-                                                data, stack, n_jobs, 0)
+                try:
+                    seconds, accuracy, clf = _round(
+                        built(net, 784, n_classes, device, epochs), data, stack, n_jobs, 0)
+                except ValueError as exc:  # the net's own split, refused before any fit
+                    print_table(None, [[net.name, n_teachers, f"refused: {str(exc)[:90]}...",
+                                        "-", "-", "-"]])
+                    continue
                 teachers = clf.tier_fits_[0]
                 print_table(None, [[net.name, n_teachers, path, f"{teachers['seconds']:.1f}",
                                     f"{seconds:.1f}", f"{accuracy:.3f}"]])

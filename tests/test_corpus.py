@@ -154,3 +154,39 @@ def test_a_validation_split_a_teacher_cannot_make_is_refused_before_any_fit(monk
     assert "Party 0, partition 1, teacher 1 has 10 rows, of classes" in message
     assert "Set the net's train_split=None" in message and "ValidSplit(" in message
     assert fits == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("net", [net for net in CORPUS if net.kind != "cnn"],
+                         ids=[net.name for net in CORPUS if net.kind != "cnn"])
+def test_a_replayed_cuda_graph_step_is_the_eager_step(net, monkeypatch):
+    from skfedkt._engine._stacking import _graphs
+
+    X, y = _digits(net.kind)
+    n_classes = len(np.unique(y))
+    dtype = torch.float32 if net.kind == "binary" else torch.float64
+    estimator = _built(net, n_classes, dtype, epochs=4)
+    estimator.set_params(**{f"{estimator.steps[-1][0]}__device": "cuda"})
+    # tasks of one size: every copy takes full steps together, which the graph replays
+    tasks = [Task(estimator, y[start : start + 160], np.arange(start, start + 160))
+             for start in range(0, 640, 160)]
+    replays = []
+    replay = _graphs.StepGraph.__call__
+    monkeypatch.setattr(_graphs.StepGraph, "__call__",
+                        lambda self, *inputs: replays.append(1) or replay(self, *inputs))
+    states = {}
+    for captured in (True, False):
+        monkeypatch.setattr(_graphs, "CAPTURE_STEPS", captured)
+        fits = fit_clones(tasks, X, n_classes=n_classes, seeds=np.arange(4))
+        states[captured] = [_last(model.estimator).module_.state_dict()
+                            for model in fits.models]
+    # dropout draws from each copy's generator on the host's order: never captured
+    drops = any(isinstance(part, torch.nn.modules.dropout._DropoutNd)
+                for part in _last(estimator).initialize().module_.modules())
+    assert bool(replays) != drops
+    for replayed, eager in zip(states[True], states[False]):
+        for name in eager:
+            assert_allclose(replayed[name].double().cpu().numpy(),
+                            eager[name].double().cpu().numpy(), rtol=0,
+                            atol=TOLERANCE[dtype])

@@ -236,6 +236,28 @@ def test_fedavg_rounds_train_every_party_together_as_their_separate_fits(digits,
         assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), atol=1e-5)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+@pytest.mark.parametrize("proximal_mu", [0.0, 0.5])
+def test_fedavg_rounds_replayed_as_cuda_graphs_are_the_eager_rounds(digits, proximal_mu,
+                                                                     monkeypatch):
+    from skfedkt._engine._stacking import _graphs
+
+    X, y, _ = digits
+    X, y = X[:1280], y[:1280]
+    party = np.arange(len(y)) % 4  # parties of one size: every step is full
+    net = _net(max_epochs=1, device="cuda")
+    models = {}
+    for captured in (True, False):
+        monkeypatch.setattr(_graphs, "CAPTURE_STEPS", captured)
+        models[captured] = FedAvgClassifier(net, n_rounds=3, local_epochs=2,
+                                            proximal_mu=proximal_mu,
+                                            random_state=0).fit(X, y, groups=party)
+    for mine, theirs in zip(models[True].estimator_.module_.parameters(),
+                            models[False].estimator_.module_.parameters()):
+        assert_allclose(mine.detach().cpu().numpy(), theirs.detach().cpu().numpy(),
+                        rtol=0, atol=FLOAT64_TOLERANCE)
+
+
 def test_the_probe_refuses_a_module_vmap_cannot_batch(digits):
     X, y, _ = digits
 

@@ -6,7 +6,8 @@ in training and in evaluation mode, so that code that branches on ``self.trainin
 takes its own branch in each) and run node by node:
 
 - dense layers as batched matrix products, convolutions as unfolded inputs times
-  stacked kernels (`conv2d`) or through ``vmap``, row-wise layers on the copies
+  stacked kernels (`conv2d`) or through ``vmap``, layer normalisation as torch's
+  normalisation then each copy's scale and shift, row-wise layers on the copies
   folded into the rows;
 - dropout multiplies by the noise each copy draws from its own generator, in the order
   and shapes its separate fit draws it (`Draws`), so that a copy on the CPU sees the
@@ -152,11 +153,12 @@ def dropout(layer, x, draws):
 
 
 class BatchRows:
-    """Which rows of a step are each copy's own (the others pad it) and which copies
-    take the step: batch normalisation's statistics count only those."""
+    """Which rows of a step are each copy's own (the others pad it), which copies take
+    the step, and how many rows each has (known on the host, so that no check waits
+    for the device): batch normalisation's statistics count only those."""
 
-    def __init__(self, mask, active):
-        self.mask, self.active = mask, active
+    def __init__(self, mask, active, counts):
+        self.mask, self.active, self.counts = mask, active, counts
 
 
 def batch_norm(layer, x, weight, bias, buffers, rows):
@@ -174,8 +176,7 @@ def batch_norm(layer, x, weight, bias, buffers, rows):
         mask = rows.mask.to(x.dtype).view((n_copies, n_slots) + (1,) * (spatial + 1))
         dims = (1,) + tuple(range(3, x.dim()))
         counts = rows.mask.sum(dim=1).to(x.dtype) * math.prod(x.shape[3:])
-        lonely = rows.active & (counts == 1)
-        if bool(lonely.any()):
+        if (rows.counts * math.prod(x.shape[3:]) == 1).any():
             raise ValueError("Expected more than 1 value per channel when training, got "
                              f"input size {torch.Size([1, *x.shape[2:]])}: a net's last "
                              "minibatch holds one row, which batch normalisation cannot "
@@ -200,6 +201,18 @@ def batch_norm(layer, x, weight, bias, buffers, rows):
     if weight is not None:
         out = out * weight.view(shape) + bias.view(shape)
     return out
+
+
+def layer_norm(layer, x, weight, bias):
+    """`layer` (a LayerNorm) on stacked `x` with each copy's own `weight` and `bias`:
+    torch's normalisation over the last axes, which is the same for every copy, then
+    each copy's scale and shift."""
+    out = F.layer_norm(x, layer.normalized_shape, None, None, layer.eps)
+    shape = ((x.shape[0],) + (1,) * (x.dim() - 1 - len(layer.normalized_shape))
+             + tuple(layer.normalized_shape))
+    if weight is not None:
+        out = out * weight.view(shape)
+    return out if bias is None else out + bias.view(shape)
 
 
 def linear(x, weight, bias):
@@ -287,7 +300,9 @@ class StackedForward:
         self.draws = any(isinstance(part, DROPOUTS) and 0 < part.p
                          for part in module.modules())
         self.batch_norms = any(isinstance(part, BATCH_NORMS) for part in module.modules())
-
+        # whether a pass ran something through vmap, whose work this engine does not
+        # know to be free of host reads (a CUDA graph captures none)
+        self.vmapped = not self.traced
 
     def __call__(self, params, buffers, x, training=False, draws=None, rows=None):
         """Every copy's output: `params`, `buffers` (dicts of stacked tensors by
@@ -338,7 +353,7 @@ class StackedForward:
                 if all(isinstance(a, Stacked) for a in args) and (
                         args[0].tensor.dim() == args[1].tensor.dim()):
                     return Stacked(function(args[0].tensor, args[1].tensor))
-        return _vmapped(function, args, kwargs)
+        return self._over_copies(function, args, kwargs)
 
     def _module(self, called, args, kwargs, params, buffers, training, draws, rows):
         layer = called.layer
@@ -346,6 +361,9 @@ class StackedForward:
         x = args[0] if args else None
         if isinstance(layer, nn.Linear) and len(args) == 1 and not kwargs:
             return Stacked(linear(x, own["weight"], own.get("bias")))
+        if type(layer) is nn.LayerNorm and isinstance(x, Stacked) and len(args) == 1 and (
+                not kwargs):
+            return Stacked(layer_norm(layer, x.tensor, own.get("weight"), own.get("bias")))
         if isinstance(layer, DROPOUTS) and isinstance(x, Stacked):
             return Stacked(dropout(layer, x.tensor, draws)) if training else x
         if isinstance(layer, BATCH_NORMS) and isinstance(x, Stacked):
@@ -364,9 +382,14 @@ class StackedForward:
         meta = called.meta.train(training)
         state = {**own, **{name: buffers[key] for name, key in called.buffers.items()}}
         if not state:
-            return _vmapped(layer, args, kwargs)
-        return _vmapped(lambda state, *a, **k: functional_call(meta, state, a, k), args,
-                        kwargs, state)
+            return self._over_copies(layer, args, kwargs)
+        return self._over_copies(lambda state, *a, **k: functional_call(meta, state, a, k),
+                                 args, kwargs, state)
+
+    def _over_copies(self, function, args, kwargs, state=None):
+        out, through_vmap = _vmapped(function, args, kwargs, state)
+        self.vmapped = self.vmapped or through_vmap
+        return out
 
 
 class _Called(NamedTuple):
@@ -411,11 +434,12 @@ def _attribute(module, target):
 def _vmapped(function, args, kwargs, state=None):
     """`function` over the copies: the stacked values (and `state`, a dict of stacked
     tensors given as the function's first argument) take the copies' axis, the others
-    are the same for every copy; without a stacked value it runs once."""
+    are the same for every copy; without a stacked value it runs once. Returns its
+    output and whether it ran through vmap."""
     leaves, spec = torch.utils._pytree.tree_flatten((args, kwargs))
     positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Stacked)]
     if not positions and state is None:
-        return function(*args, **kwargs)
+        return function(*args, **kwargs), False
 
     def per_copy(state_copy, *values):
         filled = list(leaves)
@@ -428,4 +452,4 @@ def _vmapped(function, args, kwargs, state=None):
 
     out = vmap(per_copy, in_dims=(None if state is None else 0, *[0] * len(positions)))(
         state, *[leaves[i].tensor for i in positions])
-    return torch.utils._pytree.tree_map(Stacked, out)
+    return torch.utils._pytree.tree_map(Stacked, out), True

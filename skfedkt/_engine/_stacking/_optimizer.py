@@ -65,16 +65,32 @@ class StackedOptimizer:
             # first step (every copy takes it: each holds a row)
             self.momentum_buffers = [None] * len(params)
 
+    def steps_together(self, active):
+        """Whether the copies where `active` (bool per copy) step as one: all of them,
+        with one step count and one learning rate (`update_together`)."""
+        return (self.in_step is not None and active.all()
+                and (self.rates == self.rates[0]).all())
+
+    @torch.no_grad()
+    def update_together(self, params, grads):
+        """Every copy's update when they step as one (`steps_together`): device work
+        alone, which a CUDA graph can capture; `counted` records it."""
+        self._update(params, grads, 0, len(self.counts), self.in_step)
+
+    def counted(self, active):
+        """Record a step of the copies where `active`."""
+        self.counts[active] += 1
+
     @torch.no_grad()
     def step(self, params, grads, active):
         """One step of the copies where `active` (bool per copy) with their `grads`."""
-        if self.in_step is not None and active.all() and (self.rates == self.rates[0]).all():
-            self._update(params, grads, 0, len(self.counts), self.in_step)
+        if self.steps_together(active):
+            self.update_together(params, grads)
         else:
             self.in_step = None  # the copies' counts part: one run of counts each call
             for start, stop in runs(self.counts, self.rates, active):
                 self._update(params, grads, start, stop)
-        self.counts[active] += 1
+        self.counted(active)
 
     def _update(self, params, grads, start, stop, steps=None):
         whole = (start, stop) == (0, len(self.counts))

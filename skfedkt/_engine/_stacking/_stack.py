@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from skorch import NeuralNetBinaryClassifier
 from torch import nn
 
+from . import _graphs
 from ._forward import BatchRows, Draws, Stacked, StackedForward
 from ._optimizer import StackedOptimizer
 
@@ -56,6 +57,7 @@ class NetworkStack:
         self.forward_pass = StackedForward(module, unfold_convolutions, graphs)
         # made by the first `train`, once the weights take their gradients' layout
         self.optimizer = None
+        self._captured = None
         self._torch_optimizer = first.optimizer_
         # each copy's learning rate, as its own optimizer holds it
         self.rates = np.array([float(net.optimizer_.param_groups[0]["lr"]) for net in nets])
@@ -134,6 +136,7 @@ class NetworkStack:
             FedProx: ``mu`` and the stacked anchor weights; every step's gradient gains
             ``mu * (w - anchor)``, as `ProximalTerm` adds it.
         """
+        self._captured = None  # a call's full steps, captured (`_captures`)
         for epochs in calls:
             for index, run in enumerate(copies):
                 run.begin_call()  # a scheduler sets its first rate here
@@ -151,6 +154,7 @@ class NetworkStack:
                 run.end_call()
                 if _restores_weights(run.net):
                     self._read_module(index, run.net)
+        self._captured = None  # its memory goes back
 
     def _train_epoch(self, copies, data, live, proximal):
         """One epoch of the `live` copies: each copy's minibatches in its own order, one
@@ -167,41 +171,84 @@ class NetworkStack:
         losses = torch.zeros((n_steps, len(copies)), device=self.device,
                              dtype=self.params[0].dtype)
         generators = [run.noise_generator for run in copies]
-        forward_pass = self.forward_pass
-
-        def gradients(step):
+        # which copies take each step, sent to the device once: a copy from the host
+        # at every step would wait for the device
+        stepping = torch.as_tensor(rows_in_step > 0, device=self.device)
+        for step in range(n_steps):
             rows = slice(step * batch, (step + 1) * batch)
             step_rows = rows_in_step[step]
-            out = self.forward(
-                Stacked(X[:, rows]), training=True,
-                draws=Draws(generators, step_rows) if forward_pass.draws else None,
-                rows=BatchRows(mask[:, rows], torch.as_tensor(step_rows > 0, device=self.device))
-                if forward_pass.batch_norms else None)
-            per_row = self._per_row_losses(out, targets[:, rows]).view(len(copies), -1)
-            if self.binary:  # the other criteria give an ignored row no loss
-                per_row = per_row * mask[:, rows]
-            loss = per_row.sum(dim=1) / denominators[step]
-            return loss, torch.autograd.grad(loss.sum(), trained)
-
-        trained = self._trained()
-        for step in range(n_steps):
-            loss, grads = gradients(step)
-            if self.optimizer is None:
-                self._take_gradient_layout(grads)
-                trained = self._trained()
-                self.optimizer = StackedOptimizer(self._torch_optimizer, trained, self.rates)
-            # the fused updates read a gradient in its parameter's layout
-            grads = [grad if grad.stride() == param.stride()
-                     else torch.empty_like(param).copy_(grad)
-                     for grad, param in zip(grads, trained)]
-            active = rows_in_step[step] > 0
-            if proximal is not None:
-                grads = _with_proximal_term(grads, trained, proximal, active)
-            self.optimizer.step(trained, grads, active)
-            losses[step] = loss.detach()
-        for param in trained:
+            active = step_rows > 0
+            if not active.any():  # the padding of copies that dropped a last minibatch
+                continue
+            inputs = (X[:, rows], targets[:, rows], mask[:, rows], denominators[step],
+                      stepping[step])
+            if self._captures(step_rows, batch, proximal):
+                loss = self._captured(float(self.rates[0]), inputs)
+                self.optimizer.counted(active)
+            else:
+                draws = Draws(generators, step_rows) if self.forward_pass.draws else None
+                loss = self._step(inputs, proximal, step_rows, draws)
+            losses[step] = loss
+        for param in self._trained():
             param.requires_grad_(False)
         return losses.cpu().numpy()
+
+    def _gradients(self, inputs, step_rows, draws=None):
+        """Each copy's loss on a step's `inputs` and the gradients of the trained
+        weights, in their layout (the first step makes the optimizer). `step_rows`:
+        each copy's rows in the step, on the host, so that no check waits for the
+        device."""
+        X, targets, mask, denominators, on = inputs
+        trained = self._trained()
+        rows = BatchRows(mask, on, step_rows) if self.forward_pass.batch_norms else None
+        out = self.forward(Stacked(X), training=True, draws=draws, rows=rows)
+        per_row = self._per_row_losses(out, targets).view(len(X), -1)
+        if self.binary:  # the other criteria give an ignored row no loss
+            per_row = per_row * mask
+        loss = per_row.sum(dim=1) / denominators
+        grads = torch.autograd.grad(loss.sum(), trained)
+        if self.optimizer is None:
+            self._take_gradient_layout(grads)
+            trained = self._trained()
+            self.optimizer = StackedOptimizer(self._torch_optimizer, trained, self.rates)
+        # the fused updates read a gradient in its parameter's layout
+        return loss.detach(), [grad if grad.stride() == param.stride()
+                               else torch.empty_like(param).copy_(grad)
+                               for grad, param in zip(grads, trained)]
+
+    def _step(self, inputs, proximal, step_rows, draws):
+        """One step of the copies with rows in it; each copy's loss."""
+        loss, grads = self._gradients(inputs, step_rows, draws)
+        trained = self._trained()
+        if proximal is not None:
+            grads = _with_proximal_term(grads, trained, proximal, inputs[-1])
+        self.optimizer.step(trained, grads, step_rows > 0)
+        return loss
+
+    def _full_step(self, inputs, proximal, step_rows):
+        """A step of every copy as one (`StackedOptimizer.steps_together`) on a full
+        minibatch each, without draws: device work alone, which `_captures` records
+        once and replays; the caller counts it."""
+        loss, grads = self._gradients(inputs, step_rows)
+        trained = self._trained()
+        if proximal is not None:
+            grads = _with_proximal_term(grads, trained, proximal, inputs[-1])
+        self.optimizer.update_together(trained, grads)
+        return loss
+
+    def _captures(self, step_rows, batch, proximal):
+        """Whether this step replays a CUDA graph (`_graphs`): on a GPU, where every
+        copy takes a full minibatch as one (one rate, one step count), with no dropout
+        draw and no layer through ``vmap``."""
+        if not (_graphs.CAPTURE_STEPS and self.device.type == "cuda"
+                and self.optimizer is not None and not self.forward_pass.draws
+                and not self.forward_pass.vmapped and (step_rows == batch).all()
+                and self.optimizer.steps_together(step_rows > 0)):
+            return False
+        if self._captured is None:
+            self._captured = _graphs.CapturedSteps(
+                lambda *inputs: self._full_step(inputs, proximal, step_rows.copy()))
+        return True
 
     def _end_epoch(self, copies, data, live, losses):
         """Each live copy's validation pass, history and callbacks, which may stop it
@@ -282,11 +329,11 @@ def _restores_weights(net):
                for _, callback in getattr(net, "callbacks_", []))
 
 
-def _with_proximal_term(grads, params, proximal, active):
-    """FedProx's gradient: ``mu * (w - anchor)`` added for the copies that step (the
-    others' gradients stay zero, as they take no step)."""
+def _with_proximal_term(grads, params, proximal, on):
+    """FedProx's gradient: ``mu * (w - anchor)`` added for the copies that step (`on`,
+    a bool per copy on the device; the others' gradients stay zero, as they take no
+    step)."""
     mu, anchor = proximal
-    on = torch.as_tensor(active, device=params[0].device)
     return [grad + mu * (param - fixed) * on.view((-1,) + (1,) * (param.dim() - 1)).to(
         param.dtype) for grad, param, fixed in zip(grads, params, anchor)]
 
@@ -350,19 +397,24 @@ class _CallData:
             [len(y) for _, y in sets])[:, None], device=stack.device)
         if not stack.binary:
             targets = torch.where(mask, targets, stack.criterion.ignore_index)
-        results = {}
+        losses = []
         for position, index in enumerate(indices):
             run, n = self.copies[index], len(sets[position][1])
             batch = run.minibatch_size(n, run.valid_batch_size)
             slots = -(-n // batch) * batch
             own = slice(0, min(slots, n_valid))
-            losses = stack.batch_losses(
+            losses.append(stack.batch_losses(
                 _pad_to(out[position : position + 1, own], slots),
                 _pad_to(targets[position : position + 1, own], slots,
                         None if stack.binary else stack.criterion.ignore_index),
-                _pad_to(mask[position : position + 1, own], slots, False), batch)
-            results[index] = (losses[0].cpu().numpy(), out[position, :n])
-        return results
+                _pad_to(mask[position : position + 1, own], slots, False), batch)[0])
+        # one transfer for every copy: the callbacks read the losses and the outputs
+        # on the host
+        out = out.cpu()
+        ends = np.cumsum([len(one) for one in losses])
+        losses = np.split(torch.cat(losses).cpu().numpy(), ends[:-1])
+        return {index: (losses[position], out[position, : len(sets[position][1])])
+                for position, index in enumerate(indices)}
 
 
 def _pad_to(tensor, n_slots, fill=0):
