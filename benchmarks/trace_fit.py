@@ -17,16 +17,15 @@ from _common import parser
 from sklearn.datasets import load_breast_cancer
 
 import skfedkt
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt._registry import algorithm, algorithms
 
 PACKAGE = Path(skfedkt.__file__).parent
-MAKE = {"fedkt": FedKTClassifier, "fedct": FedCTClassifier,
-        "oneshot": OneShotEnsembleClassifier}
 
 
 def main(argv=None):
     command = parser(__doc__)
-    command.add_argument("--algorithm", choices=MAKE, default="fedkt")
+    command.add_argument("--algorithm", choices=[a.name for a in algorithms()],
+                         default="fedkt")
     args = command.parse_args(argv)
     X, y = load_breast_cancer(return_X_y=True)
     party = np.arange(400) % 3
@@ -43,7 +42,8 @@ def main(argv=None):
         if caller is not None and PACKAGE in caller.parents and caller != callee:
             crossings[(caller.relative_to(PACKAGE), callee.relative_to(PACKAGE))] += 1
 
-    clf = MAKE[args.algorithm](random_state=0)
+    estimator_class = algorithm(args.algorithm).estimator_class
+    clf = estimator_class(random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sys.setprofile(profile)
@@ -53,7 +53,7 @@ def main(argv=None):
             sys.setprofile(None)
     files = {path for path, _ in functions}
     print(f"{args.algorithm} fit: {len(functions)} functions in {len(files)} files")
-    home = {"fedkt": "_fedkt", "fedct": "_fedct", "oneshot": "_oneshot"}[args.algorithm]
+    home = Path(sys.modules[estimator_class.__module__].__file__).parent.name
     back = sum(n for (caller, callee), n in crossings.items()
                if caller.name in ("_party.py", "_server.py") and callee.name == "_classifier.py"
                and caller.parent.name == callee.parent.name == home)

@@ -1,23 +1,14 @@
 """Model files: what a server writes once fitted and anyone may load, without pickle.
 
-Above the algorithms: a model file may hold the package's own estimators, so this
-module knows their classes (the upload protocol below them knows none)."""
+A model file may hold the registered algorithms' classes, as their declarations name
+them (`skfedkt._registry.trusted_model_types`): this module lists none."""
 
 import zipfile
 
 from ._deployment._archive import check_limits, read_file, write_atomically
 from ._deployment._upload import _load_skops, _type_names
 from ._engine._fitting import ClassCodeModel
-from ._fedavg import FedAvgClassifier
-from ._fedct import FedCTClassifier
-from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
-from ._oneshot import OneShotEnsembleClassifier
-from ._privacy._accounting import (
-    BitFlipPrivacyReport,
-    PrivacyReport,
-    TeacherVotesPrivacyReport,
-)
-from ._privacy._mechanisms import BitFlips, PartyNoise, ServerNoise, TeacherVotes
+from ._registry import trusted_model_types
 
 
 def save_model(estimator, path):
@@ -85,10 +76,8 @@ def load_model(path, *, trusted=(), limits=None):
 
 
 def _model_file_types():
-    """The package's own classes a model file may hold: an explicit list of classes,
-    never a name prefix (a prefix would admit the package's functions too)."""
-    return {f"{cls.__module__}.{cls.__qualname__}" for cls in (
-        FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier, FedAvgClassifier,
-        ClassCodeModel,
-        PrivacyReport, BitFlipPrivacyReport, TeacherVotesPrivacyReport, ServerNoise,
-        PartyNoise, BitFlips, TeacherVotes, SoftVotes, HardVotes)}
+    """The classes a model file may hold beyond scikit-learn's and XGBoost's: those the
+    registered algorithms declare, and the engine's class-code wrapper; classes by
+    name, never a name prefix (a prefix would admit the package's functions too)."""
+    return {f"{cls.__module__}.{cls.__qualname__}"
+            for cls in (ClassCodeModel, *trusted_model_types())}

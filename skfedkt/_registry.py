@@ -1,18 +1,19 @@
 """The algorithms' declarations: each algorithm package fills this registry with one
-`register` call, and the command line, the Flower apps and the audit learn what they
-need from it and from the estimator class, never from a table of names.
+`register` call, and the command line, the Flower apps, the audit and the model files
+learn what they need from it and from the estimator class, never from a table of
+names.
 
-An `Algorithm` says what the command line shows of it: its name, its flags (an argument
-group that `add_options` fills, and `options`, which turns the parsed flags into the
-class's keyword arguments), whether the deployment commands run it, and the
-configurations (`Method`) the experiment runner compares. Everything else - whether
-the public set is needed, what an upload holds, whether the server runs rounds - the
-callers ask the estimator (`BaseFederatedClassifier`'s hooks).
+An `Algorithm` says what the command line shows of it: its name, its flags (`Flag`:
+data, from which the command line makes its options; no algorithm sees argparse), how
+its flags' values become the class's keyword arguments, whether the deployment
+commands run it, and the configurations (`Method`) the experiment runner compares.
+Everything else - whether the public set is needed, what an upload holds, whether the
+server runs rounds - the callers ask the estimator (`BaseFederatedClassifier`'s
+hooks).
 """
 
-import argparse
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 
 class OptionError(ValueError):
@@ -21,30 +22,54 @@ class OptionError(ValueError):
 
 
 def positive(kind):
-    """An argparse type: a number of `kind` above 0."""
+    """A flag's type: a number of `kind` above 0 (a ValueError says what is wrong)."""
 
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            raise ValueError(f"{text!r} is not a number") from None
         if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+            raise ValueError(f"must be > 0, got {text}")
         return value
 
     return parse
 
 
 def fraction(closed):
-    """An argparse type: a number in (0, 1], or (0, 1) unless `closed`."""
+    """A flag's type: a number in (0, 1], or (0, 1) unless `closed`."""
 
     def parse(text):
         value = positive(float)(text)
         if value > 1 or (value == 1 and not closed):
-            raise argparse.ArgumentTypeError(f"must be {'<=' if closed else '<'} 1, got {text}")
+            raise ValueError(f"must be {'<=' if closed else '<'} 1, got {text}")
         return value
 
     return parse
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag of an algorithm, as data: the command line makes its
+    option (in the runner, and in the deployment commands of a deployed algorithm)
+    and hands its value back by `key`."""
+
+    name: str
+    """As a user types it: ``--rounds``. Two algorithms may declare the same name."""
+    help: str
+    type: Callable = str
+    """Parses the typed text; a ValueError says what is wrong with it."""
+    default: Any = None
+    """Its value where it is not given."""
+    choices: tuple = None
+    parameter: str = None
+    """The class parameter it sets as it is, if one: the algorithm needs no code for
+    it, and the runner's errors about that parameter name the flag."""
+
+    @property
+    def key(self):
+        """Its value's name: ``rounds`` for ``--rounds``."""
+        return self.name.lstrip("-").replace("-", "_")
 
 
 @dataclass(frozen=True)
@@ -80,11 +105,13 @@ class Algorithm:
     verbose=...)``."""
     title: str
     """The title of its group of flags in ``--help``."""
-    add_options: Callable
-    """``add_options(group)``: add its flags to an argparse argument group."""
-    options: Callable
-    """``options(args)``: its keyword arguments from the parsed flags; an `OptionError`
-    for flags that contradict each other."""
+    flags: tuple = ()
+    """Its `Flag` s."""
+    options: Callable = None
+    """``options(values)``: its keyword arguments beyond the flags that set a
+    `Flag.parameter` as they are, from its flags' values (a namespace: each flag's
+    value by its `Flag.key`, its default where not given); an `OptionError` for flags
+    that contradict each other."""
     methods: tuple = ()
     listed: int = 100
     """Its place in lists and tables (smaller first)."""
@@ -93,8 +120,19 @@ class Algorithm:
     appear there too)."""
     accountant: str = ""
     """How its epsilon is accounted, in words for the runner's table."""
-    flags: dict = field(default_factory=dict)
-    """Its parameter names as the flags a user types, for the runner's errors."""
+    model_types: tuple = ()
+    """The classes of its own, beyond `estimator_class` and its parameter objects, that
+    a fitted model holds (a privacy report it makes without a mechanism, say): model
+    files trust them (`trusted_model_types`)."""
+
+
+    def keyword_arguments(self, values):
+        """Its class's keyword arguments from its flags' `values` (see `options`)."""
+        arguments = {flag.parameter: getattr(values, flag.key)
+                     for flag in self.flags if flag.parameter is not None}
+        if self.options is not None:
+            arguments.update(self.options(values))
+        return arguments
 
 
 _ALGORITHMS = {}
@@ -124,3 +162,21 @@ def algorithm(name):
 def methods():
     """Every registered algorithm's methods, by name, in the algorithms' order."""
     return {method.name: method for algorithm in algorithms() for method in algorithm.methods}
+
+
+def trusted_model_types():
+    """The classes a model file of a registered algorithm may hold, by every
+    algorithm's declaration: its estimator class, its `model_types`, and the parameter
+    objects its ``_parameter_constraints`` admit (classes that are scikit-learn
+    estimators, such as a privacy mechanism) with what each declares it leaves in a
+    fitted model (its ``fitted_types``)."""
+    from sklearn.base import BaseEstimator
+
+    trusted = set()
+    for declared in _ALGORITHMS.values():
+        trusted.update((declared.estimator_class, *declared.model_types))
+        for constraints in declared.estimator_class._parameter_constraints.values():
+            for constraint in constraints:
+                if isinstance(constraint, type) and issubclass(constraint, BaseEstimator):
+                    trusted.update((constraint, *getattr(constraint, "fitted_types", ())))
+    return trusted

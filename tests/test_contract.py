@@ -165,21 +165,18 @@ def test_an_algorithm_of_the_test_folder_runs_in_process_and_deployed(tmp_path):
     assert {result.release for result in audit.results} == {"final model"}
 
 
-def _add_options(group):
-    group.add_argument("--vote-depth", type=int, default=None,
-                       help="the depth of every party's tree (dt only)")
-
-
 @pytest.fixture
 def local_vote_declared(monkeypatch):
     """LocalVoteClassifier declared to the registry as an algorithm package declares
     itself (one `register` call), for this test only."""
     from skfedkt import _registry
+    from skfedkt._registry import Flag
 
     monkeypatch.setattr(_registry, "_ALGORITHMS", dict(_registry._ALGORITHMS))
     return _registry.register(_registry.Algorithm(
         name="localvote", estimator_class=LocalVoteClassifier, title="local vote",
-        add_options=_add_options, options=lambda args: {},
+        flags=(Flag("--vote-depth", "the depth of every party's tree (dt only)",
+                    type=int),),
     ))
 
 
@@ -199,7 +196,8 @@ def test_the_algorithm_of_the_test_folder_runs_through_the_command_line(
     model = str(tmp_path / "model.skops")
     assert main(["server", "localvote", "--estimator", "dt", "--out", model, *uploads]) == 0
     assert "final model of 3 parties (0, 1, 2)" in capsys.readouterr().out
-    served = load_model(model, trusted=[f"{__name__}.LocalVoteClassifier"])
+    # its declaration is what model files trust: no type is trusted by hand
+    served = load_model(model)
 
     X = np.loadtxt(tmp_path / "test.csv", delimiter=",", skiprows=1)[:, :-1]
     rows = [np.loadtxt(tmp_path / f"party-{p}.csv", delimiter=",", skiprows=1)
@@ -235,3 +233,68 @@ def test_the_algorithm_of_the_test_folder_runs_through_the_flower_apps(flower_ta
            flower_context())
     fitted = clone(clf).fit(X, y, groups=party)
     assert_array_equal(served[0].predict_proba(X), fitted.predict_proba(X))
+
+
+@pytest.fixture
+def two_rounds_flags(monkeypatch):
+    """LocalVoteClassifier declared with a --rounds flag of its own, which FedCT also
+    declares, and a flag no other algorithm has."""
+    from skfedkt import _registry
+    from skfedkt._registry import Flag, positive
+
+    monkeypatch.setattr(_registry, "_ALGORITHMS", dict(_registry._ALGORITHMS))
+    seen = []
+
+    def options(values):
+        seen.append(values)
+        return {}
+
+    _registry.register(_registry.Algorithm(
+        name="localvote", estimator_class=LocalVoteClassifier, title="local vote",
+        flags=(Flag("--rounds", "rounds of nothing (a test)", type=positive(int), default=7),
+               Flag("--vote-depth", "the depth of every party's tree", type=int)),
+        options=options))
+    return seen
+
+
+def test_two_algorithms_may_declare_one_flag_each_parsing_it_their_way(
+        two_rounds_flags, capsys):
+    from skfedkt._cli._main import build_parser
+    from skfedkt._cli._flags import algorithm_options
+
+    parser = build_parser()  # no "conflicting option string"
+    args = parser.parse_args(["run", "--rounds", "3"])
+    options = algorithm_options(args)
+    assert options["fedct"]["n_rounds"] == 3
+    assert two_rounds_flags[-1].rounds == 3
+    args = parser.parse_args(["run"])
+    options = algorithm_options(args)
+    assert options["fedct"]["n_rounds"] == 20 and two_rounds_flags[-1].rounds == 7
+    with pytest.raises(SystemExit):
+        parser.parse_args(["run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "fedct: largest number of co-training rounds (default: 20); localvote: " \
+           "rounds of nothing (a test) (default: 7)" in help_text
+    from skfedkt._registry import OptionError
+
+    with pytest.raises(OptionError, match="argument --rounds: must be > 0, got 0"):
+        algorithm_options(parser.parse_args(["run", "--rounds", "0"]))
+
+
+def test_a_deployment_command_refuses_another_algorithms_flag(two_rounds_flags, tmp_path,
+                                                              capsys):
+    from skfedkt._cli._main import main
+
+    command = ["party", "fedkt", "--data", str(tmp_path / "p.csv"), "--classes", "0", "1",
+               "--name", "a", "--out", str(tmp_path / "u")]
+    assert main([*command, "--selection", "cv"]) == 2
+    assert ("skfedkt party: error: --selection is a flag of oneshot, not of fedkt"
+            in capsys.readouterr().err)
+    assert main([*command, "--vote-depth", "2"]) == 2
+    assert "--vote-depth is a flag of localvote, not of fedkt" in capsys.readouterr().err
+    # a flag two algorithms declare is each one's
+    from skfedkt._cli._flags import algorithm_options
+    from skfedkt._cli._main import build_parser
+
+    args = build_parser().parse_args(["party", "fedct", *command[2:], "--rounds", "2"])
+    assert algorithm_options(args)["fedct"]["n_rounds"] == 2

@@ -9,28 +9,23 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from .._fedkt import FedKTClassifier
-from .._registry import Algorithm, Method, positive, register
+from .._registry import Algorithm, Flag, Method, positive, register
 from ._classifier import FedAvgClassifier
 
 
-def add_options(group):
-    group.add_argument("--averaging-rounds", type=positive(int), default=10,
-                       help="rounds of the iterative algorithms (FedKT-Prox's first is "
-                       "FedKT)")
-    group.add_argument("--local-epochs", type=positive(int), default=10,
-                       help="epochs a party trains in every round (the FedKT paper's 10; "
-                       "the class's default is 1, FedAvg's own), and the epochs of "
-                       "FedKT-Prox's first model, where its rounds start")
-    group.add_argument("--mu", type=positive(float), default=0.1,
-                       help="FedProx's proximal weight (the FedKT paper's 0.1)")
-    group.add_argument("--distill-epochs", type=positive(int), default=10,
-                       help="epochs FedDF's server trains the average on the public set "
-                       "(the class's default, 0, distils nothing: that is FedAvg)")
-
-
-def options(args):
-    return dict(n_rounds=args.averaging_rounds, local_epochs=args.local_epochs,
-                proximal_mu=args.mu, distill_epochs=args.distill_epochs)
+FLAGS = (
+    Flag("--averaging-rounds", "rounds of the iterative algorithms (FedKT-Prox's first is "
+         "FedKT)", type=positive(int), default=10, parameter="n_rounds"),
+    Flag("--local-epochs", "epochs a party trains in every round (the FedKT paper's 10; "
+         "the class's default is 1, FedAvg's own), and the epochs of FedKT-Prox's first "
+         "model, where its rounds start", type=positive(int), default=10,
+         parameter="local_epochs"),
+    Flag("--mu", "FedProx's proximal weight (the FedKT paper's 0.1)", type=positive(float),
+         default=0.1, parameter="proximal_mu"),
+    Flag("--distill-epochs", "epochs FedDF's server trains the average on the public set "
+         "(the class's default, 0, distils nothing: that is FedAvg)", type=positive(int),
+         default=10, parameter="distill_epochs"),
+)
 
 
 def _standardize(X, mean, scale):
@@ -85,7 +80,7 @@ _ITERATIVE = dict(needs_estimator=("mlp", "the iterative algorithms ({names}) av
 register(Algorithm(
     name="fedavg", estimator_class=FedAvgClassifier,
     title="FedAvg, FedProx, FedDF, FedKT-Prox (--estimator mlp)", listed=40,
-    add_options=add_options, options=options, deployed=False,
+    flags=FLAGS, deployed=False,
     methods=(
         Method("fedavg", "FedAvg: the parties' MLP weights averaged, round after round "
                "(--estimator mlp)", _iterative(), **_ITERATIVE),

@@ -10,11 +10,16 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._accounting import BitFlipPrivacyReport, PrivacyReport, TeacherVotesPrivacyReport
+
 
 class _VoteNoise(BaseEstimator):
     """Noise on FedKT's vote counts at one tier; `level` names the tier."""
 
     level = None
+
+    # what a fitted model that used it holds: model files trust it (`load_model`)
+    fitted_types = (PrivacyReport,)
 
     _parameter_constraints = {
         "gamma": [Interval(Real, 0, None, closed="neither")],
@@ -175,6 +180,8 @@ class BitFlips(BaseEstimator):
     FedCTClassifier(privacy=BitFlips(epsilon=5.0, sensitivity=20))
     """
 
+    fitted_types = (BitFlipPrivacyReport,)
+
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "sensitivity": [Interval(Real, 0, None, closed="neither"), None],
@@ -230,6 +237,8 @@ class TeacherVotes(BaseEstimator):
     >>> FedCTClassifier(n_rounds=3, privacy=TeacherVotes(4.0, n_teachers=5))
     FedCTClassifier(n_rounds=3, privacy=TeacherVotes(epsilon=4.0, n_teachers=5))
     """
+
+    fitted_types = (TeacherVotesPrivacyReport,)
 
     _parameter_constraints = {
         "epsilon": [Interval(Real, 0, None, closed="neither")],
