@@ -85,6 +85,16 @@ def test_an_algorithm_whose_parties_release_nothing_has_no_party_attack(monkeypa
     assert "fedkt: its parties release nothing of their own, so there is no party " in table
 
 
+def _cell(printed, algorithm, column):
+    """The last number of `algorithm`'s cell under `column` in the runner's table (its
+    columns are right-aligned under their names)."""
+    lines = printed.splitlines()
+    header = next(line for line in lines if line.startswith("algorithm"))
+    end = header.index(column) + len(column)
+    row = next(line for line in lines if line.split() and line.split()[0] == algorithm)
+    return row[:end].split()[-1]
+
+
 def test_privacy_options_reach_the_estimators(capsys):
     status = main([
         "--dataset", "breast_cancer", "--estimator", "lr", "--trials", "1", "--quiet",
@@ -93,11 +103,10 @@ def test_privacy_options_reach_the_estimators(capsys):
         "--rounds", "2",
     ])
     assert status == 0
-    table = capsys.readouterr().out.splitlines()
-    # both private algorithms report a finite epsilon in the last column
+    printed = capsys.readouterr().out
+    # both private algorithms report a finite epsilon
     for algorithm in ("fedkt", "fedct"):
-        line = next(line for line in table if line.startswith(algorithm))
-        assert line.split()[-2] not in ("-", "inf")
+        assert _cell(printed, algorithm, "epsilon") not in ("-", "inf")
 
 
 def test_fedct_teacher_votes_from_the_command_line(capsys):
@@ -105,9 +114,8 @@ def test_fedct_teacher_votes_from_the_command_line(capsys):
                    "--quiet", "--algorithms", "fedct", "--dp-epsilon", "4", "--dp-teachers",
                    "3", "--rounds", "2"])
     assert status == 0
-    line = next(line for line in capsys.readouterr().out.splitlines()
-                if line.startswith("fedct"))
-    assert float(line.split()[-2]) == pytest.approx(4.0, abs=0.01)  # the whole budget
+    epsilon = _cell(capsys.readouterr().out, "fedct", "epsilon")
+    assert float(epsilon) == pytest.approx(4.0, abs=0.01)  # the whole budget
 
 
 def test_defaults_match_the_documented_main_job():

@@ -18,9 +18,11 @@ from tqdm import tqdm
 from .._version import __version__
 from .._deployment._upload import UploadError
 from ..datasets import DATASETS
-from .._registry import OptionError, algorithms, fraction, methods, positive
+from .._registry import OptionError, fraction, methods
+from .._registry import positive as positive_number
 from ._deploy import HANDLERS, HelpFormatter, add_deploy_commands
 from ._estimators import ESTIMATORS
+from ._flags import add_algorithm_flags, algorithm_options, argparse_type, parameter_flags
 from ._progress import StageLines, on_a_terminal
 from ._runner import (
     default_methods,
@@ -33,6 +35,11 @@ from ._runner import (
 )
 
 
+def positive(kind):
+    """An argparse type: a number of `kind` above 0."""
+    return argparse_type(positive_number(kind))
+
+
 class _Parser(argparse.ArgumentParser):
     """Bad arguments end with one clear line on stderr and exit status 2."""
 
@@ -40,7 +47,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _non_negative(text):
+def _references(text):
+    """--audit's value: a number of reference fits (0: the loss attack alone), or
+    'off'."""
+    if text.strip() == "off":
+        return None
     return 0 if text.strip() == "0" else positive(int)(text)
 
 
@@ -98,9 +109,9 @@ def _add_run_arguments(run):
     data.add_argument("--min-party-size", type=positive(int), default=10,
                       help="smallest party a Dirichlet draw may give")
     data.add_argument("--iid", action="store_true", help="split rows evenly at random")
-    data.add_argument("--public-fraction", type=fraction(closed=False), default=0.125,
+    data.add_argument("--public-fraction", type=argparse_type(fraction(closed=False)), default=0.125,
                       help="share of the rows held out as the unlabelled public set")
-    data.add_argument("--test-fraction", type=fraction(closed=False), default=0.125,
+    data.add_argument("--test-fraction", type=argparse_type(fraction(closed=False)), default=0.125,
                       help="share of the rows held out for testing")
     data.add_argument("--n-samples", type=positive(int), default=10000,
                       help="rows of the synthetic dataset")
@@ -119,9 +130,10 @@ def _add_run_arguments(run):
                         help="parallel jobs inside every fit (-1: all cores)")
     add_algorithm_arguments(run, deployed=False)
 
-    models.add_argument("--audit", type=_non_negative, metavar="N", default=None,
+    models.add_argument("--audit", type=_references, metavar="N", default=0,
                         help="attack every federated fit by membership inference, with N "
-                        "reference fits (0: the loss attack only), and print the AUCs")
+                        "reference fits (0: the loss attack alone, the cheapest that "
+                        "ranks the methods), and print the AUCs; 'off': no attack")
 
     output = run.add_argument_group("output")
     output.add_argument("--output", help="write one CSV line per algorithm and trial")
@@ -135,16 +147,7 @@ def add_algorithm_arguments(parser, deployed):
     parser.add_argument("--estimator", choices=sorted(ESTIMATORS), default="rf",
                         help="the model of every algorithm: random forest, decision tree, "
                         "logistic regression, histogram gradient boosting, MLP, XGBoost")
-    for algorithm in algorithms(deployed=deployed):
-        algorithm.add_options(parser.add_argument_group(algorithm.title))
-
-
-def algorithm_options(args):
-    """Each algorithm's keyword arguments from the parsed flags, by algorithm name (the
-    deployed algorithms' alone in the deployment commands); an `OptionError` for flags
-    that contradict each other."""
-    return {algorithm.name: algorithm.options(args)
-            for algorithm in algorithms(deployed=args.command != "run")}
+    add_algorithm_flags(parser, deployed)
 
 
 # the main job's forest: the papers' 100 trees took 83-103 s on an idle 2-core machine,
@@ -160,10 +163,7 @@ _FLAGS = {"min_party_size": "--min-party-size", "n_parties": "--parties", "beta"
 
 
 def _in_flags(message):
-    flags = dict(_FLAGS)
-    for algorithm in algorithms():
-        flags.update(algorithm.flags)
-    for name, flag in flags.items():
+    for name, flag in {**_FLAGS, **parameter_flags()}.items():
         message = re.sub(rf"\b{name}\b", flag, message)
     return message
 

@@ -21,11 +21,13 @@ class UploadChecker:
         self.n_features = n_features
 
     def refuse(self, field, reason):
+        """Raise an `UploadError` naming the party, the file and `field`."""
         upload = self.upload
         raise UploadError(f"Party {upload.party!r}{_file_of(upload)} refused: {field}: "
                           f"{reason}.", party=upload.party, field=field)
 
     def manifest(self, key):
+        """A manifest field's value, None when missing."""
         return self.upload.manifest.get(key)
 
     def count(self, key, *, positive=False, at_most=None, value=None):
@@ -89,19 +91,26 @@ class UploadChecker:
             self.refuse(key, f"codes outside [{low}, {self.n_classes})")
         return labels
 
+    def floats(self, key, shape, *, bound=None, value=None):
+        """A payload array of finite floating-point numbers of `shape`, none beyond
+        `bound` in magnitude where one is given; `value`: the array to check where it
+        is not the payload's `key` (one of a list, say), `key` naming it."""
+        array = self.upload.payload.get(key) if value is None else value
+        if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
+            self.refuse(key, "not an array of floating-point numbers")
+        if array.shape != tuple(shape):
+            self.refuse(key, f"shape {array.shape}, expected {tuple(shape)}")
+        if not np.isfinite(array).all():
+            self.refuse(key, "values must be finite")
+        if bound is not None and np.abs(array).max(initial=0.0) > bound:
+            self.refuse(key, f"values must be within [-{bound:.4g}, {bound:.4g}]")
+        return array
+
     def vote_counts(self, key, n_rows_expected, bound):
         """A payload matrix of noisy vote counts: one row of n_classes finite numbers
         per queried public row, none beyond `bound` in magnitude (a count plus any
         plausible noise), so that no party outweighs the others."""
-        counts = self.upload.payload.get(key)
-        if not isinstance(counts, np.ndarray) or counts.dtype.kind != "f":
-            self.refuse(key, "not a matrix of floating-point counts")
-        if counts.shape != (n_rows_expected, self.n_classes):
-            self.refuse(key, f"shape {counts.shape}, expected "
-                        f"{(n_rows_expected, self.n_classes)}")
-        if not np.isfinite(counts).all() or np.abs(counts).max(initial=0.0) > bound:
-            self.refuse(key, f"counts must be finite and within [-{bound:.4g}, {bound:.4g}]")
-        return counts
+        return self.floats(key, (n_rows_expected, self.n_classes), bound=bound)
 
     def model(self, model, codes, field):
         """A fitted model of some of the agreed classes: it predicts, its class codes

@@ -131,12 +131,7 @@ def check_weights(checker, key, shapes_of, required):
     if not isinstance(weights, list) or len(weights) != len(shapes):
         checker.refuse(key, f"expected a list of {len(shapes)} weight arrays")
     for index, (array, shape) in enumerate(zip(weights, shapes)):
-        if not isinstance(array, np.ndarray) or array.dtype.kind != "f":
-            checker.refuse(f"{key}[{index}]", "not an array of floating-point weights")
-        if array.shape != shape:
-            checker.refuse(f"{key}[{index}]", f"shape {array.shape}, expected {shape}")
-        if not np.isfinite(array).all():
-            checker.refuse(f"{key}[{index}]", "weights must be finite")
+        checker.floats(f"{key}[{index}]", shape, value=array)
 
 
 def check_party_upload(checker, shapes_of, *, final):
