@@ -5,7 +5,7 @@ Tuning a federated model with GridSearchCV
 Cross-validating a federated model should hold out whole *parties*: a model is meant to
 serve parties it has not seen, and rows of one party are not independent. scikit-learn's
 ``GroupKFold`` does that when it gets the party of every row, and metadata routing sends
-the same ``groups`` (and the public data) to every fit.
+the same ``groups`` (and the public set) to every fit.
 """
 
 # %%

@@ -11,7 +11,7 @@ thousands of devices two questions follow:
    of the devices with the most data (``"data"``), a random subset (``"random"``) and
    all of them.
 2. **Distillation**: an ensemble of many models is costly to ship back to devices. With
-   unlabelled proxy data the server can train one small *student* to mimic it.
+   a public set the server can train one small *student* to mimic it.
 
 We split ``digits`` into 25 devices whose digits are skewed by a Dirichlet(0.5) draw,
 and predict a binary label (digit 5-9 against 0-4), as the paper's binary tasks.
@@ -42,7 +42,7 @@ y = (digit >= 5).astype(int)
 X_train, X_rest, y_train, y_rest, digit_train, _ = train_test_split(
     X, y, digit, test_size=0.4, stratify=y, random_state=0
 )
-X_proxy_pool, X_test, _, y_test = train_test_split(X_rest, y_rest, test_size=0.5,
+X_public_pool, X_test, _, y_test = train_test_split(X_rest, y_rest, test_size=0.5,
                                                    stratify=y_rest, random_state=0)
 device = dirichlet_partition(digit_train, n_parties=25, beta=0.5, min_party_size=5,
                              random_state=0)
@@ -87,24 +87,24 @@ for selection, scores in results.items():
 print(f"   all: {results_all:.3f} ({len(full.estimators_)} models)")
 
 # %%
-# Distillation against the size of the proxy set
+# Distillation against the size of the public set
 # -----------------------------------------------
 # The student is a kernel ridge regression that learns the ensemble's class
-# probabilities on the proxy data (one output per class), the paper's distillation in
+# probabilities on the public set (one output per class), the paper's distillation in
 # the dual. Its ``decision_function`` gives the scores for the AUC.
 teacher = OneShotEnsembleClassifier(base, selection="cv", n_selected=10, min_samples=30,
                                     random_state=0)
 teacher_auc = auc(teacher.fit(X_train, y_train, groups=device))
-proxy_sizes = [10, 25, 50, 100, 200, 359]
+public_sizes = [10, 25, 50, 100, 200, 359]
 student_auc = []
-for n in proxy_sizes:
+for n in public_sizes:
     distilled = clone(teacher).set_params(
         distill=True, final_estimator=KernelRidge(kernel="rbf", gamma=0.02, alpha=0.1)
     )
-    distilled.fit(X_train, y_train, groups=device, X_unlabeled=X_proxy_pool[:n])
+    distilled.fit(X_train, y_train, groups=device, X_unlabeled=X_public_pool[:n])
     student_auc.append(roc_auc_score(y_test, distilled.decision_function(X_test)))
-print("student AUC by proxy size: "
-      + "  ".join(f"{n}: {a:.3f}" for n, a in zip(proxy_sizes, student_auc)))
+print("student AUC by public set size: "
+      + "  ".join(f"{n}: {a:.3f}" for n, a in zip(public_sizes, student_auc)))
 
 # %%
 # What the plots say
@@ -116,10 +116,10 @@ print("student AUC by proxy size: "
 # is best of all: the paper saw the same on its smallest network (Gleam, 38 devices),
 # while on thousands of devices its selected ensembles beat the full one. It stays
 # below the pooled ideal because each model saw only a few digits. Right: the student
-# needs only a few hundred unlabelled proxy examples to come within a hair of its
+# needs only a few hundred unlabelled public rows to come within a hair of its
 # teacher, and ships as one model instead of ten. The warnings above come from the
-# smallest proxy sets, of a few dozen rows or fewer: there the ensemble labels class 1
-# on 10-20% of the proxy rows, against its half of the training rows, and the student
+# smallest public sets, of a few dozen rows or fewer: there the ensemble labels class 1
+# on 10-20% of the public rows, against its half of the training rows, and the student
 # learns those labels.
 fig, (ax_sel, ax_dist) = plt.subplots(1, 2, figsize=(11, 4))
 for selection, scores in results.items():
@@ -129,10 +129,10 @@ ax_sel.axhline(np.mean(local), color="grey", linestyle=":", label="mean local mo
 ax_sel.axhline(ideal, color="black", linestyle="--", label="ideal (all data pooled)")
 ax_sel.set(xlabel="ensemble size k", ylabel="test ROC AUC", title="Ensemble selection")
 ax_sel.legend(fontsize=8)
-ax_dist.plot(proxy_sizes, student_auc, marker="o", label="distilled student")
+ax_dist.plot(public_sizes, student_auc, marker="o", label="distilled student")
 ax_dist.axhline(teacher_auc, color="tab:orange", linestyle="--", label="ensemble (teacher)")
-ax_dist.set(xlabel="proxy examples", ylabel="test ROC AUC", xscale="log",
-            title="Distillation on proxy data")
+ax_dist.set(xlabel="public rows", ylabel="test ROC AUC", xscale="log",
+            title="Distillation on the public set")
 ax_dist.legend()
 fig.tight_layout()
 plt.show()

@@ -1,6 +1,6 @@
 """
-How much public data does FedKT need?
-=====================================
+How large a public set does FedKT need?
+=======================================
 
 FedKT transfers knowledge through an unlabelled public set: the students learn the
 teachers' labels on it, and the final model learns the students' labels on it. The
@@ -26,7 +26,7 @@ model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
 portions = [0.2, 0.4, 0.8, 1.0]
 splits = [load_federated("digits", n_parties=10, beta=0.5, public_fraction=0.3,
                          random_state=seed) for seed in (0, 1, 2)]
-# the parties' models averaged, undistilled: no public data needed
+# the parties' models averaged, undistilled: no public set needed
 ensemble = np.mean([
     OneShotEnsembleClassifier(model, random_state=seed)
     .fit(data.X_train, data.y_train, groups=data.groups).score(data.X_test, data.y_test)
@@ -57,7 +57,7 @@ for portion in portions:
           f"   undistilled {undistilled[-1]:.3f}   centralized PATE {pate[-1]:.3f}")
 
 # %%
-# More public data helps FedKT a little: from 107 to 539 public rows it gains 3 points
+# A larger public set helps FedKT a little: from 107 to 539 public rows it gains 3 points
 # (0.858 to 0.887), and it stays under the undistilled ensemble of the parties' models
 # (0.890) at every size: on these parties one compact model costs accuracy against
 # keeping every party's model. The pooled vote of FedKT's students, kept as the model

@@ -1,7 +1,7 @@
 """skfedkt: one-shot and few-round federated learning by knowledge transfer.
 
 Meta-estimators that train any scikit-learn classifier across parties who keep their
-data, exchanging models or labels on public unlabelled data instead.
+data, exchanging models or labels on a public set instead.
 """
 
 from . import baselines, datasets, privacy

@@ -51,7 +51,7 @@ groups : array-like of shape (n_samples,), default=None
     The party of each row. ``None`` means a single party.""",
     "public_set": """\
 X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
-    The public unlabelled data, of shape (n_public, n_features). FedKT and FedCT
+    The public set, of shape (n_public, n_features). FedKT and FedCT
     label it; ``None`` uses the rows of `X` without labels (no privacy). A one-shot
     ensemble uses it only to distil, with a `final_estimator`, which requires it.
     Wrap it in `PublicSet` inside cross-validation when it may have exactly as many
@@ -491,7 +491,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         ----------
         $party_data
         X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
-            The agreed public unlabelled data, of shape (n_public, n_features);
+            The agreed public set, of shape (n_public, n_features);
             required by every algorithm but a one-shot ensemble that does not distil.
         message : str, path-like, bytes or PartyUpload, default=None
             Algorithms with rounds (``runs_rounds``): the server's message of the
@@ -572,7 +572,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         ----------
         $uploads
         X_unlabeled : {array-like, sparse matrix, DataFrame} of shape (n_public, n_features)
-            The agreed public unlabelled data.
+            The agreed public set.
         message : PartyUpload, str or path-like, default=None
             The server's own message of the previous round (its state); None after
             round 0.
@@ -624,7 +624,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         ----------
         $uploads
         X_unlabeled : {array-like, sparse matrix, DataFrame}, default=None
-            The agreed public unlabelled data, of shape (n_public, n_features);
+            The agreed public set, of shape (n_public, n_features);
             required by every algorithm but a one-shot ensemble that does not distil.
         message : PartyUpload, str or path-like, default=None
             Algorithms with rounds: the server's last message, the one that said done.

@@ -149,7 +149,7 @@ def test_classifier_student_learns_the_ensemble_labels(uneven_parties):
 def test_distillation_without_public_data_is_an_error(uneven_parties):
     X, y, party, *_ = uneven_parties
     clf = OneShotEnsembleClassifier(distill=True, final_estimator=KernelRidge())
-    with pytest.raises(ValueError, match="pass the proxy data as X_unlabeled"):
+    with pytest.raises(ValueError, match="pass the public set as X_unlabeled"):
         clf.fit(X, y, groups=party)
 
 

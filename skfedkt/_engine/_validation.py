@@ -1,4 +1,4 @@
-"""Validation of what a fit receives (rows, labels, parties, public data) and the
+"""Validation of what a fit receives (rows, labels, parties, public set) and the
 warnings every algorithm gives about it and about the classes its models lose."""
 
 import os
@@ -24,7 +24,7 @@ _SHIFT_WARNING_STDS = 5.0
 # what to do when a vote of skewed parties predicts a single class or loses classes
 _SKEWED_PARTIES_REMEDY = (
     "under strong label skew the parties' models favour their own majority classes. "
-    "Inspect the parties' class mixes, or use more public data or a model that predicts "
+    "Inspect the parties' class mixes, or use a larger public set or a model that predicts "
     "probabilities."
 )
 
@@ -66,7 +66,7 @@ class LabelCollapseWarning(UserWarning):
 
 
 class PublicSet(tuple):
-    """The unlabelled public data, wrapped so that cross-validation keeps it whole.
+    """The public set, wrapped so that cross-validation keeps it whole.
 
     scikit-learn slices every fit parameter whose length equals the number of training
     samples when it splits data for cross-validation (``GridSearchCV``,
@@ -97,7 +97,7 @@ class PublicSet(tuple):
 
     @property
     def data(self):
-        """The wrapped public data."""
+        """The wrapped public set."""
         return self[0]
 
     def __repr__(self):
@@ -121,7 +121,7 @@ class FederatedData:
     party_rows : list of ndarray of int
         Row indices of each party, aligned with `parties`.
     X_public : array-like, sparse matrix or DataFrame
-        The public unlabelled data (the rows of `X` when none was given).
+        The public set (the rows of `X` when none was given).
     """
 
     X: object
@@ -239,7 +239,7 @@ def warn_about_assumptions(name, groups, X_unlabeled, public_set_labelled):
     if X_unlabeled is None and public_set_labelled:
         assumed.append(
             "X_unlabeled=None, so the training rows, without their labels, are the public "
-            "set the parties' models label, and nothing is private. Pass the public data "
+            "set the parties' models label, and nothing is private. Pass the public set "
             "as X_unlabeled"
         )
     if not assumed:
@@ -404,13 +404,13 @@ def validate_federated_data(estimator, X, y, groups, X_unlabeled):
             if len(X_unlabeled) != 1:
                 raise ValueError(
                     "X_unlabeled given as a tuple must hold exactly one element, the "
-                    f"public data (see PublicSet); got {len(X_unlabeled)} elements."
+                    f"public set (see PublicSet); got {len(X_unlabeled)} elements."
                 )
             X_unlabeled = X_unlabeled[0]
         try:
             public_valid = validate_data(estimator, X_unlabeled, reset=False, **checks)
         except (ValueError, TypeError) as exc:
-            # e.g. sparse public data for a dense-only base estimator (a TypeError);
+            # e.g. a sparse public set for a dense-only base estimator (a TypeError);
             # scikit-learn's message calls the array it checked X
             message = re.sub(r"^X has (\d+) features?, but (\w+) is expecting",
                              r"X_unlabeled has \1 features, but \2 is expecting",

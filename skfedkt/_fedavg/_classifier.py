@@ -28,7 +28,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
     Every party starts from the same weights, trains its copy for `local_epochs` epochs
     on its own rows and sends the weights; the server averages them, each party's
     weighted by its rows, and sends the average back as the next round's start. After
-    `n_rounds` rounds the average is the model. No public data is needed. FedAvg is the
+    `n_rounds` rounds the average is the model. No public set is needed. FedAvg is the
     iterative algorithm the FedKT paper measures against; with one round it is the
     one-shot baseline of its Table 1. Three variants, each a parameter:
 
@@ -207,7 +207,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
     def _check_public_set(self, plan, X_unlabeled, step):
-        """Plain FedAvg and FedProx use no public data (a public set is ignored); FedDF
+        """Plain FedAvg and FedProx use no public set (one given is ignored); FedDF
         and a one-shot first round need it."""
         if self._needs_public_set:
             require_public_set(X_unlabeled, f"{self._name}'s {step} (with "

@@ -1,4 +1,4 @@
-"""FedCT: federated co-training by sharing hard labels on public data (Abourayya et al.).
+"""FedCT: federated co-training by sharing hard labels on a public set (Abourayya et al.).
 
 - `_party`: what runs at a party in every round: its model on its rows plus the
   consensus-labelled public rows, and its (bit-flipped) labels of the public set.

@@ -26,12 +26,12 @@ from ._server import (
 
 @shared_docs
 class FedCTClassifier(BaseFederatedClassifier):
-    """Federated co-training: parties agree on labels for public data, round after round.
+    """Federated co-training: parties agree on labels for a public set, round after round.
 
     In round 0 every party fits its own model on its own rows. In every round after,
-    each party labels the public unlabelled data with its model and shares those hard
+    each party labels the public set with its model and shares those hard
     labels (nothing else); the server forms the consensus by majority vote and sends it
-    back; every party refits its model on its own rows plus the public data with the
+    back; every party refits its model on its own rows plus the public set with the
     consensus labels. Any classifier works, and each party may use a different one.
 
     Parameters

@@ -4,9 +4,9 @@
   both tiers do with them (the rows they label, their noise, their learners' targets);
   both steps read it and nothing else of the estimator.
 - `_party`: what runs at a party (Algorithm 1, lines 2-13): teachers on the party's
-  rows, their votes on the public data, the students it uploads.
+  rows, their votes on the public set, the students it uploads.
 - `_server`: what runs at the server (lines 14-22): the students' pooled vote on the
-  public data, the final model, the privacy accounting.
+  public set, the final model, the privacy accounting.
 - `_votes`: `SoftVotes` and `HardVotes`, its ``voting`` parameter.
 - `_classifier`: `FedKTClassifier`, its parameters; `fit` runs both steps in one
   process, `fit_party` and `fit_server` one each with the deployment's checks.

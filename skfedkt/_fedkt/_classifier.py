@@ -31,9 +31,9 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     Each party splits its rows ``n_students`` times into ``n_teachers`` disjoint
     subsets and trains one teacher per subset. In every partition the teachers vote on
-    the public unlabelled data and a student learns the winning labels (PATE inside the
+    the public set and a student learns the winning labels (PATE inside the
     party). The parties send their students to the server, which lets them vote on the
-    public data in turn and trains the final model on the winning labels. One round of
+    public set in turn and trains the final model on the winning labels. One round of
     communication, any classifier, and only the students leave the parties. With
     ``distill=False`` the server trains no final model and predicts with the students'
     vote instead.
@@ -55,7 +55,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         The student model trained per partition on the teachers' labels of the public
         data. ``None`` means a clone of `estimator`.
     final_estimator : estimator object, default=None
-        The model trained by the server on the students' labels of the public data.
+        The model trained by the server on the students' labels of the public set.
         ``None`` means a clone of `student_estimator`. Its methods (``predict_proba``,
         ``decision_function``) are those this classifier offers.
     n_students : int, default=2
@@ -83,7 +83,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         instance sets the parts (``SoftVotes(pooling="sum")``,
         ``HardVotes(consistent=False)``); ``voting_`` holds the one that ran.
     student_data : {"public", "party+public"}, default="public"
-        What the students, all that a party uploads, learn from: the public data
+        What the students, all that a party uploads, learn from: the public set
         labelled by its teachers (``"public"``, the paper), so that the party's own rows
         shape its upload only through its teachers' votes; or that plus the party's own
         labelled rows (``"party+public"``), so that a student knows at least what its
@@ -231,7 +231,7 @@ class FedKTClassifier(BaseFederatedClassifier):
 
     ``groups`` gives the party of every training row; ``groups=None`` means a single
     party, which makes this the paper's centralized PATE baseline. ``X_unlabeled`` is the
-    public data both tiers label; ``None`` uses the rows of ``X`` without their labels,
+    public set both tiers label; ``None`` uses the rows of ``X`` without their labels,
     which is convenient for experiments but gives no privacy, since the students then
     learn from the parties' own rows.
 

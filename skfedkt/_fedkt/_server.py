@@ -281,7 +281,7 @@ def server_votes(votes, student_votes, n_classes, party_counts=None, warn_if_emp
         warnings.warn(
             "No party's students agree on any public example, so consistent voting "
             "leaves nothing to learn from; counting every student's vote instead. "
-            "More public data, more rows per teacher or fewer n_students avoid this.",
+            "A larger public set, more rows per teacher or fewer n_students avoid this.",
             UserWarning,
         )
         return every_student_votes
@@ -333,7 +333,7 @@ def warn_after_fit(plan, fitted, classes, parties, X_public):
         f"The final model {name} predicts on the {len(learned_rows)} public rows it "
         "learned", np.searchsorted(classes, fitted["public_labels_"]), "their labels",
         f"it cannot learn from so few rows with its parameters{example}. Pass a "
-        "final_estimator that suits the public set's size, or more public data.",
+        "final_estimator that suits the public set's size, or a larger public set.",
     )
 
 
@@ -343,10 +343,10 @@ def _warn_on_collapse(plan, shares, classes, parties):
     remedy = (
         "Use voting='soft' (the default): it carries class probabilities through both tiers"
         if not plan.soft_votes else
-        "More public data, fewer n_teachers (more rows per teacher) or a teacher that "
+        "A larger public set, fewer n_teachers (more rows per teacher) or a teacher that "
         "predicts calibrated probabilities help"
     )
-    # a student's labels follow the public data, not its party's class mix, so only
+    # a student's labels follow the public set, not its party's class mix, so only
     # a collapse to one class, where the party holds several, is a clear signal
     collapsed_students = [
         (party, partition, party_shares, np.flatnonzero(learned > 0))

@@ -52,7 +52,7 @@ class SoftVotes(BaseEstimator):
         examples is within one standard error of sampling of the class's share of the
         training rows (from the parties' class counts): forests trained on skewed
         parties rank examples well but shrink a minority class's probability toward
-        their own priors. This assumes the public data comes from the population of the
+        their own priors. This assumes the public set comes from the population of the
         training rows, and uses the class counts, as `pooling` does. ``"auto"`` is True
         where they may be used, else False.
 {_MIN_PUBLIC_ROWS_DOC.format(default=MIN_PUBLIC_ROWS)}

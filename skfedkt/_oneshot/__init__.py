@@ -5,7 +5,7 @@
 - `_party`: what runs at a party: its local model and, for ``selection="cv"``, that
   model's score on a held-out share of its rows.
 - `_server`: what runs at the server: the selection of the ensemble among the parties'
-  models, and its distillation into one final model on public data.
+  models, and its distillation into one final model on a public set.
 - `_classifier`: `OneShotEnsembleClassifier`, its parameters; `fit` runs both steps in
   one process, `fit_party` and `fit_server` one each with the deployment's checks.
 - `_declaration`: its declaration to the registry (`skfedkt._registry`): its

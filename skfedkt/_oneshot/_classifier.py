@@ -24,7 +24,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     Every party with at least `min_samples` rows trains one model on its own rows and
     sends it to the server in a single round; smaller parties send nothing. The server
     keeps an ensemble of the local models chosen by `selection` and averages their
-    predictions. With ``distill=True`` and public (proxy) data, the server distils the
+    predictions. With ``distill=True`` and a public set, the server distils the
     ensemble into one model, `final_estimator` (the paper's student).
 
     Parameters
@@ -62,7 +62,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         gives the vote shares. Columns always follow the global ``classes_``, even when a
         party saw few classes.
     distill : bool, default=False
-        Whether the server distils the ensemble into one final model on the public data
+        Whether the server distils the ensemble into one final model on the public set
         passed as ``X_unlabeled`` (which it then requires); ``predict`` then uses that
         model alone. False keeps the ensemble, the paper's main method.
     final_estimator : estimator object, default=None
@@ -204,7 +204,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     def _check_public_set(self, plan, X_unlabeled, step):
         if plan.final is not None and X_unlabeled is None:
             raise ValueError(
-                "distill=True distils the ensemble on public data: pass the proxy data "
+                "distill=True distils the ensemble on a public set: pass the public set "
                 "as X_unlabeled (or distill=False to keep the ensemble)."
             )
 
