@@ -28,7 +28,12 @@ from ._deployment._protocol import (
     require_public_set,
     server_expectations,
 )
-from ._deployment._upload import check_uploadable, honest_limits, read_upload
+from ._deployment._upload import (
+    PartyUpload,
+    check_uploadable,
+    honest_limits,
+    read_upload,
+)
 from ._engine._context import PartyContext, PartyStepResult, ServerContext
 from ._engine._fitting import recording_tiers, warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
@@ -199,9 +204,11 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         raise NotImplementedError
 
     def _server_round(self, context, uploads):
-        """With rounds: the server's message of one round (a `PartyUpload`; its
-        manifest says ``done`` when training stopped), from the parties' `uploads`
-        and ``context.message``, the previous round's."""
+        """With rounds: the server's message of one round (a `PartyUpload`), from the
+        parties' `uploads` and ``context.message``, the previous round's. Its manifest
+        holds the algorithm's own fields: ``round`` (the round the parties fit next),
+        ``done`` (whether training stopped) and any state the next round reads; the
+        base adds the agreed fields, the sender and its rows."""
         raise NotImplementedError
 
     @abstractmethod
@@ -466,7 +473,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                                                    parties)
                 if not self.runs_rounds or message is not None and message.manifest["done"]:
                     break
-                message = self._server_round(server_context.with_message(message), uploads)
+                message = self._round_message(server_context.with_message(message), uploads)
                 messages.append(message)
             server_context = server_context.with_message(message)
             fitted = self._server_step(server_context, uploads, reused)
@@ -604,9 +611,19 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         # says it to every party
         agreed = {key: uploads[0].manifest[key]
                   for key in ("classes", "n_features", "feature_names")}
-        return self._server_round(
+        return self._round_message(
             replace(context, classes=agreed["classes"], message=message,
                     manifest=dict(expected, **agreed)), uploads)
+
+    def _round_message(self, context, uploads):
+        """`_server_round`'s message with what every server message says: the agreed
+        fields of ``context.manifest`` (a deployment's format, classes and features),
+        sent by the party "server", of no rows. The algorithm's own fields (the round,
+        ``done``, its state) stand as it wrote them."""
+        message = self._server_round(context, uploads)
+        return PartyUpload(manifest=dict(context.manifest or {}, **message.manifest,
+                                         party="server", n_rows=0),
+                           payload=message.payload)
 
     @shared_docs
     @warnings_once_per_call

@@ -41,11 +41,11 @@ def server_round(context, uploads):
     accuracy = float(np.average([upload.manifest["training_accuracy"] for upload in uploads],
                                 weights=counts))
     plan.say(f"round {fitted + 1}: the parties' mean training accuracy {accuracy:.3f}")
-    return round_message(plan, message, context.manifest, weights, dict(
+    return round_message(plan, message, weights, dict(
         train_accuracy=accuracy, bytes_sent=weight_bytes(weights)))
 
 
-def round_message(plan, message, manifest, weights, entry):
+def round_message(plan, message, weights, entry):
     """The server's message after the round `message` asked for (round 0 without
     one): the global `weights`, the history with this round's `entry`, and whether
     training is done."""
@@ -53,8 +53,7 @@ def round_message(plan, message, manifest, weights, entry):
     history = [] if message is None else [dict(entry) for entry in message.manifest["history"]]
     history.append(dict(round=fitted + 1, **entry))
     return PartyUpload(
-        manifest=dict(manifest or {}, party="server", n_rows=0, round=fitted + 1,
-                      done=fitted + 1 == plan.n_rounds, history=history),
+        manifest=dict(round=fitted + 1, done=fitted + 1 == plan.n_rounds, history=history),
         payload={"weights": weights},
     )
 
@@ -95,7 +94,7 @@ def first_round_message(context, uploads):
         )
     weights = model_weights(final.estimator)
     plan.say(f"round 1: {plan.init_plan.estimator_name}'s final model starts the rounds")
-    return round_message(plan, None, context.manifest, weights, dict(
+    return round_message(plan, None, weights, dict(
         train_accuracy=None,
         bytes_sent=max(upload.n_bytes or len(upload.to_bytes()) for upload in uploads)))
 

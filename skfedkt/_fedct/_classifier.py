@@ -243,7 +243,7 @@ class FedCTClassifier(BaseFederatedClassifier):
     def _server_round(self, context, uploads):
         server = FedCTServer(context.plan, _num_samples(context.X_public),
                              len(context.classes), context.root)
-        return server.round(uploads, context.message, context.manifest)
+        return server.round(uploads, context.message)
 
     def _server_step(self, context, uploads, reused):
         return finished(context.plan, uploads, context.message, context.classes)

@@ -40,7 +40,7 @@ class FedCTServer:
         self.plan, self.n_public, self.n_classes, self.root = plan, n_public, n_classes, root
         self.bytes_sent = label_bytes(n_public, n_classes)
 
-    def round(self, uploads, message, manifest=None):
+    def round(self, uploads, message):
         """The message after the parties' uploads of the round `message` asked for."""
         plan = self.plan
         consensus, fitted = instructions(message, self.n_public)
@@ -54,9 +54,8 @@ class FedCTServer:
 
         def reply(next_consensus, next_round, last, done, stalled):
             return PartyUpload(
-                manifest=dict(manifest or {}, party="server", n_rows=0, round=int(next_round),
-                              done=bool(done), stalled=int(stalled), history=history,
-                              server_seed=int(state["server_seed"])),
+                manifest=dict(round=int(next_round), done=bool(done), stalled=int(stalled),
+                              history=history, server_seed=int(state["server_seed"])),
                 payload={"consensus": np.asarray(next_consensus, dtype=np.int64),
                          "last_consensus": np.asarray(last, dtype=np.int64)},
             )
