@@ -469,7 +469,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         message, messages = None, []
         with recording_tiers() as tier_fits:
             while True:
-                uploads, reused = self._party_step(party_context.with_message(message),
+                uploads, reused = self._party_step(self._answering(party_context, message),
                                                    parties)
                 if not self.runs_rounds or message is not None and message.manifest["done"]:
                     break
@@ -565,8 +565,14 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             )
         parties = self._parties(context, lambda name: party_random_state(
             self.random_state, name, party_seed))
-        (upload,), _ = self._party_step(context.with_message(message), parties)
+        (upload,), _ = self._party_step(self._answering(context, message), parties)
         return upload
+
+    def _answering(self, context, message):
+        """The party context of a step: with rounds, each manifest says the round the
+        upload answers (`PartyContext.answering`), so that no algorithm writes it."""
+        return context.answering(message) if self.runs_rounds else context.with_message(
+            message)
 
     @available_if(lambda self: self.runs_rounds)
     @shared_docs

@@ -53,6 +53,14 @@ class PartyContext(_Context):
         """The agreed public rows (None where there is none)."""
         return self.data.X_public
 
+    def answering(self, message):
+        """This context for the round the server's `message` asks for (round 0 where
+        there is none): the message, and each party's manifest with that ``round``,
+        which its upload answers."""
+        round_ = 0 if message is None else int(message.manifest["round"])
+        return replace(self, message=message,
+                       manifests=[dict(manifest, round=round_) for manifest in self.manifests])
+
 
 @dataclass(frozen=True)
 class ServerContext(_Context):

@@ -9,7 +9,6 @@ algorithm's own party step (`first_round`).
 """
 
 import time
-from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -120,14 +119,14 @@ def party_round(plan, parties, data, root, message, manifests):
     server's average)."""
     weights, round_ = instructions(message)
     if message is not None and message.manifest["done"]:
-        return [PartyUpload(manifest=dict(manifest, round=round_, training_accuracy=None),
+        return [PartyUpload(manifest=dict(manifest, training_accuracy=None),
                             payload={"weights": None})
                 for manifest in manifests]
     trained = train_parties(plan, data, parties,
                             [party.round_seed(round_, root) for party in parties], weights,
                             f"local training, round {round_}")
     return [
-        PartyUpload(manifest=dict(manifest, round=round_, training_accuracy=accuracy),
+        PartyUpload(manifest=dict(manifest, training_accuracy=accuracy),
                     payload={"weights": party_weights})
         for manifest, (party_weights, accuracy) in zip(manifests, trained)
     ]
@@ -137,6 +136,6 @@ def first_round(context, parties):
     """Every party's upload of round 0 with a one-shot first round (``plan.init``): that
     algorithm's own party step, whose uploads the server's first round reads."""
     plan = context.plan
-    first = replace(context.with_plan(plan.init_plan),
-                    manifests=[dict(manifest, round=0) for manifest in context.manifests])
-    return plan.init._party_step(first, [party.init_party for party in parties]).uploads
+    # the manifests already say round 0 (`PartyContext.answering`)
+    return plan.init._party_step(context.with_plan(plan.init_plan),
+                                 [party.init_party for party in parties]).uploads

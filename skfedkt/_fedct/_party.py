@@ -84,8 +84,7 @@ class FedCTParty:
         shares = self.round < self.plan.n_rounds
         key = "labels" if self.plan.teacher_votes is None else "vote_counts"
         return PartyUpload(
-            manifest=dict(manifest, round=int(self.round),
-                          training_accuracy=float(self.accuracy)),
+            manifest=dict(manifest, training_accuracy=float(self.accuracy)),
             payload={
                 key: self.shared if shares else None,
                 "model": self.model.estimator if with_model else None,
