@@ -2,7 +2,11 @@
 implements: `fit`, `fit_party`, `server_round`, `fit_server` and the predict side live
 here; an algorithm supplies its plan and its steps (see `BaseFederatedClassifier`)."""
 
+from __future__ import annotations
+
 import warnings
+from collections.abc import Callable
+from typing import Any
 from abc import ABCMeta, abstractmethod
 from dataclasses import replace
 from numbers import Integral
@@ -34,16 +38,20 @@ from ._deployment._upload import (
     honest_limits,
     read_upload,
 )
-from ._engine._context import PartyContext, PartyStepResult, ServerContext
+from ._deployment._received import UploadChecker
+from ._engine._context import Message, PartyContext, PartyStepResult, ServerContext
+from ._engine._plan import Plan
 from ._engine._fitting import recording_tiers, warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
+    FederatedData,
     _framed_like,
     _keep_frame,
     check_params,
     validate_federated_data,
     warn_about_assumptions,
 )
+from ._privacy._release import Release
 
 # parameter descriptions that several methods share, substituted for "$name" lines
 _SHARED_DOCS = {
@@ -143,9 +151,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     (`PartyContext`, `ServerContext`).
     """
 
-    runs_rounds = False
+    runs_rounds: bool = False
 
-    _needs_public_set = True
+    _needs_public_set: bool = True
 
     # requested by default so that metadata routing sends them to fit
     __metadata_request__fit = {"groups": True, "X_unlabeled": True}
@@ -165,45 +173,47 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     @property
     @abstractmethod
-    def _plan_type(self):
+    def _plan_type(self) -> type[Plan]:
         """The algorithm's `Plan` class: ``_plan_type.of(estimator)`` resolves and
         checks every parameter before any work."""
 
     @property
     @abstractmethod
-    def _upload_kind(self):
+    def _upload_kind(self) -> str:
         """What a party's upload holds, in messages ("students", "local model")."""
 
     @abstractmethod
-    def _base_estimators(self):
+    def _base_estimators(self) -> list[Any]:
         """The (unfitted) estimators whose input requirements this estimator inherits:
         `fit` validates ``X``, ``y``, ``groups`` and ``X_unlabeled`` against what all
         of them accept."""
 
     @abstractmethod
-    def _parties(self, context, random_state_of):
+    def _parties(self, context: PartyContext[Any],
+                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[Any]:
         """The state of each party of ``context.data`` (every party in `fit`, one on
         its own machine), refusing sizes it cannot fit before any work.
         ``random_state_of(party)`` is the party's own RandomState: draw what the party
         needs from it here, at once (in `fit` one RandomState is reseeded per party)."""
 
     @abstractmethod
-    def _party_step(self, context, parties):
+    def _party_step(self, context: PartyContext[Any], parties: list[Any]) -> PartyStepResult:
         """What every party of `parties` uploads, their models in one flat parallel
         batch per tier: a `PartyStepResult`."""
 
     @abstractmethod
-    def _upload_check(self, context, final):
+    def _upload_check(self, context: ServerContext[Any],
+                      final: bool) -> Callable[[UploadChecker], Any]:
         """The check of one upload's algorithm fields: a function of the upload's
         checker (`skfedkt._deployment` reads the file; this checks what it holds).
         `final`: whether it is the upload of the last step (`fit_server`)."""
 
-    def _message_check(self, context):
+    def _message_check(self, context: ServerContext[Any]) -> Callable[[UploadChecker], Any]:
         """With rounds: the check of the server's message, as a party reads it (a
         function of the message's checker, as `_upload_check`)."""
         raise NotImplementedError
 
-    def _server_round(self, context, uploads):
+    def _server_round(self, context: ServerContext[Any], uploads: list[Message]) -> Message:
         """With rounds: the server's message of one round (a `PartyUpload`), from the
         parties' `uploads` and ``context.message``, the previous round's. Its manifest
         holds the algorithm's own fields: ``round`` (the round the parties fit next),
@@ -212,73 +222,75 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         raise NotImplementedError
 
     @abstractmethod
-    def _server_step(self, context, uploads, reused):
+    def _server_step(self, context: ServerContext[Any], uploads: list[Message],
+                     reused: Any) -> dict[str, Any]:
         """The fitted attributes, by name, from the parties' `uploads` (and, in `fit`,
         what the party step let the server reuse; None on a deployed server)."""
 
-    def _after_fit(self, context, uploads, data):
+    def _after_fit(self, context: ServerContext[Any], uploads: list[Message],
+                   data: FederatedData | None) -> None:
         """Warnings about the fitted model (`data`: the pooled rows in `fit`, None in
         `fit_server`); none by default."""
 
-    def _kept_from_rounds(self, messages):
+    def _kept_from_rounds(self, messages: list[Message]) -> dict[str, Any]:
         """Fitted attributes from every round's message, which only `fit` sees (a
         deployed server keeps its own); none by default."""
         return {}
 
     @abstractmethod
-    def _uploaded_estimators(self, plan, party):
+    def _uploaded_estimators(self, plan: Any, party: Any) -> list[Any]:
         """The estimators `party`'s upload will hold, checked (skops can write them)
         before any training."""
 
     @abstractmethod
-    def _sent_bytes(self):
+    def _sent_bytes(self) -> np.ndarray:
         """What each party sent in `fit`, aligned with ``parties_``, from the fitted
         attributes."""
 
-    def _party_noise(self, plan):
+    def _party_noise(self, plan: Any) -> str | None:
         """The name of the privacy mechanism whose noise a party draws, or None."""
         return None
 
-    def _describe_upload(self, upload):
+    def _describe_upload(self, upload: PartyUpload) -> str:
         """What one of its uploads holds, in a few words (the deployment commands'
         lines); ``_upload_kind`` by default."""
         return self._upload_kind
 
-    def _describe_round(self, message):
+    def _describe_round(self, message: Message) -> str:
         """With rounds: what the round of the server's `message` changed, in a few
         words ending in "; " (the deployment commands' lines); nothing by default."""
         return ""
 
-    def _unsettled_share(self):
+    def _unsettled_share(self) -> float:
         """After a fit whose rounds stopped at their cap: the share of what the last
         round shares (FedCT: the consensus labels) that it still changed; NaN when the
         rounds converged, and by default."""
         return np.nan
 
     @abstractmethod
-    def _membership_releases(self):
+    def _membership_releases(self) -> list[Release]:
         """What the fitted model lets out, for `skfedkt.privacy.membership_audit`: a
         list of releases (each party's upload, the final model)."""
 
     @abstractmethod
-    def _upload_releases(self, upload, n_classes):
+    def _upload_releases(self, upload: PartyUpload, n_classes: int) -> list[Release]:
         """What one party's `upload` lets out, for
         `skfedkt.privacy.party_membership_audit`: a list of releases."""
 
     @abstractmethod
-    def _predict_codes(self, X):
+    def _predict_codes(self, X: Any) -> np.ndarray:
         """Each row's predicted class code (an index into ``classes_``), from validated
         rows: what each algorithm's fitted model predicts."""
 
-    def _offers(self, method):
+    def _offers(self, method: str) -> bool:
         """Whether the model offers `method` ("predict_proba" or "decision_function")."""
         return method == "predict_proba"
 
     @abstractmethod
-    def _proba(self, X):
+    def _proba(self, X: Any) -> np.ndarray:
         """Class probabilities of validated rows, columns in the order of ``classes_``."""
 
-    def _decision_scores(self, X):
+    def _decision_scores(self, X: Any) -> np.ndarray:
         """Decision scores of validated rows, in scikit-learn's layout, where `_offers`
         says the model offers ``decision_function``."""
         raise NotImplementedError
@@ -369,7 +381,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     # private attributes a fit sets, beyond the public ones that end in "_" (and
     # `_upload_bytes`, which every fit sets)
-    _private_fitted = ()
+    _private_fitted: tuple[str, ...] = ()
 
     def _clear_fitted_state(self):
         """Forget everything an earlier fit set, before a new one sets its own: a refit
@@ -392,7 +404,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         return self._upload_bytes
 
     # parameters that take the package's parameter objects, which check their own
-    _parameter_objects = ()
+    _parameter_objects: tuple[str, ...] = ()
 
     def _validate_params(self):
         super()._validate_params()
@@ -568,7 +580,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         (upload,), _ = self._party_step(self._answering(context, message), parties)
         return upload
 
-    def _answering(self, context, message):
+    def _answering(self, context: PartyContext[Any],
+                   message: Message | None) -> PartyContext[Any]:
         """The party context of a step: with rounds, each manifest says the round the
         upload answers (`PartyContext.answering`), so that no algorithm writes it."""
         return context.answering(message) if self.runs_rounds else context.with_message(
@@ -621,7 +634,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             replace(context, classes=agreed["classes"], message=message,
                     manifest=dict(expected, **agreed)), uploads)
 
-    def _round_message(self, context, uploads):
+    def _round_message(self, context: ServerContext[Any], uploads: list[Message]) -> Message:
         """`_server_round`'s message with what every server message says: the agreed
         fields of ``context.manifest`` (a deployment's format, classes and features),
         sent by the party "server", of no rows. The algorithm's own fields (the round,
@@ -707,7 +720,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             )
         return message
 
-    def _check_public_set(self, plan, X_unlabeled, step):
+    def _check_public_set(self, plan: Any, X_unlabeled: Any, step: str) -> None:
         """Refuse a missing public set, before any work, where `step` needs it."""
         if self._needs_public_set:
             require_public_set(X_unlabeled, f"{self._name}'s {step}")

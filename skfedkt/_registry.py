@@ -12,6 +12,8 @@ server runs rounds - the callers ask the estimator (`BaseFederatedClassifier`'s
 hooks).
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -61,8 +63,8 @@ class Flag:
     """Parses the typed text; a ValueError says what is wrong with it."""
     default: Any = None
     """Its value where it is not given."""
-    choices: tuple = None
-    parameter: str = None
+    choices: tuple[Any, ...] | None = None
+    parameter: str | None = None
     """The class parameter it sets as it is, if one: the algorithm needs no code for
     it, and the runner's errors about that parameter name the flag."""
 
@@ -89,7 +91,7 @@ class Method:
     needs_estimator: tuple = ()
     """``(name, why)``: the one ``--estimator`` it runs with, and why (a sentence whose
     ``{names}`` the methods that need it fill)."""
-    prepare: Callable = None
+    prepare: Callable[..., Any] | None = None
     """``prepare(estimator, X_public)``: the base estimator it fits, if not `estimator`."""
 
 
@@ -107,7 +109,7 @@ class Algorithm:
     """The title of its group of flags in ``--help``."""
     flags: tuple = ()
     """Its `Flag` s."""
-    options: Callable = None
+    options: Callable[[Any], dict[str, Any]] | None = None
     """``options(values)``: its keyword arguments beyond the flags that set a
     `Flag.parameter` as they are, from its flags' values (a namespace: each flag's
     value by its `Flag.key`, its default where not given); an `OptionError` for flags
@@ -135,7 +137,7 @@ class Algorithm:
         return arguments
 
 
-_ALGORITHMS = {}
+_ALGORITHMS: dict[str, Algorithm] = {}
 
 
 def register(algorithm):

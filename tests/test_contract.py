@@ -131,15 +131,31 @@ def test_an_algorithm_with_rounds_must_define_its_round_hooks():
             runs_rounds = True
 
 
-def test_every_hook_is_declared_in_the_base_class():
+OPTIONAL_HOOKS = ("_message_check", "_server_round", "_after_fit", "_kept_from_rounds",
+                  "_party_noise", "_offers", "_decision_scores", "_check_public_set",
+                  "_describe_upload", "_describe_round", "_unsettled_share")
+
+
+def test_every_hook_is_declared_in_the_base_class_and_annotated():
+    import inspect
+
     hooks = {"_plan_type", "_upload_kind", "_base_estimators", "_parties", "_party_step",
              "_upload_check", "_server_step", "_uploaded_estimators", "_sent_bytes",
              "_membership_releases", "_upload_releases", "_predict_codes", "_proba"}
     assert BaseFederatedClassifier.__abstractmethods__ == hooks
-    for optional in ("_message_check", "_server_round", "_after_fit", "_kept_from_rounds",
-                     "_party_noise", "_offers", "_decision_scores", "_check_public_set",
-                     "_describe_upload", "_describe_round", "_unsettled_share"):
+    for optional in OPTIONAL_HOOKS:
         assert callable(getattr(BaseFederatedClassifier, optional))
+    unannotated = []
+    for name in sorted(hooks | set(OPTIONAL_HOOKS)):
+        hook = vars(BaseFederatedClassifier)[name]
+        function = hook.fget if isinstance(hook, property) else hook
+        signature = inspect.signature(function)
+        unannotated += [f"{name}({parameter})" for parameter in signature.parameters
+                        if parameter != "self"
+                        and signature.parameters[parameter].annotation is inspect._empty]
+        if signature.return_annotation is inspect._empty:
+            unannotated.append(f"{name} -> ?")
+    assert unannotated == []
 
 
 def test_an_algorithm_of_the_test_folder_runs_in_process_and_deployed(tmp_path):
@@ -298,3 +314,21 @@ def test_a_deployment_command_refuses_another_algorithms_flag(two_rounds_flags, 
 
     args = build_parser().parse_args(["party", "fedct", *command[2:], "--rounds", "2"])
     assert algorithm_options(args)["fedct"]["n_rounds"] == 2
+
+
+# the contract's files, type-checked: the hooks and the contexts are annotated, FedCT's
+# hooks with its own plan through the generic contexts
+TYPED = ["skfedkt/_base.py", "skfedkt/_registry.py", "skfedkt/_engine/_context.py",
+         "skfedkt/_fedct"]
+
+
+def test_the_contract_and_one_algorithm_pass_the_type_checker(tmp_path):
+    pytest.importorskip("mypy")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path),
+                           *TYPED], cwd=root, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

@@ -15,6 +15,7 @@ import warnings
 import zipfile
 from dataclasses import dataclass, field
 from types import FunctionType
+from typing import Any
 from numbers import Integral, Real
 
 import numpy as np
@@ -145,9 +146,12 @@ class PartyUpload:
     payload: dict = field(repr=False)
     n_bytes: int = None
     """Size of the file it was read from (None until written or read)."""
-    local_model: object = field(default=None, repr=False)
+    local_model: Any = field(default=None, repr=False)
     """What the party keeps and does not send: FedCT's model of the round, a classifier
     of the agreed classes (None elsewhere)."""
+    teachers: Any = field(default=None, repr=False)
+    """What the party keeps and does not send, for the membership audit of its upload
+    in `fit`: FedCT's teachers, whose noisy votes it shares (None elsewhere)."""
     source: str = field(default=None, repr=False)
     """The file it was read from, as errors name it (None if not read from one)."""
 

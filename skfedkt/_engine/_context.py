@@ -2,23 +2,69 @@
 one context object per side instead of a row of positional arguments, and the named
 result of a party step."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass, replace
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+
+import numpy as np
+
+from ._plan import Plan
+
+PlanT = TypeVar("PlanT", bound=Plan)
+_ContextT = TypeVar("_ContextT", bound="_Context")
+
+
+class Message(Protocol):
+    """What crosses between a party and the server (``skfedkt.PartyUpload``): a manifest
+    of plain values and the algorithm's payload."""
+
+    @property
+    def manifest(self) -> dict[str, Any]: ...
+
+    @property
+    def payload(self) -> dict[str, Any]: ...
+
+
+class PartyRows(Protocol):
+    """The rows a party step runs on: every party's in `fit` (`FederatedData`), one
+    party's on its own machine (the protocol's ``PartyData``)."""
+
+    @property
+    def X(self) -> Any: ...
+
+    @property
+    def y(self) -> np.ndarray: ...
+
+    @property
+    def classes(self) -> np.ndarray: ...
+
+    @property
+    def parties(self) -> list[Any]: ...
+
+    @property
+    def party_rows(self) -> list[np.ndarray]: ...
+
+    @property
+    def X_public(self) -> Any: ...
+
+    @property
+    def pooled(self) -> bool: ...
 
 
 class _Context:
-    def with_message(self, message):
+    def with_message(self: _ContextT, message: Message | None) -> _ContextT:
         """This context with the server's message `message`."""
-        return replace(self, message=message)
+        return replace(self, message=message)  # type: ignore[type-var]
 
-    def with_plan(self, plan):
+    def with_plan(self: _ContextT, plan: Plan) -> _ContextT:
         """This context for another algorithm's plan (FedAvg's first round runs that
         algorithm's steps)."""
-        return replace(self, plan=plan)
+        return replace(self, plan=plan)  # type: ignore[type-var]
 
 
 @dataclass(frozen=True)
-class PartyContext(_Context):
+class PartyContext(_Context, Generic[PlanT]):
     """What a party step works with: every party's in `fit`, one party's on its own
     machine (`fit_party`).
 
@@ -41,19 +87,19 @@ class PartyContext(_Context):
         own model.
     """
 
-    plan: Any
-    data: Any
+    plan: PlanT
+    data: PartyRows
     root: int
-    manifests: list
-    message: Any = None
+    manifests: list[dict[str, Any]]
+    message: Message | None = None
     share_model: bool = True
 
     @property
-    def X_public(self):
+    def X_public(self) -> Any:
         """The agreed public rows (None where there is none)."""
         return self.data.X_public
 
-    def answering(self, message):
+    def answering(self, message: Message | None) -> PartyContext[PlanT]:
         """This context for the round the server's `message` asks for (round 0 where
         there is none): the message, and each party's manifest with that ``round``,
         which its upload answers."""
@@ -63,7 +109,7 @@ class PartyContext(_Context):
 
 
 @dataclass(frozen=True)
-class ServerContext(_Context):
+class ServerContext(_Context, Generic[PlanT]):
     """What a server step (a round, the last step, an upload's checks) works with.
 
     Attributes
@@ -88,19 +134,28 @@ class ServerContext(_Context):
         rows.
     """
 
-    plan: Any
+    plan: PlanT
     X_public: Any
     root: int
-    classes: Any = None
-    message: Any = None
-    manifest: Any = None
+    classes: np.ndarray | None = None
+    message: Message | None = None
+    manifest: dict[str, Any] | None = None
     deployed: bool = False
+
+    @property
+    def known_classes(self) -> np.ndarray:
+        """The agreed classes, which a round and the last step always know (the
+        uploads said them)."""
+        if self.classes is None:
+            raise RuntimeError("The agreed classes are not known before the uploads are "
+                               "read.")
+        return self.classes
 
 
 class PartyStepResult(NamedTuple):
     """What a party step returns."""
 
     #: one `PartyUpload` per party, what each sends the server
-    uploads: list
+    uploads: list[Message]
     #: what the server step may reuse in the same process (`fit`), or None
     reused: Any = None

@@ -1,15 +1,25 @@
 """FedCTClassifier: its parameters, and `fit`, which runs the rounds of both steps."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
 from .._base import BaseFederatedClassifier, shared_docs
-from .._engine._context import PartyStepResult
+from .._deployment._received import UploadChecker
+from .._deployment._upload import PartyUpload
+from .._engine._context import Message, PartyContext, PartyStepResult, ServerContext
 from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
-from .._engine._validation import _SKEWED_PARTIES_REMEDY, warn_if_classes_lost
+from .._engine._validation import (
+    _SKEWED_PARTIES_REMEDY,
+    FederatedData,
+    warn_if_classes_lost,
+)
 from .._engine._voting import count_votes
 from .._privacy._mechanisms import BitFlips, TeacherVotes, add_noise
 from .._privacy._release import Release, final_model_release, models_release
@@ -208,19 +218,21 @@ class FedCTClassifier(BaseFederatedClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _base_estimators(self):
+    def _base_estimators(self) -> list[Any]:
         return base_estimators(self.estimator)
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _parties(self, context, random_state_of):
+    def _parties(self, context: PartyContext[FedCTPlan],
+                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[FedCTParty]:
         plan, data = context.plan, context.data
         estimators = (plan.party_estimators(data.parties) if data.pooled
                       else [plan.own_estimator(data.parties[0])])
         return [FedCTParty(plan, party, estimator, rows, data.y, random_state_of(party))
                 for party, estimator, rows in zip(data.parties, estimators, data.party_rows)]
 
-    def _party_step(self, context, parties):
+    def _party_step(self, context: PartyContext[FedCTPlan],
+                    parties: list[FedCTParty]) -> PartyStepResult:
         uploads = party_round(context.plan, parties, context.data, context.root,
                               context.message, context.manifests, context.share_model)
         for party, upload in zip(parties, uploads):
@@ -229,51 +241,55 @@ class FedCTClassifier(BaseFederatedClassifier):
             upload.teachers = party.teachers
         return PartyStepResult(uploads)
 
-    def _party_noise(self, plan):
+    def _party_noise(self, plan: FedCTPlan) -> str | None:
         return None if plan.privacy is None else type(plan.privacy).__name__
 
-    def _message_check(self, context):
+    def _message_check(self, context: ServerContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
         n_public, n_rounds = _num_samples(context.X_public), context.plan.n_rounds
         return lambda checker: check_server_message(checker, n_public, n_rounds)
 
-    def _upload_check(self, context, final):
+    def _upload_check(self, context: ServerContext[FedCTPlan],
+                      final: bool) -> Callable[[UploadChecker], Any]:
         plan, root, n_public = context.plan, context.root, _num_samples(context.X_public)
         return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
 
-    def _server_round(self, context, uploads):
+    def _server_round(self, context: ServerContext[FedCTPlan],
+                      uploads: list[Message]) -> Message:
         server = FedCTServer(context.plan, _num_samples(context.X_public),
-                             len(context.classes), context.root)
+                             len(context.known_classes), context.root)
         return server.round(uploads, context.message)
 
-    def _server_step(self, context, uploads, reused):
+    def _server_step(self, context: ServerContext[FedCTPlan], uploads: list[Message],
+                     reused: Any) -> dict[str, Any]:
         return finished(context.plan, uploads, context.message, context.classes)
 
     _upload_kind = "final model"
 
-    def _describe_upload(self, upload):
+    def _describe_upload(self, upload: PartyUpload) -> str:
         return "labels" + (" and final model" if upload.payload.get("model") is not None
                            else "")
 
-    def _describe_round(self, message):
+    def _describe_round(self, message: Message) -> str:
         history = message.manifest["history"]
         return (f"{history[-1]['consensus_changed']:.1%} of the consensus labels changed; "
                 if history else "")
 
-    def _unsettled_share(self):
+    def _unsettled_share(self) -> float:
         if self.n_rounds_ < self.n_rounds or not self.history_:
             return np.nan
         changed = self.history_[-1]["consensus_changed"]
         return changed if changed > self.tol else np.nan
 
-    def _uploaded_estimators(self, plan, party):
+    def _uploaded_estimators(self, plan: FedCTPlan, party: Any) -> list[Any]:
         return [plan.own_estimator(party)]
 
-    def _sent_bytes(self):
+    def _sent_bytes(self) -> np.ndarray:
         # every round, one bit per public row and class
         return np.full(len(self.parties_), self.n_rounds_ * label_bytes(
             len(self.consensus_mask_), len(self.classes_)))
 
-    def _after_fit(self, context, uploads, data):
+    def _after_fit(self, context: ServerContext[FedCTPlan], uploads: list[Message],
+                   data: FederatedData | None) -> None:
         if data is not None:
             warn_if_classes_lost(
                 self.classes_, self._predict_codes(context.X_public),
@@ -281,7 +297,7 @@ class FedCTClassifier(BaseFederatedClassifier):
                 _SKEWED_PARTIES_REMEDY,
             )
 
-    def _membership_releases(self):
+    def _membership_releases(self) -> list[Release]:
         """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
         shared labels (through its bit flips, covered by ``epsilon_``) as labels of rows
         the attacker chooses, which is the server's power to pick the public set; every
@@ -299,7 +315,7 @@ class FedCTClassifier(BaseFederatedClassifier):
             releases.append(models_release("local model", party, [model], n_classes))
         return [*releases, final_model_release(self)]
 
-    def _upload_releases(self, upload, n_classes):
+    def _upload_releases(self, upload: PartyUpload, n_classes: int) -> list[Release]:
         """What one party's upload of a round lets out: what it shares (where the
         party's models are at hand in process: ``upload.local_model``,
         ``upload.teachers``) and its model when the upload carries it. Its labels are
@@ -346,10 +362,10 @@ class FedCTClassifier(BaseFederatedClassifier):
         return Release("labels", party, "labels", shared_votes, self.privacy.epsilon,
                        self.privacy.delta)
 
-    def _proba(self, X):
+    def _proba(self, X: Any) -> np.ndarray:
         # vote shares (hard voting) or averaged probabilities of the parties' models
         return ensemble_proba(self._models, X, len(self.classes_), self.voting)
 
-    def _predict_codes(self, X):
+    def _predict_codes(self, X: Any) -> np.ndarray:
         # the argmax of predict_proba, as scikit-learn requires
         return self._proba(X).argmax(axis=1)
