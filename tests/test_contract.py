@@ -317,9 +317,10 @@ def test_a_deployment_command_refuses_another_algorithms_flag(two_rounds_flags, 
 
 
 # the contract's files, type-checked: the hooks and the contexts are annotated, FedCT's
-# hooks with its own plan through the generic contexts
+# and the test folder's algorithm's hooks with their own plans through the generic
+# contexts
 TYPED = ["skfedkt/_base.py", "skfedkt/_registry.py", "skfedkt/_engine/_context.py",
-         "skfedkt/_fedct"]
+         "skfedkt/_fedct", "tests/_consensus"]
 
 
 def test_the_contract_and_one_algorithm_pass_the_type_checker(tmp_path):

@@ -5,6 +5,7 @@ result of a party step."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
@@ -156,6 +157,6 @@ class PartyStepResult(NamedTuple):
     """What a party step returns."""
 
     #: one `PartyUpload` per party, what each sends the server
-    uploads: list[Message]
+    uploads: Sequence[Message]
     #: what the server step may reuse in the same process (`fit`), or None
     reused: Any = None

@@ -1,0 +1,170 @@
+"""ConsensusDistillClassifier: DS-FL's rounds of shared public-set probabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.validation import _num_samples
+
+from skfedkt import PartyUpload
+from skfedkt._base import BaseFederatedClassifier
+from skfedkt._deployment._received import UploadChecker
+from skfedkt._engine._context import Message, PartyContext, PartyStepResult, ServerContext
+from skfedkt._engine._plan import Plan
+from skfedkt._engine._seeds import derived_random_state, draw_seeds
+from skfedkt._privacy._release import Release, final_model_release
+
+
+@dataclass(frozen=True)
+class ConsensusPlan(Plan):
+    estimator: Any = None
+    n_rounds: int = 2
+    temperature: float = 0.5
+
+    estimator_name: ClassVar[str] = "ConsensusDistillClassifier"
+
+    @classmethod
+    def of(cls, estimator: ConsensusDistillClassifier) -> ConsensusPlan:
+        return cls(n_jobs=estimator.n_jobs, verbose=estimator.verbose,
+                   estimator=estimator.estimator, n_rounds=estimator.n_rounds,
+                   temperature=estimator.temperature)
+
+
+def _proba_of_every_class(model: Any, X: Any, n_classes: int) -> np.ndarray:
+    """A model's probabilities on `X`, a column per agreed class (0 for a class it never
+    saw)."""
+    proba = np.zeros((_num_samples(X), n_classes))
+    proba[:, model.classes_] = model.predict_proba(X)
+    return proba
+
+
+class ConsensusDistillClassifier(BaseFederatedClassifier):
+    """Each round every party fits its model on its rows plus the public rows labelled
+    by the last consensus, and shares its class probabilities on the public set; the
+    server averages them and sharpens them with a temperature into the next consensus;
+    after `n_rounds` rounds a final model learns the consensus labels of the public
+    set."""
+
+    runs_rounds = True
+    _plan_type = ConsensusPlan
+    _upload_kind = "public-set probabilities"
+    _private_fitted = ("_consensus",)
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict_proba"])],
+        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, estimator, *, n_rounds=2, temperature=0.5, n_jobs=None,
+                 random_state=None, verbose=0):
+        self.estimator = estimator
+        self.n_rounds = n_rounds
+        self.temperature = temperature
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _base_estimators(self) -> list[Any]:
+        return [self.estimator]
+
+    def _parties(self, context: PartyContext[ConsensusPlan],
+                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[Any]:
+        # a party's draws are made here, at once: one seed per round
+        return [(party, rows, draw_seeds(random_state_of(party), context.plan.n_rounds + 1))
+                for party, rows in zip(context.data.parties, context.data.party_rows)]
+
+    def _party_step(self, context: PartyContext[ConsensusPlan],
+                    parties: list[Any]) -> PartyStepResult:
+        data, plan, message = context.data, context.plan, context.message
+        n_classes = len(data.classes)
+        if message is not None and message.manifest["done"]:  # the final step: nothing
+            return PartyStepResult([PartyUpload(manifest=dict(manifest), payload={})
+                                    for manifest in context.manifests])
+        round_ = 0 if message is None else int(message.manifest["round"])
+        uploads = []
+        for (party, rows, seeds), manifest in zip(parties, context.manifests):
+            X, y = data.X[rows], data.y[rows]
+            if message is not None:  # its rows plus the public set's consensus labels
+                X = np.vstack([X, context.X_public])
+                y = np.concatenate([y, message.payload["consensus"].argmax(axis=1)])
+            model = clone(plan.estimator).set_params(random_state=int(seeds[round_]))
+            model.fit(X, y)
+            uploads.append(PartyUpload(manifest=dict(manifest), payload={
+                "proba": _proba_of_every_class(model, context.X_public, n_classes)}))
+        return PartyStepResult(uploads)
+
+    def _upload_check(self, context: ServerContext[ConsensusPlan],
+                      final: bool) -> Callable[[UploadChecker], Any]:
+        n_public = _num_samples(context.X_public)
+
+        def check(checker: UploadChecker) -> None:
+            checker.count("n_rows", positive=True)
+            if final:
+                if checker.upload.payload:
+                    checker.refuse("payload", "a final upload after the last round "
+                                   "holds nothing")
+                return
+            checker.floats("proba", (n_public, checker.n_classes), bound=1.0)
+
+        return check
+
+    def _message_check(self, context: ServerContext[ConsensusPlan]
+                       ) -> Callable[[UploadChecker], Any]:
+        n_public = _num_samples(context.X_public)
+
+        def check(checker: UploadChecker) -> None:
+            checker.count("round", positive=True, at_most=context.plan.n_rounds)
+            if not isinstance(checker.manifest("done"), bool):
+                checker.refuse("done", "not true or false")
+            checker.floats("consensus", (n_public, checker.n_classes), bound=1.0)
+
+        return check
+
+    def _server_round(self, context: ServerContext[ConsensusPlan],
+                      uploads: list[Message]) -> Message:
+        # DS-FL's entropy reduction: the mean probabilities sharpened by a temperature
+        mean = np.mean([upload.payload["proba"] for upload in uploads], axis=0)
+        sharpened = mean ** (1 / context.plan.temperature)
+        consensus = sharpened / sharpened.sum(axis=1, keepdims=True)
+        fitted = 0 if context.message is None else int(context.message.manifest["round"])
+        return PartyUpload(manifest=dict(round=fitted + 1,
+                                         done=fitted + 1 == context.plan.n_rounds),
+                           payload={"consensus": consensus})
+
+    def _server_step(self, context: ServerContext[ConsensusPlan], uploads: list[Message],
+                     reused: Any) -> dict[str, Any]:
+        assert context.message is not None  # an algorithm with rounds ends on a message
+        consensus = context.message.payload["consensus"]
+        seed = draw_seeds(derived_random_state(context.root, "final model"), 1)[0]
+        final_model = clone(context.plan.estimator).set_params(random_state=int(seed))
+        final_model.fit(context.X_public, consensus.argmax(axis=1))
+        return {"final_model_": final_model, "_consensus": consensus,
+                "n_rounds_": int(context.message.manifest["round"])}
+
+    def _uploaded_estimators(self, plan: ConsensusPlan, party: Any) -> list[Any]:
+        return []  # its uploads hold arrays alone
+
+    def _sent_bytes(self) -> np.ndarray:
+        return np.full(len(self.parties_), self.n_rounds_ * self._consensus.nbytes)
+
+    def _membership_releases(self) -> list[Release]:
+        return [final_model_release(self)]
+
+    def _upload_releases(self, upload: PartyUpload, n_classes: int) -> list[Release]:
+        # probabilities on the public rows: no model of the party's rows to attack
+        return []
+
+    def _proba(self, X: Any) -> np.ndarray:
+        return _proba_of_every_class(self.final_model_, X, len(self.classes_))
+
+    def _predict_codes(self, X: Any) -> np.ndarray:
+        return self._proba(X).argmax(axis=1)

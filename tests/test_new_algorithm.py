@@ -1,0 +1,159 @@
+"""The proof that a new algorithm is new files only: `tests/_consensus/`, an algorithm of
+DS-FL's shape (rounds, a float payload, a --rounds flag FedCT also declares, a final
+model), written and registered as ``doc/architecture.rst`` tells a contributor, through
+everything the package's own algorithms go through."""
+
+import importlib
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer
+from sklearn.tree import DecisionTreeClassifier
+
+from _flower_grid import flower_task  # noqa: F401  (a fixture)
+from skfedkt import load_model, save_model
+from skfedkt._cli._main import main
+from skfedkt.datasets import load_local_file
+from skfedkt.privacy import membership_audit
+
+
+@pytest.fixture(scope="module", autouse=True)
+def declared():
+    """The algorithm registered by importing its package, as a contributor's is, into
+    a copy of the registry that this module's tests alone see."""
+    from skfedkt import _registry
+
+    saved = _registry._ALGORITHMS
+    _registry._ALGORITHMS = {name: one for name, one in saved.items() if name != "consensus"}
+    try:
+        if "_consensus._declaration" in sys.modules:  # imported by an earlier module run
+            importlib.reload(sys.modules["_consensus._declaration"])
+        else:
+            importlib.import_module("_consensus")
+        yield
+    finally:
+        _registry._ALGORITHMS = saved
+
+
+def _estimator(**params):
+    from _consensus import ConsensusDistillClassifier
+
+    return ConsensusDistillClassifier(DecisionTreeClassifier(max_depth=3), random_state=0,
+                                      **params)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    party = np.arange(400) % 3
+    return X[:400], y[:400], party, X[400:500], X[500:], y[500:]
+
+
+def test_fit_and_the_deployed_steps_give_one_model(data, tmp_path):
+    X, y, party, X_public, X_test, _ = data
+    fitted = _estimator(n_rounds=3).fit(X, y, groups=party, X_unlabeled=X_public)
+    assert fitted.n_rounds_ == 3 and fitted.score(X_test, data[5]) > 0.8
+
+    clf, message = _estimator(n_rounds=3), None
+    while True:
+        uploads = []
+        for name in range(3):
+            upload = clf.fit_party(X[party == name], y[party == name], party=name,
+                                   classes=[0, 1], X_unlabeled=X_public, message=message)
+            uploads.append(tmp_path / f"upload-{name}")
+            upload.save(uploads[-1])
+        if message is not None and message.manifest["done"]:
+            break
+        message = clf.server_round(uploads, X_public, message=message)
+        assert message.manifest["party"] == "server"  # stamped by the base
+    served = clone(clf).fit_server(uploads, X_public, message=message)
+    assert_array_equal(served.predict_proba(X_test), fitted.predict_proba(X_test))
+
+    path = tmp_path / "model.skops"
+    save_model(served, path)
+    # the registry's declaration is what model files trust: nothing by hand
+    assert_array_equal(load_model(path).predict(X_test), fitted.predict(X_test))
+
+    audit = membership_audit(fitted, X[:200], y[:200], groups=party[:200],
+                             X_unlabeled=X_public, X_holdout=X_test, y_holdout=data[5],
+                             n_reference=0)
+    assert {result.release for result in audit.results} == {"final model"}
+
+
+def test_a_false_float_payload_is_refused_naming_party_and_field(data):
+    from skfedkt import UploadError
+
+    X, y, party, X_public, _, _ = data
+    clf = _estimator()
+    uploads = [clf.fit_party(X[party == name], y[party == name], party=name, classes=[0, 1],
+                             X_unlabeled=X_public) for name in range(3)]
+    uploads[1].payload["proba"] = uploads[1].payload["proba"][:-1]
+    with pytest.raises(UploadError, match="Party 1 refused: proba: shape"):
+        clf.server_round(uploads, X_public)
+
+
+def test_the_command_line_runs_it(tmp_path, capsys):
+    assert main(["split", "breast_cancer", "--parties", "3", "--out-dir", str(tmp_path)]) == 0
+    common = ["--estimator", "dt", "--random-state", "0", "--rounds", "2",
+              "--public", str(tmp_path / "public.csv")]
+    message, round_ = [], 0
+    while True:
+        uploads = [str(tmp_path / f"round-{round_}-{p}") for p in range(3)]
+        for p, upload in enumerate(uploads):
+            assert main(["party", "consensus", *common, "--data",
+                         str(tmp_path / f"party-{p}.csv"), "--classes", "0", "1", "--name",
+                         f"hospital-{p}", "--out", upload, *message]) == 0, \
+                capsys.readouterr().err
+        if message and "done" in capsys.readouterr().out:
+            break
+        out = str(tmp_path / f"message-{round_}")
+        assert main(["server", "consensus", *common, "--out", out, *uploads, *message]) == 0
+        message, round_ = ["--message", out], round_ + 1
+    model = str(tmp_path / "model.skops")
+    assert main(["server", "consensus", *common, "--out", model, *uploads, *message]) == 0
+    X_test, _ = load_local_file(tmp_path / "test.csv")
+    assert load_model(model).predict(X_test).shape == (len(X_test),)
+    # its flag is its own: FedKT's party command refuses it, FedCT's has its own
+    assert main(["party", "fedkt", *common[:4], "--data", str(tmp_path / "party-0.csv"),
+                 "--classes", "0", "1", "--name", "a", "--out", str(tmp_path / "u"),
+                 "--rounds", "3"]) == 2
+    assert "--rounds is a flag of fedct and consensus, not of fedkt" in capsys.readouterr().err
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["run", "--dataset", "iris", "--estimator", "dt", "--trials", "1",
+                     "--quiet", "--algorithms", "consensus", "fedct", "--rounds", "2",
+                     "--audit", "0", "--n-jobs", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "consensus distillation: rounds of shared public-set probabilities" in printed
+    # its uploads declare no release of a party's rows (`_upload_releases`): the final
+    # model alone is attacked
+    row = next(line for line in printed.splitlines() if line.startswith("consensus "))
+    assert row.split()[-2] == "-" and 0 <= float(row.split()[-1]) <= 1
+
+
+def test_the_flower_apps_run_it(flower_task):
+    pytest.importorskip("flwr")
+    from _flower_grid import N_PARTIES, flower_context, in_process_grid
+
+    from skfedkt.flower import client_app, server_app
+
+    X, y = load_breast_cancer(return_X_y=True)
+    party = np.arange(len(y)) % N_PARTIES
+    X_public = X[::7]
+    clf = _estimator()
+
+    def party_data(context):
+        name = int(context.node_config["partition-id"])
+        return X[party == name], y[party == name], name
+
+    served = []
+    server = server_app(clf, X_public, N_PARTIES, lambda model, context: served.append(model))
+    server(in_process_grid(client_app(clf, party_data, X_public, classes=[0, 1])),
+           flower_context())
+    fitted = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+    assert_allclose(served[0].predict_proba(X), fitted.predict_proba(X))
