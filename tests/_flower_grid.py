@@ -48,6 +48,23 @@ def flower_context():
     return Context(run_id=1, node_id=0, node_config={}, state=RecordDict(), run_config={})
 
 
+def served_by_flower(estimator, X, y, party, X_public, classes=(0, 1)):
+    """The model the Flower apps serve for `estimator`, each party ``party == k`` of
+    ``X, y`` a SuperNode of the in-process grid (`in_process_grid`)."""
+    from skfedkt.flower import client_app, server_app
+
+    def party_data(context):
+        name = int(context.node_config["partition-id"])
+        return X[party == name], y[party == name], name
+
+    served = []
+    server = server_app(estimator, X_public, N_PARTIES,
+                        lambda model, context: served.append(model))
+    server(in_process_grid(client_app(estimator, party_data, X_public,
+                                      classes=list(classes))), flower_context())
+    return served[0]
+
+
 @pytest.fixture
 def flower_task(monkeypatch):
     """What Flower's runtime sets before messages are created, outside its runtime."""

@@ -231,24 +231,14 @@ def test_the_algorithm_of_the_test_folder_runs_through_the_command_line(
 def test_the_algorithm_of_the_test_folder_runs_through_the_flower_apps(flower_task):
     """The Flower apps ask the estimator, not the registry: no declaration needed."""
     pytest.importorskip("flwr")
-    from _flower_grid import N_PARTIES, flower_context, in_process_grid
-
-    from skfedkt.flower import client_app, server_app
+    from _flower_grid import N_PARTIES, served_by_flower
 
     X, y = load_breast_cancer(return_X_y=True)
     party = np.arange(len(y)) % N_PARTIES
     clf = LocalVoteClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
-
-    def party_data(context):
-        name = int(context.node_config["partition-id"])
-        return X[party == name], y[party == name], name
-
-    served = []
-    server = server_app(clf, None, N_PARTIES, lambda model, context: served.append(model))
-    server(in_process_grid(client_app(clf, party_data, None, classes=[0, 1])),
-           flower_context())
+    served = served_by_flower(clf, X, y, party, None)
     fitted = clone(clf).fit(X, y, groups=party)
-    assert_array_equal(served[0].predict_proba(X), fitted.predict_proba(X))
+    assert_array_equal(served.predict_proba(X), fitted.predict_proba(X))
 
 
 @pytest.fixture

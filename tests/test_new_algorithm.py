@@ -138,22 +138,12 @@ def test_the_command_line_runs_it(tmp_path, capsys):
 
 def test_the_flower_apps_run_it(flower_task):
     pytest.importorskip("flwr")
-    from _flower_grid import N_PARTIES, flower_context, in_process_grid
-
-    from skfedkt.flower import client_app, server_app
+    from _flower_grid import N_PARTIES, served_by_flower
 
     X, y = load_breast_cancer(return_X_y=True)
     party = np.arange(len(y)) % N_PARTIES
     X_public = X[::7]
     clf = _estimator()
-
-    def party_data(context):
-        name = int(context.node_config["partition-id"])
-        return X[party == name], y[party == name], name
-
-    served = []
-    server = server_app(clf, X_public, N_PARTIES, lambda model, context: served.append(model))
-    server(in_process_grid(client_app(clf, party_data, X_public, classes=[0, 1])),
-           flower_context())
+    served = served_by_flower(clf, X, y, party, X_public)
     fitted = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
-    assert_allclose(served[0].predict_proba(X), fitted.predict_proba(X))
+    assert_allclose(served.predict_proba(X), fitted.predict_proba(X))
