@@ -213,7 +213,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         function of the message's checker, as `_upload_check`)."""
         raise NotImplementedError
 
-    def _server_round(self, context: ServerContext[Any], uploads: list[Message]) -> Message:
+    def _server_round(self, context: ServerContext[Any],
+                      uploads: list[Message]) -> PartyUpload:
         """With rounds: the server's message of one round (a `PartyUpload`), from the
         parties' `uploads` and ``context.message``, the previous round's. Its manifest
         holds the algorithm's own fields: ``round`` (the round the parties fit next),
@@ -634,15 +635,15 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             replace(context, classes=agreed["classes"], message=message,
                     manifest=dict(expected, **agreed)), uploads)
 
-    def _round_message(self, context: ServerContext[Any], uploads: list[Message]) -> Message:
+    def _round_message(self, context: ServerContext[Any],
+                       uploads: list[Message]) -> PartyUpload:
         """`_server_round`'s message with what every server message says: the agreed
         fields of ``context.manifest`` (a deployment's format, classes and features),
         sent by the party "server", of no rows. The algorithm's own fields (the round,
         ``done``, its state) stand as it wrote them."""
         message = self._server_round(context, uploads)
-        return PartyUpload(manifest=dict(context.manifest or {}, **message.manifest,
-                                         party="server", n_rows=0),
-                           payload=message.payload)
+        manifest = dict(context.manifest or {}, **message.manifest, party="server", n_rows=0)
+        return replace(message, manifest=manifest)
 
     @shared_docs
     @warnings_once_per_call

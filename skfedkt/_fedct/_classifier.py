@@ -254,7 +254,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
 
     def _server_round(self, context: ServerContext[FedCTPlan],
-                      uploads: list[Message]) -> Message:
+                      uploads: list[Message]) -> PartyUpload:
         server = FedCTServer(context.plan, _num_samples(context.X_public),
                              len(context.known_classes), context.root)
         return server.round(uploads, context.message)

@@ -16,6 +16,7 @@ from skfedkt import PartyUpload
 from skfedkt._base import BaseFederatedClassifier
 from skfedkt._deployment._received import UploadChecker
 from skfedkt._engine._context import Message, PartyContext, PartyStepResult, ServerContext
+from skfedkt._engine._fitting import ClassCodeModel
 from skfedkt._engine._plan import Plan
 from skfedkt._engine._seeds import derived_random_state, draw_seeds
 from skfedkt._privacy._release import Release, final_model_release
@@ -36,14 +37,6 @@ class ConsensusPlan(Plan):
                    temperature=estimator.temperature)
 
 
-def _proba_of_every_class(model: Any, X: Any, n_classes: int) -> np.ndarray:
-    """A model's probabilities on `X`, a column per agreed class (0 for a class it never
-    saw)."""
-    proba = np.zeros((_num_samples(X), n_classes))
-    proba[:, model.classes_] = model.predict_proba(X)
-    return proba
-
-
 class ConsensusDistillClassifier(BaseFederatedClassifier):
     """Each round every party fits its model on its rows plus the public rows labelled
     by the last consensus, and shares its class probabilities on the public set; the
@@ -54,7 +47,7 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
     runs_rounds = True
     _plan_type = ConsensusPlan
     _upload_kind = "public-set probabilities"
-    _private_fitted = ("_consensus",)
+    _private_fitted = ("_consensus", "_final_model")
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict_proba"])],
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
@@ -96,10 +89,11 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
             if message is not None:  # its rows plus the public set's consensus labels
                 X = np.vstack([X, context.X_public])
                 y = np.concatenate([y, message.payload["consensus"].argmax(axis=1)])
-            model = clone(plan.estimator).set_params(random_state=int(seeds[round_]))
-            model.fit(X, y)
+            model = ClassCodeModel.fit(
+                clone(plan.estimator).set_params(random_state=int(seeds[round_])), X, y,
+                n_classes)
             uploads.append(PartyUpload(manifest=dict(manifest), payload={
-                "proba": _proba_of_every_class(model, context.X_public, n_classes)}))
+                "proba": model.predict_proba(context.X_public, n_classes)}))
         return PartyStepResult(uploads)
 
     def _upload_check(self, context: ServerContext[ConsensusPlan],
@@ -130,7 +124,7 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
         return check
 
     def _server_round(self, context: ServerContext[ConsensusPlan],
-                      uploads: list[Message]) -> Message:
+                      uploads: list[Message]) -> PartyUpload:
         # DS-FL's entropy reduction: the mean probabilities sharpened by a temperature
         mean = np.mean([upload.payload["proba"] for upload in uploads], axis=0)
         sharpened = mean ** (1 / context.plan.temperature)
@@ -145,9 +139,10 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
         assert context.message is not None  # an algorithm with rounds ends on a message
         consensus = context.message.payload["consensus"]
         seed = draw_seeds(derived_random_state(context.root, "final model"), 1)[0]
-        final_model = clone(context.plan.estimator).set_params(random_state=int(seed))
-        final_model.fit(context.X_public, consensus.argmax(axis=1))
-        return {"final_model_": final_model, "_consensus": consensus,
+        final_model = ClassCodeModel.fit(
+            clone(context.plan.estimator).set_params(random_state=int(seed)),
+            context.X_public, consensus.argmax(axis=1), len(context.known_classes))
+        return {"_final_model": final_model, "_consensus": consensus,
                 "n_rounds_": int(context.message.manifest["round"])}
 
     def _uploaded_estimators(self, plan: ConsensusPlan, party: Any) -> list[Any]:
@@ -164,7 +159,7 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
         return []
 
     def _proba(self, X: Any) -> np.ndarray:
-        return _proba_of_every_class(self.final_model_, X, len(self.classes_))
+        return self._final_model.predict_proba(X, len(self.classes_))
 
     def _predict_codes(self, X: Any) -> np.ndarray:
         return self._proba(X).argmax(axis=1)

@@ -216,24 +216,19 @@ class NetworkStack:
                                else torch.empty_like(param).copy_(grad)
                                for grad, param in zip(grads, trained)]
 
-    def _step(self, inputs, proximal, step_rows, draws):
-        """One step of the copies with rows in it; each copy's loss."""
+    def _step(self, inputs, proximal, step_rows, draws=None, together=False):
+        """One step of the copies with rows in it; each copy's loss. `together`: every
+        copy steps as one (`StackedOptimizer.steps_together`) on a full minibatch,
+        without draws: device work alone, which `_captures` records once and replays,
+        and which the caller counts."""
         loss, grads = self._gradients(inputs, step_rows, draws)
         trained = self._trained()
         if proximal is not None:
             grads = _with_proximal_term(grads, trained, proximal, inputs[-1])
-        self.optimizer.step(trained, grads, step_rows > 0)
-        return loss
-
-    def _full_step(self, inputs, proximal, step_rows):
-        """A step of every copy as one (`StackedOptimizer.steps_together`) on a full
-        minibatch each, without draws: device work alone, which `_captures` records
-        once and replays; the caller counts it."""
-        loss, grads = self._gradients(inputs, step_rows)
-        trained = self._trained()
-        if proximal is not None:
-            grads = _with_proximal_term(grads, trained, proximal, inputs[-1])
-        self.optimizer.update_together(trained, grads)
+        if together:
+            self.optimizer.update_together(trained, grads)
+        else:
+            self.optimizer.step(trained, grads, step_rows > 0)
         return loss
 
     def _captures(self, step_rows, batch, proximal):
@@ -246,8 +241,9 @@ class NetworkStack:
                 and self.optimizer.steps_together(step_rows > 0)):
             return False
         if self._captured is None:
+            full = step_rows.copy()
             self._captured = _graphs.CapturedSteps(
-                lambda *inputs: self._full_step(inputs, proximal, step_rows.copy()))
+                lambda *inputs: self._step(inputs, proximal, full, together=True))
         return True
 
     def _end_epoch(self, copies, data, live, losses):
