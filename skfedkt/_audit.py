@@ -212,7 +212,7 @@ def _replacement_rows(candidates, y, y_holdout, pool_rows, rng):
 
 def _releases_by_key(estimator):
     return {(release.name, release.party): release
-            for release in estimator._membership_releases()}
+            for release in estimator._releases.of_fit(estimator)}
 
 
 class MembershipAudit:
@@ -515,10 +515,10 @@ def membership_audit(estimator, X, y, *, groups=None, X_unlabeled=None, X_holdou
         reference = _reseeded(estimator, seed).fit(
             X_reference, classes[y], groups=groups, X_unlabeled=X_unlabeled
         )
-        return _keyed(reference._membership_releases())
+        return _keyed(reference._releases.of_fit(reference))
 
     return _run_audit(
-        type(estimator).__name__, refit, _keyed(estimator._membership_releases()), X, y,
+        type(estimator).__name__, refit, _keyed(estimator._releases.of_fit(estimator)), X, y,
         party_codes, attacked, X_holdout, y_holdout, max_members, n_reference,
         check_random_state(random_state),
     )
@@ -597,7 +597,7 @@ def party_membership_audit(estimator, X, y, *, party, classes, X_unlabeled, X_ho
                                           "X_holdout")
 
     def releases(party_upload):
-        return _keyed(estimator._upload_releases(party_upload, len(classes)))
+        return _keyed(estimator._releases.of_upload(estimator, party_upload, len(classes)))
 
     def party_step(X_reference, seed):
         return releases(_reseeded(estimator, seed).fit_party(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Generic
 from abc import ABCMeta, abstractmethod
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from numbers import Integral
 
 import numpy as np
@@ -39,7 +39,13 @@ from ._deployment._upload import (
     read_upload,
 )
 from ._deployment._received import UploadChecker
-from ._engine._context import Message, PartyContext, PartyStepResult, ServerContext
+from ._engine._context import (
+    Message,
+    PartyContext,
+    PartyStepResult,
+    PlanT,
+    ServerContext,
+)
 from ._engine._plan import Plan
 from ._engine._fitting import recording_tiers, warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
@@ -129,9 +135,44 @@ def _if_offered(method):
     return lambda self: self._offers(method)
 
 
-# the hooks an algorithm with rounds (``runs_rounds = True``) must define beyond the
-# abstract ones
-_ROUND_HOOKS = ("_server_round", "_message_check")
+@dataclass(frozen=True)
+class Uploads(Generic[PlanT]):
+    """What crosses between an algorithm's parties and its server, as its class declares
+    it (``_uploads = Uploads(check=..., sent_bytes=...)``): how the receiving side checks
+    each file's algorithm fields, and what a party sent in `fit`.
+
+    Each check is a function of the receiving side's `ServerContext` that returns a
+    function of one upload's `UploadChecker` (``skfedkt/_deployment/_received.py``):
+    the file is read, bounded and unpacked below the algorithm, and the check reads its
+    fields through the checker, whose every refusal names the party, the file and the
+    field."""
+
+    check: Callable[[ServerContext[PlanT], bool], Callable[[UploadChecker], Any]]
+    """``check(context, final)``: the check of a party's upload, on the server as each
+    is read; `final`: whether it is the upload of the last step (`fit_server`)."""
+    sent_bytes: Callable[[Any], np.ndarray]
+    """``sent_bytes(estimator)``: what each party sent in `fit`, aligned with
+    ``parties_``, from the fitted attributes (when ``upload_bytes_`` is first read)."""
+    message_check: Callable[[ServerContext[PlanT]], Callable[[UploadChecker], Any]] | None = None
+    """With rounds: ``message_check(context)``, the check of the server's message as a
+    party reads it."""
+
+
+@dataclass(frozen=True)
+class Releases:
+    """What an algorithm lets out, as its class declares it (``_releases =
+    Releases(...)``), for `skfedkt.privacy.membership_audit` and
+    `skfedkt.privacy.party_membership_audit`: lists of `Release`."""
+
+    of_fit: Callable[[Any], list[Release]]
+    """``of_fit(estimator)``: what the fitted model lets out (each party's upload, the
+    final model)."""
+    of_upload: Callable[[Any, PartyUpload, int], list[Release]]
+    """``of_upload(estimator, upload, n_classes)``: what one party's upload lets out."""
+
+
+# what a concrete algorithm class declares beyond its hooks
+_DECLARATIONS = ("_plan_type", "_uploads", "_releases")
 
 
 class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator,
@@ -141,46 +182,47 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     `fit`, `fit_party`, `server_round` (algorithms with rounds), `fit_server` and the
     predict side are written here once, as imbalanced-learn's ``fit_resample`` over
     ``_fit_resample``; `fit` composes exactly the steps a deployment runs. An algorithm
-    declares its plan (``_plan_type``), what its upload holds (``_upload_kind``),
-    whether its server runs rounds (``runs_rounds``) and whether its steps need the
-    public set (``_needs_public_set``), and defines the hooks below: the abstract
-    ones always, ``_server_round`` and ``_message_check`` with rounds. A class that
-    lacks one is refused, naming it: at its creation for the round hooks, when it is
-    instantiated for the others. The steps are functions of the frozen plan that read
-    nothing else of the estimator; each takes the side's context object
-    (`PartyContext`, `ServerContext`).
+    declares its plan (``_plan_type``: what its parameters imply, the public set and
+    what an upload holds included), whether its server runs rounds (``runs_rounds``),
+    how what crosses is checked (``_uploads``, an `Uploads`) and what it lets out
+    (``_releases``, a `Releases`), and defines the hooks below: the abstract ones
+    always, ``_server_round`` with rounds. A class that lacks one is refused, naming
+    it: at its creation for the round hook, when it is instantiated for the others.
+    The steps are functions of the frozen plan that read nothing else of the estimator;
+    each takes the side's context object (`PartyContext`, `ServerContext`).
     """
 
-    runs_rounds: bool = False
+    runs_rounds: ClassVar[bool] = False
 
-    _needs_public_set: bool = True
+    _plan_type: ClassVar[type[Plan]]
+    _uploads: ClassVar[Uploads[Any]]
+    _releases: ClassVar[Releases]
 
     # requested by default so that metadata routing sends them to fit
     __metadata_request__fit = {"groups": True, "X_unlabeled": True}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        missing = [name for name in _ROUND_HOOKS
-                   if cls.runs_rounds and getattr(cls, name) is getattr(
-                       BaseFederatedClassifier, name)]
+        if not cls.runs_rounds:
+            return
+        missing = [] if cls._server_round is not BaseFederatedClassifier._server_round \
+            else ["_server_round"]
+        if getattr(getattr(cls, "_uploads", None), "message_check", True) is None:
+            missing.append("_uploads.message_check")
         if missing:
             raise TypeError(
                 f"{cls.__name__} runs rounds (runs_rounds = True) but does not define "
                 f"{' and '.join(missing)}: see BaseFederatedClassifier's hooks."
             )
 
-    # --- what an algorithm declares and defines ------------------------------------------
+    def __new__(cls, *args, **kwargs):
+        missing = [name for name in _DECLARATIONS if not hasattr(cls, name)]
+        if missing:
+            raise TypeError(f"{cls.__name__} does not declare {', '.join(missing)}: see "
+                            "BaseFederatedClassifier's declarations.")
+        return super().__new__(cls)
 
-    @property
-    @abstractmethod
-    def _plan_type(self) -> type[Plan]:
-        """The algorithm's `Plan` class: ``_plan_type.of(estimator)`` resolves and
-        checks every parameter before any work."""
-
-    @property
-    @abstractmethod
-    def _upload_kind(self) -> str:
-        """What a party's upload holds, in messages ("students", "local model")."""
+    # --- the hooks an algorithm defines ----------------------------------------------
 
     @abstractmethod
     def _base_estimators(self) -> list[Any]:
@@ -201,18 +243,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """What every party of `parties` uploads, their models in one flat parallel
         batch per tier: a `PartyStepResult`."""
 
-    @abstractmethod
-    def _upload_check(self, context: ServerContext[Any],
-                      final: bool) -> Callable[[UploadChecker], Any]:
-        """The check of one upload's algorithm fields: a function of the upload's
-        checker (`skfedkt._deployment` reads the file; this checks what it holds).
-        `final`: whether it is the upload of the last step (`fit_server`)."""
-
-    def _message_check(self, context: ServerContext[Any]) -> Callable[[UploadChecker], Any]:
-        """With rounds: the check of the server's message, as a party reads it (a
-        function of the message's checker, as `_upload_check`)."""
-        raise NotImplementedError
-
     def _server_round(self, context: ServerContext[Any],
                       uploads: list[Message]) -> PartyUpload:
         """With rounds: the server's message of one round (a `PartyUpload`), from the
@@ -226,57 +256,13 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     def _server_step(self, context: ServerContext[Any], uploads: list[Message],
                      reused: Any) -> dict[str, Any]:
         """The fitted attributes, by name, from the parties' `uploads` (and, in `fit`,
-        what the party step let the server reuse; None on a deployed server)."""
+        what the party step let the server reuse and every round's message,
+        ``context.rounds``; None and none on a deployed server)."""
 
     def _after_fit(self, context: ServerContext[Any], uploads: list[Message],
                    data: FederatedData | None) -> None:
         """Warnings about the fitted model (`data`: the pooled rows in `fit`, None in
         `fit_server`); none by default."""
-
-    def _kept_from_rounds(self, messages: list[Message]) -> dict[str, Any]:
-        """Fitted attributes from every round's message, which only `fit` sees (a
-        deployed server keeps its own); none by default."""
-        return {}
-
-    @abstractmethod
-    def _uploaded_estimators(self, plan: Any, party: Any) -> list[Any]:
-        """The estimators `party`'s upload will hold, checked (skops can write them)
-        before any training."""
-
-    @abstractmethod
-    def _sent_bytes(self) -> np.ndarray:
-        """What each party sent in `fit`, aligned with ``parties_``, from the fitted
-        attributes."""
-
-    def _party_noise(self, plan: Any) -> str | None:
-        """The name of the privacy mechanism whose noise a party draws, or None."""
-        return None
-
-    def _describe_upload(self, upload: PartyUpload) -> str:
-        """What one of its uploads holds, in a few words (the deployment commands'
-        lines); ``_upload_kind`` by default."""
-        return self._upload_kind
-
-    def _describe_round(self, message: Message) -> str:
-        """With rounds: what the round of the server's `message` changed, in a few
-        words ending in "; " (the deployment commands' lines); nothing by default."""
-        return ""
-
-    def _unsettled_share(self) -> float:
-        """After a fit whose rounds stopped at their cap: the share of what the last
-        round shares (FedCT: the consensus labels) that it still changed; NaN when the
-        rounds converged, and by default."""
-        return np.nan
-
-    @abstractmethod
-    def _membership_releases(self) -> list[Release]:
-        """What the fitted model lets out, for `skfedkt.privacy.membership_audit`: a
-        list of releases (each party's upload, the final model)."""
-
-    @abstractmethod
-    def _upload_releases(self, upload: PartyUpload, n_classes: int) -> list[Release]:
-        """What one party's `upload` lets out, for
-        `skfedkt.privacy.party_membership_audit`: a list of releases."""
 
     @abstractmethod
     def _predict_codes(self, X: Any) -> np.ndarray:
@@ -401,7 +387,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         after `fit_server`, the size of each upload file."""
         check_is_fitted(self)
         if self._upload_bytes is None:
-            self._upload_bytes = self._sent_bytes()
+            self._upload_bytes = self._uploads.sent_bytes(self)
         return self._upload_bytes
 
     # parameters that take the package's parameter objects, which check their own
@@ -466,12 +452,10 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 f"y holds one class only ({self.classes_.tolist()[0]!r}): a classifier "
                 "needs at least two classes among the parties' rows."
             )
-        warn_about_assumptions(type(self).__name__, groups, X_unlabeled,
-                               self._needs_public_set)
-        X_public = data.X_public  # the rows of X where no public set was given
-        if not self._needs_public_set:
-            X_public = None if X_unlabeled is None else data.X_public
-            self._check_public_set(plan, X_public, "fit")
+        uses_public_set = plan.public_set_use is not None
+        warn_about_assumptions(type(self).__name__, groups, X_unlabeled, uses_public_set)
+        # the rows of X where no public set was given; none where the steps use none
+        X_public = data.X_public if uses_public_set or X_unlabeled is not None else None
         root = root_seed(self.random_state)
         party_context = PartyContext(
             plan, data, root, [dict(party=party, n_rows=len(rows))
@@ -488,9 +472,9 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                     break
                 message = self._round_message(server_context.with_message(message), uploads)
                 messages.append(message)
-            server_context = server_context.with_message(message)
+            server_context = replace(server_context, message=message, rounds=tuple(messages))
             fitted = self._server_step(server_context, uploads, reused)
-        fitted.update(self._kept_from_rounds(messages), tier_fits_=tier_fits)
+        fitted.update(tier_fits_=tier_fits)
         # what each party sent is measured when asked for: skops takes far longer than
         # the fits of small models
         self._set_fitted(dict(fitted, _upload_bytes=None))
@@ -563,15 +547,15 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         data = PartyData(self, X, y, classes, X_unlabeled, party)
         context = PartyContext(plan, data, root_seed(self.random_state),
                                [data.manifest(self)], share_model=share_model is not False)
-        for estimator in (self._uploaded_estimators(plan, data.party)
+        for estimator in (plan.uploaded_estimators(data.party)
                           if share_model is not False else ()):
-            check_uploadable(estimator, self._upload_kind, f"{self._name}'s party step")
+            check_uploadable(estimator, plan.upload_kind, f"{self._name}'s party step")
         if message is not None:
             message = checked_message(message, data.expectations(self),
-                                      check=self._message_check(context))
-        if party_seed is None and self._party_noise(plan) is not None:
+                                      check=self._uploads.message_check(context))
+        if party_seed is None and plan.party_noise is not None:
             warnings.warn(
-                f"With {self._party_noise(plan)} the party's noise comes from party_seed; "
+                f"With {plan.party_noise} the party's noise comes from party_seed; "
                 "without one it derives from random_state and the party's name, which a "
                 "server knowing random_state can recompute. Pass a secret party_seed.",
                 UserWarning,
@@ -620,12 +604,12 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
         if message is not None:
             message = checked_message(message, expected, limits,
-                                      check=self._message_check(context))
+                                      check=self._uploads.message_check(context))
             expected["classes"] = message.manifest["classes"]
         uploads, _ = collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
             trusted=trusted, min_parties=min_parties, limits=limits,
-            check=self._upload_check(context, final=False),
+            check=self._uploads.check(context, False),
         )
         # what the server did not know, it took from the accepted uploads: the message
         # says it to every party
@@ -686,7 +670,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             raise TypeError(f"{type(self).__name__} runs one round: leave message out.")
         uploads, left_out = collect_uploads(
             uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
-            check=self._upload_check(context, final=True),
+            check=self._uploads.check(context, True),
         )
         manifest = uploads[0].manifest
         classes = np.array(manifest["classes"])
@@ -713,7 +697,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 "(the one that said done) as message=."
             )
         message = checked_message(message, expected, limits,
-                                  check=self._message_check(context))
+                                  check=self._uploads.message_check(context))
         if not message.manifest["done"]:
             raise ValueError(
                 f"The server's message of round {message.manifest['round']} does not say "
@@ -721,11 +705,10 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             )
         return message
 
-    def _check_public_set(self, plan: Any, X_unlabeled: Any, step: str) -> None:
+    def _check_public_set(self, plan, X_unlabeled, step):
         """Refuse a missing public set, before any work, where `step` needs it."""
-        if self._needs_public_set:
-            require_public_set(X_unlabeled, f"{self._name}'s {step}")
-
+        if plan.public_set_use is not None:
+            require_public_set(X_unlabeled, f"{self._name}'s {step}", plan.public_set_use)
     @property
     def _name(self):
         """The algorithm's name in messages: FedKT, FedCT, OneShotEnsemble."""

@@ -7,9 +7,10 @@ An `Algorithm` says what the command line shows of it: its name, its flags (`Fla
 data, from which the command line makes its options; no algorithm sees argparse), how
 its flags' values become the class's keyword arguments, whether the deployment
 commands run it, and the configurations (`Method`) the experiment runner compares.
+and what its lines say of an upload, a round and rounds that did not settle.
 Everything else - whether the public set is needed, what an upload holds, whether the
-server runs rounds - the callers ask the estimator (`BaseFederatedClassifier`'s
-hooks).
+server runs rounds - the callers ask the estimator and its plan
+(`BaseFederatedClassifier`'s declarations).
 """
 
 from __future__ import annotations
@@ -126,7 +127,18 @@ class Algorithm:
     """The classes of its own, beyond `estimator_class` and its parameter objects, that
     a fitted model holds (a privacy report it makes without a mechanism, say): model
     files trust them (`trusted_model_types`)."""
-
+    describe_upload: Callable[[Any], str] | None = None
+    """``describe_upload(upload)``: what one of its uploads holds, in a few words, for
+    the deployment commands' lines; None: its plan's ``upload_kind``."""
+    describe_round: Callable[[Any], str] | None = None
+    """With rounds: ``describe_round(message)``, what the round of the server's
+    `message` changed, in a few words ending in "; " (the deployment commands'
+    lines); None: nothing."""
+    unsettled_share: Callable[[Any], float] | None = None
+    """``unsettled_share(estimator)``: after a fit whose rounds stopped at their cap,
+    the share of what the last round shares that it still changed (FedCT: the
+    consensus labels), NaN when the rounds converged; for the runner's table. None:
+    always NaN."""
 
     def keyword_arguments(self, values):
         """Its class's keyword arguments from its flags' `values` (see `options`)."""
@@ -159,6 +171,12 @@ def algorithms(deployed=False):
 def algorithm(name):
     """The registered algorithm called `name`."""
     return _ALGORITHMS[name]
+
+
+def declaration_of(estimator):
+    """The declaration of `estimator`'s class, or None where no algorithm declares it."""
+    return next((declared for declared in _ALGORITHMS.values()
+                 if declared.estimator_class is type(estimator)), None)
 
 
 def methods():

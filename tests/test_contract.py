@@ -20,7 +20,7 @@ from _flower_grid import flower_task  # noqa: F401  (a fixture)
 
 from skfedkt import PartyUpload
 from skfedkt.privacy import membership_audit
-from skfedkt._base import BaseFederatedClassifier
+from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
 from skfedkt._engine._context import PartyStepResult
 from skfedkt._engine._fitting import ClassCodeModel, ensemble_proba
 from skfedkt._engine._plan import Plan
@@ -34,10 +34,26 @@ class LocalVotePlan(Plan):
 
     estimator_name: ClassVar[str] = "LocalVoteClassifier"
 
+    upload_kind = "local model"
+
     @classmethod
     def of(cls, estimator):
         return cls(n_jobs=estimator.n_jobs, verbose=estimator.verbose,
                    estimator=estimator.estimator)
+
+    @property
+    def public_set_use(self):
+        return None  # the parties' own models alone
+
+    def uploaded_estimators(self, party):
+        return [self.estimator]
+
+
+def check_upload(context, final):
+    def check(checker):
+        checker.rows_and_counts()
+        checker.optional_model()
+    return check
 
 
 class LocalVoteClassifier(BaseFederatedClassifier):
@@ -45,8 +61,10 @@ class LocalVoteClassifier(BaseFederatedClassifier):
     rows and uploads it; the server averages their probabilities."""
 
     _plan_type = LocalVotePlan
-    _upload_kind = "local model"
-    _needs_public_set = False
+    _uploads = Uploads(check=check_upload,
+                       sent_bytes=lambda clf: np.zeros(len(clf.parties_)))
+    _releases = Releases(of_fit=lambda clf: [final_model_release(clf)],
+                         of_upload=lambda clf, upload, n_classes: [])
     _private_fitted = ("_models",)
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict_proba"])],
@@ -81,26 +99,8 @@ class LocalVoteClassifier(BaseFederatedClassifier):
                 payload={"model": model, "codes": codes}))
         return PartyStepResult(uploads)
 
-    def _upload_check(self, context, final):
-        def check(checker):
-            checker.rows_and_counts()
-            checker.optional_model()
-        return check
-
     def _server_step(self, context, uploads, reused):
         return {"_models": [upload.model() for upload in uploads]}
-
-    def _uploaded_estimators(self, plan, party):
-        return [plan.estimator]
-
-    def _sent_bytes(self):
-        return np.zeros(len(self.parties_))
-
-    def _membership_releases(self):
-        return [final_model_release(self)]
-
-    def _upload_releases(self, upload, n_classes):
-        return []
 
     def _proba(self, X):
         return ensemble_proba(self._models, X, len(self.classes_), "soft")
@@ -118,37 +118,43 @@ def test_a_class_that_lacks_a_hook_is_refused_naming_it():
         Forgetful(DecisionTreeClassifier())
     assert "_proba" in str(refusal.value)
 
-    class NoPlan(LocalVoteClassifier):
-        _plan_type = BaseFederatedClassifier._plan_type
+    class NoDeclarations(BaseFederatedClassifier):
+        _base_estimators = LocalVoteClassifier._base_estimators
+        _parties = LocalVoteClassifier._parties
+        _party_step = LocalVoteClassifier._party_step
+        _server_step = LocalVoteClassifier._server_step
+        _proba = LocalVoteClassifier._proba
+        _predict_codes = LocalVoteClassifier._predict_codes
 
-    with pytest.raises(TypeError, match="_plan_type"):
-        NoPlan(DecisionTreeClassifier())
+    with pytest.raises(TypeError, match="does not declare _plan_type, _uploads, _releases"):
+        NoDeclarations()
 
 
 def test_an_algorithm_with_rounds_must_define_its_round_hooks():
-    with pytest.raises(TypeError, match=r"runs rounds.*_server_round and _message_check"):
+    with pytest.raises(TypeError,
+                       match=r"runs rounds.*_server_round and _uploads.message_check"):
         class Rounds(LocalVoteClassifier):  # noqa: F841
             runs_rounds = True
 
 
-OPTIONAL_HOOKS = ("_message_check", "_server_round", "_after_fit", "_kept_from_rounds",
-                  "_party_noise", "_offers", "_decision_scores", "_check_public_set",
-                  "_describe_upload", "_describe_round", "_unsettled_share")
+OPTIONAL_HOOKS = ("_server_round", "_after_fit", "_offers", "_decision_scores")
 
 
 def test_every_hook_is_declared_in_the_base_class_and_annotated():
+    """At most ten algorithm-facing hooks; what an upload holds, how it is checked, what
+    a fit lets out and the command line's words are declarations (`Uploads`,
+    `Releases`, the plan, the registry)."""
     import inspect
 
-    hooks = {"_plan_type", "_upload_kind", "_base_estimators", "_parties", "_party_step",
-             "_upload_check", "_server_step", "_uploaded_estimators", "_sent_bytes",
-             "_membership_releases", "_upload_releases", "_predict_codes", "_proba"}
+    hooks = {"_base_estimators", "_parties", "_party_step", "_server_step",
+             "_predict_codes", "_proba"}
     assert BaseFederatedClassifier.__abstractmethods__ == hooks
+    assert len(hooks) + len(OPTIONAL_HOOKS) <= 10
     for optional in OPTIONAL_HOOKS:
         assert callable(getattr(BaseFederatedClassifier, optional))
     unannotated = []
     for name in sorted(hooks | set(OPTIONAL_HOOKS)):
-        hook = vars(BaseFederatedClassifier)[name]
-        function = hook.fget if isinstance(hook, property) else hook
+        function = vars(BaseFederatedClassifier)[name]
         signature = inspect.signature(function)
         unannotated += [f"{name}({parameter})" for parameter in signature.parameters
                         if parameter != "self"
@@ -156,6 +162,21 @@ def test_every_hook_is_declared_in_the_base_class_and_annotated():
         if signature.return_annotation is inspect._empty:
             unannotated.append(f"{name} -> ?")
     assert unannotated == []
+
+
+def test_the_algorithms_define_only_hooks_and_declarations():
+    """What an algorithm class defines of the base's private names is a hook or a
+    declaration: nothing else of the base is overridden."""
+    from skfedkt._base import _DECLARATIONS
+    from skfedkt._registry import algorithms
+
+    allowed = {*BaseFederatedClassifier.__abstractmethods__, *OPTIONAL_HOOKS,
+               *_DECLARATIONS, "_private_fitted", "_parameter_objects",
+               "_parameter_constraints", "_abc_impl"}
+    for declared in algorithms():
+        own = {name for name in vars(declared.estimator_class) if name.startswith("_")
+               and not name.startswith("__") and hasattr(BaseFederatedClassifier, name)}
+        assert own <= allowed, (declared.name, own - allowed)
 
 
 def test_an_algorithm_of_the_test_folder_runs_in_process_and_deployed(tmp_path):

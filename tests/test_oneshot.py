@@ -20,7 +20,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt import OneShotEnsembleClassifier
+from skfedkt import AssumptionWarning, OneShotEnsembleClassifier
 from skfedkt._deployment._upload import payload_bytes
 from skfedkt.datasets import dirichlet_partition
 
@@ -146,11 +146,16 @@ def test_classifier_student_learns_the_ensemble_labels(uneven_parties):
     assert hasattr(clf, "predict_proba") and not hasattr(clf, "decision_function")
 
 
-def test_distillation_without_public_data_is_an_error(uneven_parties):
+def test_distillation_without_a_public_set(uneven_parties):
+    """`fit` distils on the training rows, saying so, as every algorithm whose steps
+    need a public set does; a party's deployed step refuses to run without it."""
     X, y, party, *_ = uneven_parties
     clf = OneShotEnsembleClassifier(distill=True, final_estimator=KernelRidge())
-    with pytest.raises(ValueError, match="pass the public set as X_unlabeled"):
+    with pytest.warns(AssumptionWarning, match="training rows, without their labels"):
         clf.fit(X, y, groups=party)
+    with pytest.raises(ValueError, match=r"needs the agreed public set \(distill=True "
+                       "distils the ensemble on it\): pass it as X_unlabeled"):
+        clf.fit_party(X, y, party=0, classes=np.unique(y))
 
 
 def test_a_final_estimator_without_distillation_is_an_error(uneven_parties):

@@ -314,11 +314,22 @@ def _refuse_overwriting_inputs(out, *inputs):
                              "write the result to another file.")
 
 
+def _uses_public_set(clf):
+    """Whether the estimator's steps need the agreed public set (its plan says)."""
+    return clf._plan().public_set_use is not None
+
+
+def _describe_upload(args, clf, upload):
+    """What the upload holds in a few words, as the algorithm declares them."""
+    describe = algorithm(args.algorithm).describe_upload
+    return clf._plan().upload_kind if describe is None else describe(upload)
+
+
 def run_party(args):
     _refuse_overwriting_inputs(args.out, args.data, args.public, args.message)
     clf = _estimator(args)
     X, y = load_local_file(args.data)
-    X_public = _public(args, required=clf._needs_public_set)
+    X_public = _public(args, required=_uses_public_set(clf))
     _check_same_columns(args.data, X, args.public, X_public)
     options = dict(party=args.name, classes=args.classes, X_unlabeled=X_public,
                    party_seed=args.party_seed)
@@ -333,7 +344,7 @@ def run_party(args):
     seconds = time.perf_counter() - start
     size = upload.save(args.out)
     round_ = upload.manifest.get("round")
-    print(f"party {args.name!r}: {len(y)} rows, {clf._describe_upload(upload)}"
+    print(f"party {args.name!r}: {len(y)} rows, {_describe_upload(args, clf, upload)}"
           + ("" if round_ is None else f" of round {round_}")
           + f" in {seconds:.1f} s; wrote {args.out} ({size / 1000:.1f} kB)")
     return 0
@@ -342,7 +353,7 @@ def run_party(args):
 def run_server(args):
     _refuse_overwriting_inputs(args.out, *args.uploads, args.public, args.message)
     clf = _estimator(args)
-    X_public = _public(args, required=clf._needs_public_set)
+    X_public = _public(args, required=_uses_public_set(clf))
     if args.party_rows is not None and not args.agreed_limits:
         raise ValueError("--party-rows sizes the reference party of --agreed-limits: "
                          "add --agreed-limits, or leave --party-rows out.")
@@ -358,7 +369,8 @@ def run_server(args):
                 message = clf.server_round(args.uploads, X_public, message=args.message,
                                            **checks)
             message.save(args.out)
-            change = clf._describe_round(message)
+            describe_round = algorithm(args.algorithm).describe_round
+            change = "" if describe_round is None else describe_round(message)
             next_step = (
                 "done: every party runs its final step with --message "
                 f"{args.out}, then the server combines those uploads with the same message"
@@ -395,7 +407,7 @@ def run_audit(args):
                          f"{args.references} reference runs"):
         audit = party_membership_audit(
             clf, X, y, party=args.name, classes=args.classes,
-            X_unlabeled=_public(args, required=clf._needs_public_set),
+            X_unlabeled=_public(args, required=_uses_public_set(clf)),
             X_holdout=X_holdout, y_holdout=y_holdout, upload=upload,
             party_seed=args.party_seed, n_reference=args.references,
             random_state=args.random_state,

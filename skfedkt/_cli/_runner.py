@@ -14,7 +14,7 @@ from ..baselines import solo_scores
 from ..datasets import load_federated
 from ..privacy import membership_audit
 from .._registry import algorithms as declared_algorithms
-from .._registry import methods
+from .._registry import declaration_of, methods
 from ._estimators import ESTIMATORS
 
 
@@ -118,10 +118,19 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
                                                                seed)
     return (model.score(data.X_test, data.y_test), seconds, upload,
             epsilon if np.isfinite(epsilon) else np.nan, *attack_aucs,
-            model._unsettled_share())
+            _unsettled_share(model))
 
 
 _NO_AUDIT = (np.nan, np.nan)
+
+
+def _unsettled_share(model):
+    """What the last of rounds stopped at their cap still changed, as the model's
+    algorithm declares it; NaN by default."""
+    declared = declaration_of(model)
+    if declared is None or declared.unsettled_share is None:
+        return np.nan
+    return declared.unsettled_share(model)
 
 
 class StagesOnBar(io.TextIOBase):

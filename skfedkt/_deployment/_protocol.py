@@ -55,12 +55,13 @@ def _check_party_name(party):
     return party if isinstance(party, str) else int(party)
 
 
-def require_public_set(X_public, step):
-    """The algorithm's steps need the agreed public set: refuse None before any work."""
+def require_public_set(X_public, step, use):
+    """The algorithm's steps need the agreed public set (`use`: what they do with it):
+    refuse None before any work."""
     if X_public is None:
         raise ValueError(
-            f"{step} needs the agreed public set: pass it as X_unlabeled (the same rows, "
-            "in the same order, at every party and the server)."
+            f"{step} needs the agreed public set ({use}): pass it as X_unlabeled (the "
+            "same rows, in the same order, at every party and the server)."
         )
 
 

@@ -129,6 +129,9 @@ class ServerContext(_Context, Generic[PlanT]):
     manifest : dict or None
         In a deployed `server_round`: what every party's manifest is expected to say,
         which the round's message repeats to the parties; None in `fit`.
+    rounds : tuple of PartyUpload
+        In `fit`'s last step: the server's message of every round, which a deployed
+        server does not keep (it has its last, `message`); empty elsewhere.
     deployed : bool
         Whether the uploads were read from files (`fit_server`, `server_round`), whose
         manifests are their parties' claims, rather than made in `fit` from the pooled
@@ -141,6 +144,7 @@ class ServerContext(_Context, Generic[PlanT]):
     classes: np.ndarray | None = None
     message: Message | None = None
     manifest: dict[str, Any] | None = None
+    rounds: tuple[Message, ...] = ()
     deployed: bool = False
 
     @property

@@ -28,3 +28,27 @@ class Plan:
         """Print a stage of the fit when ``verbose`` is set."""
         if self.verbose:
             print(f"[{self.estimator_name}] {message}", flush=True)
+
+    # --- what the parameters imply for the steps, which the base class reads ------------
+
+    # what a party's upload holds, in messages ("students", "local model")
+    upload_kind: ClassVar[str] = "upload"
+
+    @property
+    def public_set_use(self) -> "str | None":
+        """What the steps do with the agreed public set, in a few words for a refusal
+        ("the teachers label it"); None where they use none. Where it is needed, `fit`
+        without one takes the training rows, with a warning, and the deployed steps
+        refuse to run without it."""
+        return "the parties' models label it"
+
+    @property
+    def party_noise(self) -> "str | None":
+        """The privacy mechanism whose noise a party draws (`fit_party` warns without a
+        secret ``party_seed``), or None."""
+        return None
+
+    def uploaded_estimators(self, party) -> list:
+        """The (unfitted) estimators `party`'s upload will hold, which `fit_party`
+        checks skops can write before any training; none by default."""
+        return []

@@ -9,8 +9,7 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import BaseFederatedClassifier, _if_offered, shared_docs
-from .._deployment._protocol import require_public_set
+from .._base import BaseFederatedClassifier, Releases, Uploads, _if_offered, shared_docs
 from .._engine._context import PartyStepResult
 from .._engine._fitting import ClassCodeModel
 from .._engine._validation import warn_if_classes_lost
@@ -19,6 +18,45 @@ from .._privacy._release import final_model_release, models_release
 from ._party import FedAvgParty, first_round, party_round
 from ._plan import FedAvgPlan, base_estimator
 from ._server import check_party_upload, check_server_message, finished, server_round
+
+
+def _upload_check(context, final):
+    plan = context.plan
+    own = partial(check_party_upload, shapes_of=weight_shapes_of(plan.estimator),
+                  final=final)
+    if plan.init is None or final:
+        return own
+    # round 0's uploads are the first round's, checked as that algorithm checks them
+    first = plan.init._uploads.check(context.with_plan(plan.init_plan), True)
+    return lambda checker: (first if checker.manifest("round") == 0 else own)(checker)
+
+
+def _message_check(context):
+    plan = context.plan
+    return partial(check_server_message, plan=plan, shapes_of=weight_shapes_of(plan.estimator))
+
+
+def _sent_bytes(clf):
+    # every round, the weights
+    return np.full(len(clf.parties_), sum(entry["bytes_sent"] for entry in clf.history_))
+
+
+def _fit_releases(clf):
+    """What FedAvg lets out (see `skfedkt.privacy.membership_audit`): the final model.
+    Every party's weights of every round reach the server too; the fitted estimator
+    does not keep them: `skfedkt.privacy.party_membership_audit` attacks a party's
+    upload."""
+    return [final_model_release(clf)]
+
+
+def _upload_releases(clf, upload, n_classes):
+    """What one party's upload of a round lets out: the model its weights make."""
+    weights = upload.payload["weights"]
+    if weights is None:
+        return []
+    model = model_of(FedAvgPlan.of(clf).estimator, weights, n_classes)
+    return [models_release("upload", upload.party,
+                           [ClassCodeModel(model, np.arange(n_classes))], n_classes)]
 
 
 @shared_docs
@@ -162,13 +200,11 @@ class FedAvgClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = FedAvgPlan
+    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
+                       message_check=_message_check)
+    _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
 
     runs_rounds = True
-
-    @property
-    def _needs_public_set(self):
-        # FedDF distils on the public set, a one-shot first round transfers through it
-        return self.distill_epochs > 0 or self.init is not None
 
     _parameter_objects = ("init",)
 
@@ -206,13 +242,6 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _check_public_set(self, plan, X_unlabeled, step):
-        """Plain FedAvg and FedProx use no public set (one given is ignored); FedDF
-        and a one-shot first round need it."""
-        if self._needs_public_set:
-            require_public_set(X_unlabeled, f"{self._name}'s {step} (with "
-                               + ("distill_epochs" if plan.distill_epochs else "init") + ")")
-
     def _parties(self, context, random_state_of):
         plan, data = context.plan, context.data
         # the first round's parties draw from the streams its own fit gives them
@@ -229,58 +258,15 @@ class FedAvgClassifier(BaseFederatedClassifier):
         return PartyStepResult(party_round(context.plan, parties, context.data, context.root,
                                            context.message, context.manifests))
 
-    def _message_check(self, context):
-        plan = context.plan
-        return partial(check_server_message, plan=plan,
-                       shapes_of=weight_shapes_of(plan.estimator))
-
-    def _upload_check(self, context, final):
-        plan = context.plan
-        own = partial(check_party_upload, shapes_of=weight_shapes_of(plan.estimator),
-                      final=final)
-        if plan.init is None or final:
-            return own
-        # round 0's uploads are the first round's, checked as that algorithm checks them
-        first = plan.init._upload_check(context.with_plan(plan.init_plan), True)
-        return lambda checker: (first if checker.manifest("round") == 0 else own)(checker)
-
     def _server_round(self, context, uploads):
         return server_round(context, uploads)
 
     def _server_step(self, context, uploads, reused):
-        return finished(context.plan, context.message, context.classes)
-
-    @property
-    def _upload_kind(self):
-        # weights, or in a first round that algorithm's models
-        return "weights" if self.init is None else self.init._upload_kind
-
-    def _uploaded_estimators(self, plan, party):
-        # weights are arrays, which any upload file holds; a first round's models are
-        # checked as that algorithm checks them
-        return [] if plan.init is None else plan.init._uploaded_estimators(
-            plan.init_plan, party)
-
-    def _sent_bytes(self):
-        # every round, the weights
-        return np.full(len(self.parties_),
-                       sum(entry["bytes_sent"] for entry in self.history_))
-
-    def _membership_releases(self):
-        """What FedAvg lets out (see `skfedkt.privacy.membership_audit`): the final
-        model. Every party's weights of every round reach the server too; the fitted
-        estimator does not keep them: `skfedkt.privacy.party_membership_audit` attacks
-        a party's upload."""
-        return [final_model_release(self)]
-
-    def _upload_releases(self, upload, n_classes):
-        """What one party's upload of a round lets out: the model its weights make."""
-        weights = upload.payload["weights"]
-        if weights is None:
-            return []
-        model = model_of(FedAvgPlan.of(self).estimator, weights, n_classes)
-        return [models_release("upload", upload.party,
-                               [ClassCodeModel(model, np.arange(n_classes))], n_classes)]
+        fitted = finished(context.plan, context.message, context.classes)
+        if context.rounds:  # in fit: every round's global weights, for staged predictions
+            fitted["_round_weights"] = [message.payload["weights"]
+                                        for message in context.rounds]
+        return fitted
 
     def _after_fit(self, context, uploads, data):
         if data is None:
@@ -295,10 +281,6 @@ class FedAvgClassifier(BaseFederatedClassifier):
                 "at every party (a FunctionTransformer with the public set's statistics, "
                 "say), or give it more n_rounds or local_epochs.",
             )
-
-    def _kept_from_rounds(self, messages):
-        # every round's global weights, for the staged predictions
-        return {"_round_weights": [message.payload["weights"] for message in messages]}
 
     # --- the predict side ---------------------------------------------------------------
 

@@ -51,6 +51,23 @@ class FedAvgPlan(Plan):
                    init_plan=None if init is None else init._plan_type.of(init),
                    n_jobs=estimator.n_jobs, verbose=estimator.verbose)
 
+    @property
+    def upload_kind(self):
+        # weights, or in a first round that algorithm's upload
+        return "weights" if self.init is None else self.init_plan.upload_kind
+
+    @property
+    def public_set_use(self):
+        # plain FedAvg and FedProx use none (one given is ignored)
+        if self.distill_epochs:
+            return "distill_epochs distils on it, as FedDF"
+        return None if self.init is None else "init's first round labels it"
+
+    def uploaded_estimators(self, party):
+        # weights are arrays, which any upload file holds; a first round's models are
+        # checked as that algorithm checks them
+        return [] if self.init is None else self.init_plan.uploaded_estimators(party)
+
 
 def base_estimator(estimator):
     """FedAvg's model: the FedKT paper's MLP (two hidden layers of 100 ReLU units, Adam,

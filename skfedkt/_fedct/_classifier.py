@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
-from .._base import BaseFederatedClassifier, shared_docs
+from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._received import UploadChecker
 from .._deployment._upload import PartyUpload
 from .._engine._context import Message, PartyContext, PartyStepResult, ServerContext
@@ -32,6 +32,92 @@ from ._server import (
     finished,
     label_bytes,
 )
+
+
+def _upload_check(context: ServerContext[FedCTPlan],
+                  final: bool) -> Callable[[UploadChecker], Any]:
+    plan, root, n_public = context.plan, context.root, _num_samples(context.X_public)
+    return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
+
+
+def _message_check(context: ServerContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
+    n_public, n_rounds = _num_samples(context.X_public), context.plan.n_rounds
+    return lambda checker: check_server_message(checker, n_public, n_rounds)
+
+
+def _sent_bytes(clf: FedCTClassifier) -> np.ndarray:
+    # every round, one bit per public row and class
+    return np.full(len(clf.parties_), clf.n_rounds_ * label_bytes(
+        len(clf.consensus_mask_), len(clf.classes_)))
+
+
+def _fit_releases(clf: FedCTClassifier) -> list[Release]:
+    """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
+    shared labels (through its bit flips, covered by ``epsilon_``) as labels of rows
+    the attacker chooses, which is the server's power to pick the public set; every
+    party's final local model, which the voting ensemble needs; and that ensemble.
+    With `TeacherVotes` the fitted estimator keeps no teachers: their vote counts are
+    audited on the uploads (`skfedkt.privacy.party_membership_audit`)."""
+    report = clf.privacy_report_
+    n_classes = len(clf.classes_)
+    releases = []
+    for party, model in zip(clf.parties_.tolist(), clf._models):
+        if not isinstance(clf.privacy, TeacherVotes):
+            releases.append(_labels_release(
+                clf.privacy, party, model, n_classes, getattr(report, "sensitivity", None),
+                clf.epsilon_, 0.0 if report is None else report.delta))
+        releases.append(models_release("local model", party, [model], n_classes))
+    return [*releases, final_model_release(clf)]
+
+
+def _upload_releases(clf: FedCTClassifier, upload: PartyUpload,
+                     n_classes: int) -> list[Release]:
+    """What one party's upload of a round lets out: what it shares (where the party's
+    models are at hand in process: ``upload.local_model``, ``upload.teachers``) and its
+    model when the upload carries it. Its labels are labels of rows the attacker
+    chooses; its noisy teacher votes, the teachers' noisy plurality on them, with the
+    budget of the whole fit."""
+    releases = []
+    plan = FedCTPlan.of(clf)
+    if plan.teacher_votes is not None and upload.payload.get("vote_counts") is not None:
+        releases.append(_teacher_votes_release(
+            clf.privacy, upload.party, upload.teachers, n_classes,
+            plan.vote_sigma(len(upload.payload["vote_counts"]))))
+    elif (upload.payload.get("labels") is not None
+          and getattr(upload, "local_model", None) is not None):
+        n_public = len(upload.payload["labels"])
+        epsilon = np.inf if clf.privacy is None else clf.privacy.epsilon
+        releases.append(_labels_release(
+            clf.privacy, upload.party, upload.local_model.model, n_classes,
+            plan.sensitivity(n_public), epsilon, 0.0,
+        ))
+    if upload.payload["model"] is not None:
+        releases.append(models_release("local model", upload.party, [upload.model()],
+                                       n_classes))
+    return releases
+
+
+def _labels_release(privacy: Any, party: Any, model: Any, n_classes: int,
+                    sensitivity: float | None, epsilon: float, delta: float) -> Release:
+    def shared_votes(X: Any) -> np.ndarray:
+        # the same flips every time: the attacker sees one release
+        labels = share_labels(privacy, model.predict(X), n_classes, sensitivity,
+                              np.random.RandomState(0))
+        return (labels[:, None] == np.arange(n_classes)).astype(float)
+
+    return Release("labels", party, "labels", shared_votes, epsilon, delta)
+
+
+def _teacher_votes_release(privacy: TeacherVotes, party: Any, teachers: list[Any],
+                           n_classes: int, sigma: float) -> Release:
+    def shared_votes(X: Any) -> np.ndarray:
+        # one noise draw per row, the same every time: the attacker sees one release
+        counts = count_votes([teacher.predict(X) for teacher in teachers], n_classes)
+        noisy = add_noise(counts, noise="gaussian", gamma=1 / sigma,
+                          random_state=np.random.RandomState(0))
+        return (noisy.argmax(axis=1)[:, None] == np.arange(n_classes)).astype(float)
+
+    return Release("labels", party, "labels", shared_votes, privacy.epsilon, privacy.delta)
 
 
 @shared_docs
@@ -176,6 +262,9 @@ class FedCTClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = FedCTPlan
+    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
+                       message_check=_message_check)
+    _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
 
     runs_rounds = True
 
@@ -241,18 +330,6 @@ class FedCTClassifier(BaseFederatedClassifier):
             upload.teachers = party.teachers
         return PartyStepResult(uploads)
 
-    def _party_noise(self, plan: FedCTPlan) -> str | None:
-        return None if plan.privacy is None else type(plan.privacy).__name__
-
-    def _message_check(self, context: ServerContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
-        n_public, n_rounds = _num_samples(context.X_public), context.plan.n_rounds
-        return lambda checker: check_server_message(checker, n_public, n_rounds)
-
-    def _upload_check(self, context: ServerContext[FedCTPlan],
-                      final: bool) -> Callable[[UploadChecker], Any]:
-        plan, root, n_public = context.plan, context.root, _num_samples(context.X_public)
-        return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
-
     def _server_round(self, context: ServerContext[FedCTPlan],
                       uploads: list[Message]) -> PartyUpload:
         server = FedCTServer(context.plan, _num_samples(context.X_public),
@@ -263,31 +340,6 @@ class FedCTClassifier(BaseFederatedClassifier):
                      reused: Any) -> dict[str, Any]:
         return finished(context.plan, uploads, context.message, context.classes)
 
-    _upload_kind = "final model"
-
-    def _describe_upload(self, upload: PartyUpload) -> str:
-        return "labels" + (" and final model" if upload.payload.get("model") is not None
-                           else "")
-
-    def _describe_round(self, message: Message) -> str:
-        history = message.manifest["history"]
-        return (f"{history[-1]['consensus_changed']:.1%} of the consensus labels changed; "
-                if history else "")
-
-    def _unsettled_share(self) -> float:
-        if self.n_rounds_ < self.n_rounds or not self.history_:
-            return np.nan
-        changed = self.history_[-1]["consensus_changed"]
-        return changed if changed > self.tol else np.nan
-
-    def _uploaded_estimators(self, plan: FedCTPlan, party: Any) -> list[Any]:
-        return [plan.own_estimator(party)]
-
-    def _sent_bytes(self) -> np.ndarray:
-        # every round, one bit per public row and class
-        return np.full(len(self.parties_), self.n_rounds_ * label_bytes(
-            len(self.consensus_mask_), len(self.classes_)))
-
     def _after_fit(self, context: ServerContext[FedCTPlan], uploads: list[Message],
                    data: FederatedData | None) -> None:
         if data is not None:
@@ -296,71 +348,6 @@ class FedCTClassifier(BaseFederatedClassifier):
                 "The parties' vote predicts on the public set", data.y, "the training rows",
                 _SKEWED_PARTIES_REMEDY,
             )
-
-    def _membership_releases(self) -> list[Release]:
-        """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
-        shared labels (through its bit flips, covered by ``epsilon_``) as labels of rows
-        the attacker chooses, which is the server's power to pick the public set; every
-        party's final local model, which the voting ensemble needs; and that ensemble.
-        With `TeacherVotes` the fitted estimator keeps no teachers: their vote counts are
-        audited on the uploads (`skfedkt.privacy.party_membership_audit`)."""
-        report = self.privacy_report_
-        n_classes = len(self.classes_)
-        releases = []
-        for party, model in zip(self.parties_.tolist(), self._models):
-            if not isinstance(self.privacy, TeacherVotes):
-                releases.append(self._labels_release(
-                    party, model, n_classes, getattr(report, "sensitivity", None),
-                    self.epsilon_, 0.0 if report is None else report.delta))
-            releases.append(models_release("local model", party, [model], n_classes))
-        return [*releases, final_model_release(self)]
-
-    def _upload_releases(self, upload: PartyUpload, n_classes: int) -> list[Release]:
-        """What one party's upload of a round lets out: what it shares (where the
-        party's models are at hand in process: ``upload.local_model``,
-        ``upload.teachers``) and its model when the upload carries it. Its labels are
-        labels of rows the attacker chooses; its noisy teacher votes, the teachers'
-        noisy plurality on them, with the budget of the whole fit."""
-        releases = []
-        plan = FedCTPlan.of(self)
-        if plan.teacher_votes is not None and upload.payload.get("vote_counts") is not None:
-            releases.append(self._teacher_votes_release(
-                upload.party, upload.teachers, n_classes,
-                plan.vote_sigma(len(upload.payload["vote_counts"]))))
-        elif (upload.payload.get("labels") is not None
-              and getattr(upload, "local_model", None) is not None):
-            n_public = len(upload.payload["labels"])
-            epsilon = np.inf if self.privacy is None else self.privacy.epsilon
-            releases.append(self._labels_release(
-                upload.party, upload.local_model.model, n_classes,
-                plan.sensitivity(n_public), epsilon, 0.0,
-            ))
-        if upload.payload["model"] is not None:
-            releases.append(models_release(
-                "local model", upload.party,
-                [upload.model()], n_classes,
-            ))
-        return releases
-
-    def _labels_release(self, party, model, n_classes, sensitivity, epsilon, delta):
-        def shared_votes(X):
-            # the same flips every time: the attacker sees one release
-            labels = share_labels(self.privacy, model.predict(X), n_classes, sensitivity,
-                                  np.random.RandomState(0))
-            return (labels[:, None] == np.arange(n_classes)).astype(float)
-
-        return Release("labels", party, "labels", shared_votes, epsilon, delta)
-
-    def _teacher_votes_release(self, party, teachers, n_classes, sigma):
-        def shared_votes(X):
-            # one noise draw per row, the same every time: the attacker sees one release
-            counts = count_votes([teacher.predict(X) for teacher in teachers], n_classes)
-            noisy = add_noise(counts, noise="gaussian", gamma=1 / sigma,
-                              random_state=np.random.RandomState(0))
-            return (noisy.argmax(axis=1)[:, None] == np.arange(n_classes)).astype(float)
-
-        return Release("labels", party, "labels", shared_votes, self.privacy.epsilon,
-                       self.privacy.delta)
 
     def _proba(self, X: Any) -> np.ndarray:
         # vote shares (hard voting) or averaged probabilities of the parties' models

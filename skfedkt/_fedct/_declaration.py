@@ -1,5 +1,7 @@
 """FedCT on the command line: its flags and its configuration in ``skfedkt run``."""
 
+import numpy as np
+
 from .._privacy._mechanisms import BitFlips, TeacherVotes
 from .._registry import Algorithm, Flag, Method, OptionError, positive, register
 from ._classifier import FedCTClassifier
@@ -33,9 +35,33 @@ def options(values):
     return dict(privacy=BitFlips(values.dp_epsilon, sensitivity=values.dp_sensitivity))
 
 
+def describe_upload(upload):
+    """The deployment commands' words for an upload: labels, and in the last round the
+    party's model when it shares it."""
+    return "labels" + (" and final model" if upload.payload.get("model") is not None
+                       else "")
+
+
+def describe_round(message):
+    """What a round changed: the share of the consensus labels."""
+    history = message.manifest["history"]
+    return (f"{history[-1]['consensus_changed']:.1%} of the consensus labels changed; "
+            if history else "")
+
+
+def unsettled_share(clf):
+    """The share of consensus labels the last round changed, where the rounds stopped
+    at their cap before the consensus settled."""
+    if clf.n_rounds_ < clf.n_rounds or not clf.history_:
+        return np.nan
+    changed = clf.history_[-1]["consensus_changed"]
+    return changed if changed > clf.tol else np.nan
+
+
 register(Algorithm(
     name="fedct", estimator_class=FedCTClassifier, title="FedCT", listed=20,
-    flags=FLAGS, options=options,
+    flags=FLAGS, options=options, describe_upload=describe_upload,
+    describe_round=describe_round, unsettled_share=unsettled_share,
     accountant="FedCT the smaller of pure and RDP composition of its bit flips",
     methods=(Method(
         "fedct", "FedCT: co-training rounds on the public set, a model per party",

@@ -17,6 +17,7 @@ class FedCTPlan(Plan):
     """What one fit of `FedCTClassifier` runs (see `FedCTPlan.of`)."""
 
     estimator_name = "FedCTClassifier"
+    upload_kind = "final model"
 
     estimator: object
     n_rounds: int
@@ -80,6 +81,13 @@ class FedCTPlan(Plan):
                 )
             return self.estimator[party]
         return base_estimators(self.estimator)[0]
+
+    @property
+    def party_noise(self):
+        return None if self.privacy is None else type(self.privacy).__name__
+
+    def uploaded_estimators(self, party):
+        return [self.own_estimator(party)]
 
     @property
     def teacher_votes(self):

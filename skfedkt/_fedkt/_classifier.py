@@ -5,7 +5,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from .._base import BaseFederatedClassifier, shared_docs
+from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._context import PartyStepResult
 from .._engine._fitting import ClassCodeModel
@@ -23,6 +23,48 @@ def _students_release(party, students, codes, n_classes, epsilon, delta):
     return models_release("upload", party, [ClassCodeModel(student, student_codes)
                                             for student, student_codes in zip(students, codes)],
                           n_classes, epsilon, delta if np.isfinite(epsilon) else 0.0)
+
+
+def _upload_check(context, final):
+    plan = context.plan
+    n_queries = len(plan.tier_rows(context.X_public, context.root)[1])
+    # the data-independent bound of a party at L2, computed once for every upload
+    bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), n_queries)
+             ["data_independent_epsilon"] if plan.level == "L2" else None)
+    return lambda checker: check_upload(plan, checker, n_queries, bound)
+
+
+def _sent_bytes(clf):
+    # the students are all that a party sends
+    return payloads_bytes([{"students": students, "codes": codes}
+                           for students, codes in zip(clf.students_, clf._student_codes)],
+                          clf.n_jobs)
+
+
+def _fit_releases(clf):
+    """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's
+    students, its upload (at L2 covered by the party's epsilon), and the final model
+    (covered by ``epsilon_`` at L1 and L2)."""
+    report = clf.privacy_report_
+    party_epsilons = report.party_epsilons or {}
+    delta = 0.0 if report.delta is None else report.delta
+    uploads = [
+        _students_release(party, students, codes, len(clf.classes_),
+                          party_epsilons.get(party, np.inf), delta)
+        for party, students, codes in zip(clf.parties_.tolist(), clf.students_,
+                                          clf._student_codes)
+    ]
+    return [*uploads, final_model_release(clf, clf.epsilon_, delta)]
+
+
+def _upload_releases(clf, upload, n_classes):
+    """What one party's upload lets out: its students (at L2 with its guarantee)."""
+    privacy = upload.manifest.get("privacy") or {}
+    return [_students_release(
+        upload.party, upload.payload["students"], upload.payload["codes"], n_classes,
+        privacy.get("epsilon", np.inf), upload.manifest["params"]["delta"]
+        if privacy else 0.0,
+    )]
 
 
 @shared_docs
@@ -288,6 +330,8 @@ class FedKTClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = FedKTPlan
+    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes)
+    _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
 
     _private_fitted = ("_final_model", "_party_counts", "_student_codes")
 
@@ -357,31 +401,9 @@ class FedKTClassifier(BaseFederatedClassifier):
             plan, parties, data.X, plan.tier_rows(data.X_public, context.root),
             len(data.classes), context.manifests))
 
-    def _party_noise(self, plan):
-        return "PartyNoise" if plan.level == "L2" else None
-
-    def _upload_check(self, context, final):
-        plan = context.plan
-        n_queries = len(plan.tier_rows(context.X_public, context.root)[1])
-        # the data-independent bound of a party at L2, computed once for every upload
-        bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), n_queries)
-                 ["data_independent_epsilon"] if plan.level == "L2" else None)
-        return lambda checker: check_upload(plan, checker, n_queries, bound)
-
     def _server_step(self, context, uploads, reused):
         return server_step(context.plan, uploads, context.X_public, context.root,
                            context.classes, reused, claimed=context.deployed)
-
-    _upload_kind = "students"
-
-    def _uploaded_estimators(self, plan, party):
-        return [plan.student]
-
-    def _sent_bytes(self):
-        # the students are all that a party sends
-        return payloads_bytes([{"students": students, "codes": codes}
-                               for students, codes in zip(self.students_, self._student_codes)],
-                              self.n_jobs)
 
     def _after_fit(self, context, uploads, data):
         plan = context.plan
@@ -394,32 +416,6 @@ class FedKTClassifier(BaseFederatedClassifier):
                 parties=counts / counts.sum(axis=1, keepdims=True),
             )
         warn_after_fit(plan, vars(self), self.classes_, self.parties_, context.X_public)
-
-    def _membership_releases(self):
-        """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's
-        students, its upload (at L2 covered by the party's epsilon), and the final model
-        (covered by ``epsilon_`` at L1 and L2)."""
-        report = self.privacy_report_
-        party_epsilons = report.party_epsilons or {}
-        delta = 0.0 if report.delta is None else report.delta
-        uploads = [
-            _students_release(party, students, codes, len(self.classes_),
-                              party_epsilons.get(party, np.inf), delta)
-            for party, students, codes in zip(
-                self.parties_.tolist(), self.students_, self._student_codes
-            )
-        ]
-        return [*uploads, final_model_release(self, self.epsilon_, delta)]
-
-    @staticmethod
-    def _upload_releases(upload, n_classes):
-        """What one party's upload lets out: its students (at L2 with its guarantee)."""
-        privacy = upload.manifest.get("privacy") or {}
-        return [_students_release(
-            upload.party, upload.payload["students"], upload.payload["codes"], n_classes,
-            privacy.get("epsilon", np.inf), upload.manifest["params"]["delta"]
-            if privacy else 0.0,
-        )]
 
     def _student_vote_proba(self, X):
         """The server's pooled, share-shifted vote of the students on `X`, normalised:

@@ -36,6 +36,7 @@ class FedKTPlan(Plan):
     the votes' "auto" parts resolved (see `FedKTPlan.of`)."""
 
     estimator_name = "FedKTClassifier"
+    upload_kind = "students"
 
     teacher: BaseEstimator
     student: BaseEstimator
@@ -69,6 +70,13 @@ class FedKTPlan(Plan):
     def level(self):
         """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
         return "L0" if self.privacy is None else self.privacy.level
+
+    @property
+    def party_noise(self):
+        return "PartyNoise" if self.level == "L2" else None
+
+    def uploaded_estimators(self, party):
+        return [self.student]
 
     @property
     def soft_votes(self):

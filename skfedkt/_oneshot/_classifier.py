@@ -7,7 +7,7 @@ from sklearn.base import is_regressor
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import _num_samples
 
-from .._base import BaseFederatedClassifier, shared_docs
+from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._context import PartyStepResult
 from .._engine._fitting import ClassCodeModel, ensemble_proba
@@ -15,6 +15,34 @@ from .._privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
 from ._plan import OneShotPlan, final_template, local_template
 from ._server import check_upload, server_step, warn_if_collapsed
+
+
+def _sent_bytes(clf):
+    # a trained party sends its local model; a party too small to train, its size
+    sent = np.zeros(len(clf.parties_))
+    sent[np.isin(clf.parties_, clf.trained_parties_)] = payloads_bytes(
+        [{"model": model, "codes": codes}
+         for model, codes in zip(clf.estimators_, clf._local_codes)], clf.n_jobs)
+    return sent
+
+
+def _fit_releases(clf):
+    """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):
+    every trained party's local model (its upload) and the final model."""
+    n_classes = len(clf.classes_)
+    return [
+        *(models_release("upload", party, [ClassCodeModel(model, codes)], n_classes)
+          for party, model, codes in zip(clf.trained_parties_.tolist(), clf.estimators_,
+                                         clf._local_codes)),
+        final_model_release(clf),
+    ]
+
+
+def _upload_releases(clf, upload, n_classes):
+    """What one party's upload lets out: its local model, if it trained one."""
+    if upload.payload["model"] is None:
+        return []
+    return [models_release("upload", upload.party, [upload.model()], n_classes)]
 
 
 @shared_docs
@@ -147,8 +175,9 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = OneShotPlan
+    _uploads = Uploads(check=lambda context, final: check_upload, sent_bytes=_sent_bytes)
+    _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
 
-    _needs_public_set = False  # only to distil
 
     _private_fitted = ("_ensemble", "_local_codes", "_final_model")
 
@@ -201,13 +230,6 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _check_public_set(self, plan, X_unlabeled, step):
-        if plan.final is not None and X_unlabeled is None:
-            raise ValueError(
-                "distill=True distils the ensemble on a public set: pass the public set "
-                "as X_unlabeled (or distill=False to keep the ensemble)."
-            )
-
     def _parties(self, context, random_state_of):
         plan, data = context.plan, context.data
         if data.pooled:  # on its own machine, a party too small to train sends its size
@@ -222,51 +244,14 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             party.upload(party_fits, data.classes, manifest)
             for party, party_fits, manifest in zip(parties, fits, context.manifests)])
 
-    def _upload_check(self, context, final):
-        return check_upload
-
     def _server_step(self, context, uploads, reused):
         return server_step(context.plan, uploads, context.X_public, context.root,
                            context.classes)
-
-    _upload_kind = "local model"
-
-    def _uploaded_estimators(self, plan, party):
-        return [plan.local]
-
-    def _sent_bytes(self):
-        # a trained party sends its local model; a party too small to train, its size
-        sent = np.zeros(len(self.parties_))
-        sent[np.isin(self.parties_, self.trained_parties_)] = payloads_bytes(
-            [{"model": model, "codes": codes}
-             for model, codes in zip(self.estimators_, self._local_codes)], self.n_jobs)
-        return sent
 
     def _after_fit(self, context, uploads, data):
         if context.X_public is not None:
             warn_if_collapsed(context.plan, self._predict_codes(context.X_public), uploads,
                               self.classes_)
-
-    def _membership_releases(self):
-        """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):
-        every trained party's local model (its upload) and the final model."""
-        n_classes = len(self.classes_)
-        return [
-            *(models_release("upload", party, [ClassCodeModel(model, codes)], n_classes)
-              for party, model, codes in zip(self.trained_parties_.tolist(), self.estimators_,
-                                             self._local_codes)),
-            final_model_release(self),
-        ]
-
-    @staticmethod
-    def _upload_releases(upload, n_classes):
-        """What one party's upload lets out: its local model, if it trained one."""
-        if upload.payload["model"] is None:
-            return []
-        return [models_release(
-            "upload", upload.party,
-            [upload.model()], n_classes,
-        )]
 
     def _regressor_outputs(self, X):
         """A regressor final model's per-class outputs, shape (n_samples, n_classes)."""

@@ -16,6 +16,7 @@ class OneShotPlan(Plan):
     """What one fit of `OneShotEnsembleClassifier` runs (see `OneShotPlan.of`)."""
 
     estimator_name = "OneShotEnsembleClassifier"
+    upload_kind = "local model"
 
     local: BaseEstimator
     selection: str
@@ -49,6 +50,13 @@ class OneShotPlan(Plan):
             final=final_template(estimator) if estimator.distill else None,
             n_jobs=estimator.n_jobs, verbose=estimator.verbose,
         )
+
+    @property
+    def public_set_use(self):
+        return None if self.final is None else "distill=True distils the ensemble on it"
+
+    def uploaded_estimators(self, party):
+        return [self.local]
 
 
 

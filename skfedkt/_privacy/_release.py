@@ -1,7 +1,7 @@
 """What a fit lets out, as an attacker can query it (the subject of the membership audit).
 
-Each algorithm lists its releases (``_membership_releases`` of a fitted estimator,
-``_upload_releases`` of one party's upload) with these helpers.
+Each algorithm lists its releases (its class's ``_releases``: ``of_fit`` of a fitted
+estimator, ``of_upload`` of one party's upload) with these helpers.
 """
 
 from dataclasses import dataclass, field

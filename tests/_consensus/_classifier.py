@@ -13,13 +13,13 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import _num_samples
 
 from skfedkt import PartyUpload
-from skfedkt._base import BaseFederatedClassifier
+from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
 from skfedkt._deployment._received import UploadChecker
 from skfedkt._engine._context import Message, PartyContext, PartyStepResult, ServerContext
 from skfedkt._engine._fitting import ClassCodeModel
 from skfedkt._engine._plan import Plan
 from skfedkt._engine._seeds import derived_random_state, draw_seeds
-from skfedkt._privacy._release import Release, final_model_release
+from skfedkt._privacy._release import final_model_release
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,45 @@ class ConsensusPlan(Plan):
     temperature: float = 0.5
 
     estimator_name: ClassVar[str] = "ConsensusDistillClassifier"
+    upload_kind: ClassVar[str] = "public-set probabilities"
 
     @classmethod
     def of(cls, estimator: ConsensusDistillClassifier) -> ConsensusPlan:
         return cls(n_jobs=estimator.n_jobs, verbose=estimator.verbose,
                    estimator=estimator.estimator, n_rounds=estimator.n_rounds,
                    temperature=estimator.temperature)
+
+
+def _upload_check(context: ServerContext[ConsensusPlan],
+                  final: bool) -> Callable[[UploadChecker], Any]:
+    n_public = _num_samples(context.X_public)
+
+    def check(checker: UploadChecker) -> None:
+        checker.count("n_rows", positive=True)
+        if final:
+            if checker.upload.payload:
+                checker.refuse("payload", "a final upload after the last round holds "
+                               "nothing")
+            return
+        checker.floats("proba", (n_public, checker.n_classes), bound=1.0)
+
+    return check
+
+
+def _message_check(context: ServerContext[ConsensusPlan]) -> Callable[[UploadChecker], Any]:
+    n_public = _num_samples(context.X_public)
+
+    def check(checker: UploadChecker) -> None:
+        checker.count("round", positive=True, at_most=context.plan.n_rounds)
+        if not isinstance(checker.manifest("done"), bool):
+            checker.refuse("done", "not true or false")
+        checker.floats("consensus", (n_public, checker.n_classes), bound=1.0)
+
+    return check
+
+
+def _sent_bytes(clf: ConsensusDistillClassifier) -> np.ndarray:
+    return np.full(len(clf.parties_), clf.n_rounds_ * clf._consensus.nbytes)
 
 
 class ConsensusDistillClassifier(BaseFederatedClassifier):
@@ -46,7 +79,11 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
 
     runs_rounds = True
     _plan_type = ConsensusPlan
-    _upload_kind = "public-set probabilities"
+    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
+                       message_check=_message_check)
+    _releases = Releases(of_fit=lambda clf: [final_model_release(clf)],
+                         # probabilities on the public rows: no model of a party's rows
+                         of_upload=lambda clf, upload, n_classes: [])
     _private_fitted = ("_consensus", "_final_model")
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict_proba"])],
@@ -96,33 +133,6 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
                 "proba": model.predict_proba(context.X_public, n_classes)}))
         return PartyStepResult(uploads)
 
-    def _upload_check(self, context: ServerContext[ConsensusPlan],
-                      final: bool) -> Callable[[UploadChecker], Any]:
-        n_public = _num_samples(context.X_public)
-
-        def check(checker: UploadChecker) -> None:
-            checker.count("n_rows", positive=True)
-            if final:
-                if checker.upload.payload:
-                    checker.refuse("payload", "a final upload after the last round "
-                                   "holds nothing")
-                return
-            checker.floats("proba", (n_public, checker.n_classes), bound=1.0)
-
-        return check
-
-    def _message_check(self, context: ServerContext[ConsensusPlan]
-                       ) -> Callable[[UploadChecker], Any]:
-        n_public = _num_samples(context.X_public)
-
-        def check(checker: UploadChecker) -> None:
-            checker.count("round", positive=True, at_most=context.plan.n_rounds)
-            if not isinstance(checker.manifest("done"), bool):
-                checker.refuse("done", "not true or false")
-            checker.floats("consensus", (n_public, checker.n_classes), bound=1.0)
-
-        return check
-
     def _server_round(self, context: ServerContext[ConsensusPlan],
                       uploads: list[Message]) -> PartyUpload:
         # DS-FL's entropy reduction: the mean probabilities sharpened by a temperature
@@ -144,19 +154,6 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
             context.X_public, consensus.argmax(axis=1), len(context.known_classes))
         return {"_final_model": final_model, "_consensus": consensus,
                 "n_rounds_": int(context.message.manifest["round"])}
-
-    def _uploaded_estimators(self, plan: ConsensusPlan, party: Any) -> list[Any]:
-        return []  # its uploads hold arrays alone
-
-    def _sent_bytes(self) -> np.ndarray:
-        return np.full(len(self.parties_), self.n_rounds_ * self._consensus.nbytes)
-
-    def _membership_releases(self) -> list[Release]:
-        return [final_model_release(self)]
-
-    def _upload_releases(self, upload: PartyUpload, n_classes: int) -> list[Release]:
-        # probabilities on the public rows: no model of the party's rows to attack
-        return []
 
     def _proba(self, X: Any) -> np.ndarray:
         return self._final_model.predict_proba(X, len(self.classes_))
