@@ -3,10 +3,18 @@
 Every script's docstring starts with what it measures and has a ``Produces:`` line that
 names the page and section of the documentation (or README) whose table it prints;
 ``tests/test_benchmarks.py`` runs every script's ``main`` on tiny inputs.
+
+``--results FILE`` stores every table a script prints, as it prints it, in a JSON file
+with the command that printed it. The results pages of the documentation read the
+files under ``benchmarks/results/``: their tables and the figures each script draws
+from them (its ``figure(results)``), so building the docs runs no benchmark.
 """
 
 import argparse
+import json
+import shlex
 import sys
+from pathlib import Path
 
 import numpy as np
 from joblib import Parallel
@@ -31,7 +39,59 @@ def parser(doc, *, seeds=None, n_jobs=None, trees=None):
     if trees is not None:
         command.add_argument("--trees", type=int, default=trees,
                              help="trees of every random forest")
+    _stored.update(path=None, tables=[])  # a run stores nothing unless it says --results
+    command.add_argument("--results", type=Path, action=_StoreResults, metavar="FILE",
+                         help="also store the printed tables in this JSON file (the "
+                         "docs read benchmarks/results/)")
     return command
+
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# where the tables this run prints are stored (--results), and what it stored so far
+_stored = {"path": None, "tables": []}
+
+
+class _StoreResults(argparse.Action):
+    """--results FILE: from now on every printed table is stored in FILE too."""
+
+    def __call__(self, parser, namespace, path, option_string=None):
+        setattr(namespace, self.dest, path)
+        _stored.update(path=path, tables=[])
+
+
+def stored_results(name):
+    """The tables a benchmark stored under ``benchmarks/results/<name>.json``: a dict
+    of ``command`` (what printed them) and ``tables`` (each a ``header`` and ``rows``
+    of cells as printed)."""
+    return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+def cell_number(text):
+    """The number a printed cell starts with ("0.756 ± 0.070", "**1.07**", "1,000"),
+    NaN where it holds none."""
+    try:
+        return float(str(text).split("±")[0].split("(")[0].strip().strip("*")
+                     .replace(",", "").rstrip("x%s "))
+    except ValueError:
+        return float("nan")
+
+
+def cell_spread(text):
+    """The mean and the std of a printed "mean ± std" cell (std 0 without one)."""
+    parts = str(text).split("±")
+    return cell_number(parts[0]), cell_number(parts[1]) if len(parts) > 1 else 0.0
+
+
+def new_figure(*shape, width=9.0, height=3.6):
+    """A figure of the results pages: `shape` subplots (rows, columns) at a width that
+    fits the page."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(*shape, figsize=(width, height), squeeze=False,
+                        layout="constrained")
 
 
 def forest(n_trees, max_depth=6):
@@ -47,11 +107,20 @@ def mean_std(values, digits=3):
 def print_table(header, rows):
     """A Markdown table, as the README and the docs show it; without a `header`, rows
     of a table whose header was printed before (a table printed as it is measured)."""
+    rows = [[str(cell) for cell in row] for row in rows]
     if header is not None:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
     for row in rows:
-        print("| " + " | ".join(str(cell) for cell in row) + " |", flush=True)
+        print("| " + " | ".join(row) + " |", flush=True)
+    if _stored["path"] is not None:
+        if header is not None or not _stored["tables"]:
+            _stored["tables"].append(dict(header=list(header or []), rows=[]))
+        _stored["tables"][-1]["rows"] += rows
+        command = "python " + shlex.join([f"benchmarks/{Path(sys.argv[0]).name}",
+                                          *sys.argv[1:]])
+        _stored["path"].write_text(json.dumps(
+            dict(command=command, tables=_stored["tables"]), indent=1) + "\n")
 
 
 def progress(iterable, what, total=None):

@@ -23,7 +23,7 @@ whose environment sets no thread count (no ``OMP_NUM_THREADS``), as a user's wou
     python benchmarks/bench_busy_machine.py [--models networks boosting] [--busy 2]
         [--epochs 20] [--parties 10]
 
-Produces: doc/performance.rst, "Threads on a busy machine".
+Produces: doc/performance/overhead.rst, "Threads on a busy machine".
 """
 
 import argparse

@@ -21,7 +21,7 @@ seconds are those of that vote).
     python benchmarks/bench_census.py --path a9a --seeds 5 --betas 0.1 0.5 1
         [--parties 50] [--trees 100] [--n-jobs 2] [--methods ...]
 
-Produces: doc/performance.rst, "Census (the paper's Table 1)".
+Produces: doc/performance/papers.rst, "Against the paper's Table 1: census".
 """
 
 import time
@@ -29,7 +29,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table, run_parallel
+from _common import cell_spread, forest, mean_std, new_figure, parser, print_table, run_parallel
 from joblib import delayed
 from sklearn.base import clone
 from sklearn.tree import DecisionTreeClassifier
@@ -117,6 +117,29 @@ def main(argv=None):
         for (beta, method), rows in results.items()
     ])
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+def figure(results):
+    """Each method's accuracy on census at every beta, from the stored table of
+    `main`, against the paper's FedKT (0.8268 at beta 0.5, Table 1)."""
+    rows = results["tables"][0]["rows"]
+    betas = list(dict.fromkeys(row[0] for row in rows))
+    methods = list(dict.fromkeys(row[1] for row in rows))
+    fig, axes = new_figure(1, 1, height=0.45 * len(methods) + 1.2)
+    ax = axes[0][0]
+    height = 0.8 / len(betas)
+    for k, beta in enumerate(betas):
+        cells = {row[1]: cell_spread(row[2]) for row in rows if row[0] == beta}
+        means, stds = zip(*(cells.get(m, (float("nan"), 0)) for m in methods))
+        ax.barh([i + k * height for i in range(len(methods))], means, height, xerr=stds,
+                label=f"beta {beta}", capsize=2)
+    ax.axvline(0.8268, color="black", linestyle="--", linewidth=1,
+               label="the paper's FedKT (beta 0.5)")
+    ax.set(yticks=[i + height * (len(betas) - 1) / 2 for i in range(len(methods))],
+           yticklabels=methods, xlabel="test accuracy", xlim=(0.7, 0.87))
+    ax.invert_yaxis()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    return fig
 
 
 if __name__ == "__main__":

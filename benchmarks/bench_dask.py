@@ -15,7 +15,7 @@ importable by name (not defined in ``__main__``).
 
     python benchmarks/bench_dask.py [--workers 2] [--parties 20] [--trees 50]
 
-Produces: doc/performance.rst, "Scale-out with Dask".
+Produces: doc/performance/scaling.rst, "Scale-out with Dask".
 """
 
 import time

@@ -11,7 +11,7 @@ margin 4) beside the largest honest upload.
 
     python benchmarks/bench_deployment.py [--datasets digits breast_cancer] [--parties 10]
 
-Produces: doc/performance.rst, "Deployment" (and doc/deployment.rst, "Measured").
+Produces: doc/performance/deployment.rst, "Deployment through files".
 """
 
 import tempfile
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import skops.io  # noqa: F401  (imported once, before any step is timed)
-from _common import forest, parser, progress
+from _common import cell_spread, forest, new_figure, parser, print_table, progress
 from sklearn.base import clone
 
 from skfedkt import (
@@ -104,9 +104,9 @@ def main(argv=None):
     command.add_argument("--datasets", nargs="+", default=["digits", "breast_cancer"])
     command.add_argument("--parties", type=int, default=10)
     args = command.parse_args(argv)
-    print("| dataset | algorithm | rounds | upload | per party (kB) | party step (s) | "
-          "server step (s) | server memory per party (MiB) | same model as fit |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print_table(["dataset", "algorithm", "rounds", "upload", "per party (kB)",
+                 "party step (s)", "server step (s)", "server memory per party (MiB)",
+                 "same model as fit"], [])
     datasets = {name: load_federated(name, n_parties=args.parties, beta=0.5, random_state=0)
                 for name in args.datasets}
     runs = progress([(name, label, make) for name in args.datasets
@@ -131,25 +131,42 @@ def main(argv=None):
         same = np.array_equal(server.predict_proba(data.X_test),
                               fitted.predict_proba(data.X_test))
         honest = max(max(sizes) for sizes, _, _ in phases.values())
-        caps.append(f"| {name} | {label} | {largest} | {honest / 1000:.1f} | "
-                    f"{limits.max_file_bytes / 1000:.1f} | "
-                    f"{limits.max_inflated_bytes / 1000:.1f} | "
-                    f"{limits.max_schema_bytes / 1000:.1f} | {limits.max_members} | "
-                    f"{passed}/{len(files)} |")
+        caps.append([name, label, largest, f"{honest / 1000:.1f}",
+                     f"{limits.max_file_bytes / 1000:.1f}",
+                     f"{limits.max_inflated_bytes / 1000:.1f}",
+                     f"{limits.max_schema_bytes / 1000:.1f}", limits.max_members,
+                     f"{passed}/{len(files)}"])
         for phase, (sizes, party_s, server_s) in phases.items():
             what = {"labels": "labels, each round", "model": WHAT[label]}[phase]
             memory = (f"{peak / 2**20 / len(sizes):.1f}" if phase == "model" else "")
             sizes = np.array(sizes) / 1000
-            print(f"| {name} | {label} | {rounds} | {what} | {sizes.mean():.1f} ± "
-                  f"{sizes.std():.1f} (max {sizes.max():.1f}) | {np.mean(party_s):.2f} ± "
-                  f"{np.std(party_s):.2f} | {np.mean(server_s):.2f} ± "
-                  f"{np.std(server_s):.2f} | {memory} | {same} |", flush=True)
+            print_table(None, [[
+                name, label, rounds, what,
+                f"{sizes.mean():.1f} ± {sizes.std():.1f} (max {sizes.max():.1f})",
+                f"{np.mean(party_s):.2f} ± {np.std(party_s):.2f}",
+                f"{np.mean(server_s):.2f} ± {np.std(server_s):.2f}", memory, same]])
 
-    print("\n| dataset | algorithm | largest party (rows) | largest honest upload (kB) | "
-          "max_file_bytes (kB) | max_inflated_bytes (kB) | max_schema_bytes (kB) | "
-          "max_members | honest files read within the caps |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(caps))
+    print()
+    print_table(["dataset", "algorithm", "largest party (rows)",
+                 "largest honest upload (kB)", "max_file_bytes (kB)",
+                 "max_inflated_bytes (kB)", "max_schema_bytes (kB)", "max_members",
+                 "honest files read within the caps"], caps)
+
+
+def figure(results):
+    """What a party sends, per upload, every algorithm and dataset, from the stored
+    table of `main` (log scale: FedCT's labels are a thousand times smaller than
+    models)."""
+    rows = results["tables"][0]["rows"]
+    labels = [f"{row[0]}: {row[1]}, {row[3]}" for row in rows]
+    sizes, spreads = zip(*(cell_spread(row[4]) for row in rows))
+    fig, axes = new_figure(1, 1, width=8, height=0.38 * len(rows) + 1.2)
+    ax = axes[0][0]
+    ax.barh(range(len(rows)), sizes, xerr=spreads, capsize=2)
+    ax.set(yticks=range(len(rows)), yticklabels=labels, xscale="log",
+           xlabel="kB per party and upload")
+    ax.invert_yaxis()
+    return fig
 
 
 if __name__ == "__main__":

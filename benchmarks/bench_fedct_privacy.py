@@ -21,14 +21,24 @@ teachers agree) and the public rows labelled in the last round.
 
     python benchmarks/bench_fedct_privacy.py --census-path adult.data
 
-Produces: doc/privacy.rst, "FedCT: flipping label bits, or noisy teacher votes".
+Produces: doc/privacy.rst, "FedCT: flipping label bits, or noisy teacher votes"
+(and its figure on doc/performance/privacy.rst).
 """
 
 import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table, run_parallel
+from _common import (
+    cell_number,
+    cell_spread,
+    forest,
+    mean_std,
+    new_figure,
+    parser,
+    print_table,
+    run_parallel,
+)
 from bench_fedct_tables import breast_cancer_protocol
 from joblib import delayed
 from scipy.optimize import brentq
@@ -120,6 +130,36 @@ def main(argv=None):
         ])
     print_table(["protocol", "mode", "budget", "accuracy", "epsilon", "flip probability",
                  "labelled public rows"], table)
+
+
+def figure(results):
+    """Accuracy against the privacy budget, one panel per protocol, from the stored
+    table of `main`: each private mode's, and non-private FedCT's and the local models'
+    as lines."""
+    header, rows = results["tables"][0]["header"], results["tables"][0]["rows"]
+    protocol, mode, budget, accuracy = (header.index(name) for name in
+                                        ("protocol", "mode", "budget", "accuracy"))
+    protocols = list(dict.fromkeys(row[protocol] for row in rows))
+    fig, axes = new_figure(1, len(protocols), width=4.5 * len(protocols), height=3.4)
+    for ax, name in zip(axes[0], protocols):
+        own = [row for row in rows if row[protocol] == name]
+        for row in own:
+            if cell_number(row[budget]) != cell_number(row[budget]):  # no budget: a line
+                mean, _ = cell_spread(row[accuracy])
+                ax.axhline(mean, linestyle="--", linewidth=1, color="grey"
+                           if "local" in row[mode] else "black", label=row[mode])
+        for private in dict.fromkeys(row[mode] for row in own
+                                     if cell_number(row[budget]) == cell_number(row[budget])):
+            points = [(cell_number(row[budget]), *cell_spread(row[accuracy]))
+                      for row in own if row[mode] == private]
+            budgets, means, stds = zip(*points)
+            ax.errorbar(budgets, means, yerr=stds, marker="o", capsize=2, label=private)
+        ax.set(title=name, xscale="log", xlabel="epsilon (the whole fit's budget)",
+               ylabel="test accuracy")
+        ax.set_xticks(budgets, [f"{b:g}" for b in budgets])
+        ax.minorticks_off()
+    axes[0][0].legend(fontsize="small")
+    return fig
 
 
 if __name__ == "__main__":

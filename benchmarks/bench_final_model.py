@@ -26,7 +26,7 @@ over seeds.
     python benchmarks/bench_final_model.py                       # 3 seeds, beta 0.5
     python benchmarks/bench_final_model.py --betas 0.1 0.5 1 --census-path adult.data
 
-Produces: doc/performance.rst, "What the final model learns".
+Produces: doc/performance/final_model.rst, "What the final model learns".
 """
 
 import time
@@ -34,7 +34,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table, run_parallel
+from _common import cell_number, forest, mean_std, new_figure, parser, print_table, run_parallel
 from joblib import delayed
 from sklearn.base import clone
 
@@ -145,6 +145,26 @@ def main(argv=None):
         for method in methods
     ])
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+def figure(results):
+    """How each way of teaching the final model does against the default, on every
+    dataset and beta, from the stored table of `main` (points of accuracy)."""
+    header, rows = results["tables"][0]["header"], results["tables"][0]["rows"]
+    means = np.array([[cell_number(cell) for cell in row[1:]] for row in rows])
+    gain = 100 * (means - means[0])  # the first row is the default
+    fig, axes = new_figure(1, 1, width=9, height=0.38 * len(rows) + 1.4)
+    ax = axes[0][0]
+    bound = np.nanmax(np.abs(gain)) or 1
+    image = ax.imshow(gain, cmap="RdBu", vmin=-bound, vmax=bound, aspect="auto")
+    for (i, j), value in np.ndenumerate(gain):
+        if np.isfinite(value):
+            ax.text(j, i, f"{value:+.1f}", ha="center", va="center", fontsize="x-small")
+    ax.set(xticks=range(len(header) - 1), xticklabels=header[1:],
+           yticks=range(len(rows)), yticklabels=[row[0] for row in rows])
+    ax.tick_params(axis="x", labelrotation=30)
+    fig.colorbar(image, ax=ax, label="points of accuracy against the default")
+    return fig
 
 
 if __name__ == "__main__":

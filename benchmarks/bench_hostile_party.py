@@ -11,7 +11,7 @@ std over seeds, for the honest uploads, the lie with the bound, and the lie with
 
     python benchmarks/bench_hostile_party.py [--seeds 3] [--factor 1000] [--datasets digits]
 
-Produces: doc/deployment.rst, "Security" (a party's weight).
+Produces: doc/performance/deployment.rst, "A party that lies within the checks".
 """
 
 import time

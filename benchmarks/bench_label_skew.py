@@ -21,7 +21,8 @@ more than the paper's standard deviation below it) and at least the ensemble.
     python benchmarks/bench_label_skew.py --datasets digits --seeds 3
     python benchmarks/bench_label_skew.py --ablation      # which default does what
 
-Produces: doc/performance.rst, "Label skew" (and its ablation table).
+Produces: doc/performance/label_skew.rst, "Label skew" (and with --ablation
+doc/performance/defaults.rst).
 
 Seeds run in parallel (``--n-jobs``, each fit single-threaded), so results do not
 depend on it. The imbalanced task is ``make_classification`` with 76% negatives (the
@@ -34,7 +35,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table, run_parallel
+from _common import cell_spread, forest, mean_std, new_figure, parser, print_table, run_parallel
 from joblib import delayed
 from sklearn.base import clone
 from sklearn.datasets import make_classification
@@ -242,6 +243,37 @@ learns the public rows alone is expected to reach it); on the other {n_rows - co
 FedKT is at least the ensemble on {counts["ensemble, within"]}.
 Before distillation, the server's pooled vote of FedKT's students is at least the ensemble \
 on {counts["undistilled"]} of {n_rows} rows.""")
+
+
+# the methods the figure of the default run draws (its table has every one)
+FIGURE_METHODS = ("FedKT", "FedKT (paper)", "one-shot all", "FedCT", "PATE", "SOLO",
+                  "centralized")
+
+
+def figure(results):
+    """Accuracy against beta, one panel per dataset, from a stored table of `main` (its
+    default methods, or with ``--ablation`` FedKT's variants)."""
+    table = results["tables"][0]
+    header, rows = table["header"], table["rows"]
+    # the default run's main methods; every variant of an --ablation run
+    methods = ([m for m in header[3:] if m in FIGURE_METHODS] if "one-shot all" in header
+               else header[3:])
+    datasets = list(dict.fromkeys(row[0] for row in rows))
+    fig, axes = new_figure(1, len(datasets), width=2.6 * len(datasets), height=3.4)
+    for ax, dataset in zip(axes[0], datasets):
+        own = [row for row in rows if row[0] == dataset]
+        betas = [row[1] for row in own]
+        for method in methods:
+            column = header.index(method)
+            means, stds = zip(*(cell_spread(row[column]) for row in own))
+            ax.errorbar(range(len(betas)), means, yerr=stds, marker="o", capsize=2,
+                        label=method, linewidth=2.5 if method == "FedKT" else 1)
+        ax.set(title=dataset, xticks=range(len(betas)),
+               xticklabels=betas, xlabel="Dirichlet beta (smaller: more skew)")
+    axes[0][0].set_ylabel("test accuracy")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
+               ncol=min(len(methods), 5), fontsize="small")
+    return fig
 
 
 if __name__ == "__main__":

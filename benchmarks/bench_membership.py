@@ -27,7 +27,7 @@ depth)" is, for scale, what shipping a party's own unrestricted forest reveals.
 (5 parties, IID): the hard labels FedCT shares against the models that parameter-
 sharing methods (and FedCT's final round, by default) hand over.
 
-Produces: doc/privacy.rst, "What leaves whom, and what an attacker learns" (and
+Produces: doc/performance/privacy.rst, "What leaves whom, and what an attacker learns" (and
 doc/user_guide/fedkt.rst, "What a party uploads: students of the public set only").
 """
 

@@ -52,13 +52,14 @@ digits (``_corpus_runs.py``): each one's path, FedKT's round stacked and one by 
     python benchmarks/bench_networks.py --corpus --only-device
     python benchmarks/bench_networks.py --device cuda --only-device --device-tables corpus
 
-Produces: doc/performance.rst, "Networks in one round" and "Networks trained together".
+Produces: doc/performance/networks.rst, "Networks in one round" (and
+doc/performance/stacked.rst).
 """
 
 import warnings
 
 import numpy as np
-from _common import mean_std, parser, print_table, run_parallel
+from _common import cell_number, cell_spread, mean_std, new_figure, parser, print_table, run_parallel
 from _corpus_runs import corpus_table
 from _device_runs import run_all
 from joblib import delayed
@@ -245,6 +246,41 @@ def published_tables(args):
          f"{np.sum(curve[:, third - 1] >= fedavg_last)} of {args.seeds}"]
         for name, curve in curves.items()
     ])
+
+
+def figure(results):
+    """From the stored tables of `main`: the global model's accuracy after each round
+    (its rounds table), or with ``--corpus`` how many times faster each net's round
+    runs stacked than one by one."""
+    if results["tables"][0]["header"][0] == "net":
+        return _corpus_figure(results["tables"][0]["rows"])
+    table = next(table for table in results["tables"]
+                 if any(name.startswith("round ") for name in table["header"]))
+    header, rows = table["header"], table["rows"]
+    columns = [i for i, name in enumerate(header) if name.startswith("round ")]
+    rounds = [int(header[i].split()[1]) for i in columns]
+    fig, axes = new_figure(1, 1, width=7, height=3.6)
+    ax = axes[0][0]
+    for row in rows:
+        means, stds = map(np.array, zip(*(cell_spread(row[i]) for i in columns)))
+        ax.plot(rounds, means, marker="o", label=row[0])
+        ax.fill_between(rounds, means - stds, means + stds, alpha=0.15)
+    ax.set(xlabel="round", ylabel="test accuracy", xscale="log", xticks=rounds,
+           xticklabels=rounds)
+    ax.minorticks_off()
+    ax.legend(fontsize="small")
+    return fig
+
+
+def _corpus_figure(rows):
+    fig, axes = new_figure(1, 1, width=8, height=0.4 * len(rows) + 1.2)
+    ax = axes[0][0]
+    ax.barh(range(len(rows)), [cell_number(row[4]) for row in rows])
+    ax.axvline(1, color="black", linewidth=1)
+    ax.set(yticks=range(len(rows)), yticklabels=[row[0].replace("``", "") for row in rows],
+           xlabel="FedKT's round one by one / stacked (times faster stacked)")
+    ax.invert_yaxis()
+    return fig
 
 
 if __name__ == "__main__":

@@ -16,14 +16,14 @@ the paper's configuration.
         [--paper-parties 50] [--paper-rows-per-party 1000] [--paper-trees 100]
         [--repeats 3]
 
-Produces: doc/performance.rst, "Orchestration overhead".
+Produces: doc/performance/overhead.rst, "Orchestration overhead".
 """
 
 import time
 import warnings
 
 import numpy as np
-from _common import parser, progress
+from _common import cell_number, new_figure, parser, print_table, progress
 from sklearn.base import clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
@@ -114,17 +114,17 @@ def main(argv=None):
     fit = dict(X_unlabeled=X_public)
     print(f"decision trees (depth 6), {args.parties} parties x {args.rows_per_party} rows, "
           f"public set {N_PUBLIC}, n_jobs=1, CPU seconds (best of {args.repeats} under 10 s)")
-    print(f"{'algorithm':<22} {'package':>8} {'direct':>8} {'ratio':>6}")
+    print_table(["algorithm", "fit (CPU s)", "direct calls (CPU s)", "ratio"], [])
     fedct = FedCTClassifier(tree, n_rounds=3, random_state=0)
     cases = [
         # without a student the ensemble needs no public set
-        ("OneShot 'all'", OneShotEnsembleClassifier(tree, random_state=0),
+        ('OneShot "all"', OneShotEnsembleClassifier(tree, random_state=0),
          lambda: direct_oneshot(tree, X, y, party, X_public)),
-        ("FedKT hard (paper)", FedKTClassifier(tree, voting="hard", random_state=0),
+        ("FedKT, the paper's hard votes", FedKTClassifier(tree, voting="hard", random_state=0),
          lambda: direct_fedkt(tree, X, y, party, X_public, soft=False)),
-        ("FedKT soft (default)", FedKTClassifier(tree, random_state=0),
+        ("FedKT, soft votes (the default)", FedKTClassifier(tree, random_state=0),
          lambda: direct_fedkt(tree, X, y, party, X_public, soft=True)),
-        ("FedCT (3 rounds)", fedct, None),
+        ("FedCT, 3 rounds", fedct, None),
     ]
     ensembles = []
     for name, estimator, direct in progress(cases, "algorithms against direct calls"):
@@ -135,7 +135,7 @@ def main(argv=None):
             rounds = fitted.n_rounds_
             direct = lambda: direct_fedct(tree, X, y, party, X_public, rounds)  # noqa: E731
         base, _ = cpu_seconds(direct, args.repeats)
-        print(f"{name:<22} {package:>8.2f} {base:>8.2f} {package / base:>6.2f}", flush=True)
+        print_table(None, [[name, f"{package:.2f}", f"{base:.2f}", f"{package / base:.2f}"]])
         if hasattr(fitted, "estimators_"):
             ensembles.append((name, fitted))
 
@@ -147,7 +147,8 @@ def main(argv=None):
         base, _ = cpu_seconds(
             lambda: [getattr(model, method)(X_public) for model in fitted.estimators_],
             args.repeats)
-        print(f"{name:<22} {package:>8.2f} {base:>8.2f} {package / base:>6.2f}", flush=True)
+        print(f"{name}: {package:.2f} s, direct {base:.2f} s, ratio {package / base:.2f}",
+              flush=True)
 
     X, y, party, X_public = make_data(args.paper_parties, args.paper_rows_per_party)
     forest = RandomForestClassifier(n_estimators=args.paper_trees, max_depth=6)
@@ -165,6 +166,20 @@ def main(argv=None):
     wall = time.perf_counter() - start
     print(f"n_jobs=2: package {wall:.1f} s wall, direct CPU / 2 = {base / 2:.1f} s, "
           f"ratio {wall / (base / 2):.3f}")
+
+
+def figure(results):
+    """The package's CPU time over the same base-estimator calls made directly, every
+    algorithm, from the stored table of `main`."""
+    rows = results["tables"][0]["rows"]
+    fig, axes = new_figure(1, 1, width=7, height=0.5 * len(rows) + 1.2)
+    ax = axes[0][0]
+    ax.barh(range(len(rows)), [cell_number(row[3]) for row in rows])
+    ax.axvline(1, color="black", linewidth=1)
+    ax.set(yticks=range(len(rows)), yticklabels=[row[0].replace("``", "") for row in rows],
+           xlabel="fit's CPU time / the direct calls' (1: no overhead)")
+    ax.invert_yaxis()
+    return fig
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ log rows.
         [--parties 100 1000 10000] [--rows 100000 1000000 10000000] [--n-jobs 2]
         [--direct-max-rows 1000000]
 
-Produces: doc/performance.rst, "Scaling with rows and parties".
+Produces: doc/performance/scaling.rst, "Scaling with rows and parties".
 """
 
 import argparse
@@ -29,7 +29,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import parser, progress, reset_peak, status_mib
+from _common import cell_number, new_figure, parser, print_table, progress, reset_peak, status_mib
 
 ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
 ROWS_PER_PARTY = 114  # the parties of the cross-device papers: tens to hundreds of rows
@@ -135,10 +135,8 @@ def main(argv=None):
           f"rows, or {PARTIES_FOR_ROWS} parties for the row counts; public set 2000. CPU in "
           "seconds (main process + workers), ratio = package CPU / direct CPU, main "
           "memory above imports and data as a multiple of X", flush=True)
-    header = (f"{'algorithm':<11} {'parties':>8} {'rows':>9} {'wall':>7} {'main':>7} "
-              f"{'workers':>8} {'direct':>7} {'ratio':>6} {'main MiB':>9} {'x X':>6} "
-              f"{'worker MiB':>11}")
-    print(header, flush=True)
+    print_table(["algorithm", "parties", "rows", "wall (s)", "CPU main + workers (s)",
+                 "direct (s)", "ratio", "main (MiB)", "main / X", "worker (MiB)"], [])
     results = []
     sweeps = [("parties", p, p * ROWS_PER_PARTY) for p in args.parties]
     sweeps += [("rows", PARTIES_FOR_ROWS, r) for r in args.rows]
@@ -153,28 +151,54 @@ def main(argv=None):
             capture_output=True, text=True,
         )
         if run.returncode != 0:
-            print(f"{algorithm:<11} {parties:>8} {rows:>9}  failed: "
+            print(f"{algorithm} {parties} parties {rows} rows failed: "
                   f"{(run.stderr.strip().splitlines() or ['killed'])[-1]}", flush=True)
             continue
         r = json.loads(run.stdout.strip().splitlines()[-1])
         r["sweep"] = sweep
         results.append(r)
         cpu = r["main_cpu"] + r["worker_cpu"]
-        print(f"{algorithm:<11} {parties:>8} {r['rows']:>9} {r['wall']:>7.1f} "
-              f"{r['main_cpu']:>7.1f} {r['worker_cpu']:>8.1f} {r['direct_cpu']:>7.1f} "
-              f"{cpu / r['direct_cpu']:>6.2f} {r['main_peak_mib']:>9.0f} "
-              f"{r['main_peak_mib'] / r['x_mib']:>6.2f} {r['worker_peak_mib']:>11.0f}",
-              flush=True)
-    print("\ngrowth exponents (1 = linear): CPU, main-process memory")
+        direct = r["direct_cpu"]
+        print_table(None, [[
+            algorithm, f"{parties:,}", f"{r['rows']:,}", f"{r['wall']:.1f}", f"{cpu:.1f}",
+            "" if np.isnan(direct) else f"{direct:.1f}",
+            "" if np.isnan(direct) else f"{cpu / direct:.2f}",
+            f"{r['main_peak_mib']:.0f}", f"{r['main_peak_mib'] / r['x_mib']:.2f}",
+            f"{r['worker_peak_mib']:.0f}"]])
+    print("\ngrowth exponents (1 = linear), over the parties and the rows swept:")
+    exponents = []
     for algorithm in args.algorithms:
-        for sweep, key in (("parties", "parties"), ("rows", "rows")):
+        row = [algorithm]
+        for sweep in ("parties", "rows"):
             runs = [r for r in results if r["algorithm"] == algorithm and r["sweep"] == sweep]
-            sizes = [r[key] for r in runs]
-            cpu = _exponent(sizes, [r["main_cpu"] + r["worker_cpu"] for r in runs])
-            memory = _exponent(sizes, [max(r["main_peak_mib"], 1) for r in runs])
-            span = f"{min(sizes, default=0)}-{max(sizes, default=0)}"
-            print(f"  {algorithm:<11} in {sweep:<7} ({span:>16}): CPU {cpu:.2f}, "
-                  f"memory {memory:.2f}")
+            sizes = [r[sweep] for r in runs]
+            row += [f"{_exponent(sizes, [r['main_cpu'] + r['worker_cpu'] for r in runs]):.2f}",
+                    f"{_exponent(sizes, [max(r['main_peak_mib'], 1) for r in runs]):.2f}"]
+        exponents.append(row)
+    print_table(["algorithm", "CPU in parties", "memory in parties", "CPU in rows",
+                 "memory in rows"], exponents)
+
+
+def figure(results):
+    """CPU seconds against parties and against rows, every algorithm, from the stored
+    table of `main` (log-log: a slope of one is linear)."""
+    header, rows = results["tables"][0]["header"], results["tables"][0]["rows"]
+    cpu = header.index("CPU main + workers (s)")
+    parties = [cell_number(row[1]) for row in rows]
+    few = min(parties)  # the rows sweep holds this many parties
+    fig, axes = new_figure(1, 2, width=9, height=3.4)
+    for algorithm in dict.fromkeys(row[0] for row in rows):
+        own = [(cell_number(row[1]), cell_number(row[2]), cell_number(row[cpu]))
+               for row in rows if row[0] == algorithm]
+        by_parties = sorted((p, c) for p, r, c in own if p != few)
+        by_rows = sorted((r, c) for p, r, c in own if p == few)
+        for ax, points in zip(axes[0], (by_parties, by_rows)):
+            if points:
+                ax.plot(*zip(*points), marker="o", label=algorithm.replace("``", ""))
+    for ax, what in zip(axes[0], ("parties", f"rows ({few:.0f} parties)")):
+        ax.set(xscale="log", yscale="log", xlabel=what, ylabel="CPU seconds")
+    axes[0][0].legend(fontsize="small")
+    return fig
 
 
 if __name__ == "__main__":

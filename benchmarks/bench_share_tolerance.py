@@ -13,7 +13,7 @@ votes, 10 parties, the first 40% of a 30% public pool).
     python benchmarks/bench_share_tolerance.py
     python benchmarks/bench_share_tolerance.py --datasets digits wine --seeds 3
 
-Produces: doc/performance.rst, "How far the server's label shares may stray".
+Produces: doc/performance/defaults.rst, "How far the server's label shares may stray".
 """
 
 import time

@@ -20,10 +20,12 @@ extensions = [
     "sphinx-mathjax-offline",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    # the results pages' tables and figures, from the benchmarks' stored results
+    "benchmark_results",
 ]
 
 templates_path = ["_templates"]
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py"]
+exclude_patterns = ["_build", "_figures", "auto_examples/*.ipynb", "auto_examples/*.py"]
 autosummary_generate = True
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -37,7 +39,7 @@ toc_object_entries_show_parents = "hide"
 # pages without sub-pages have nothing for the section navigation: no left sidebar,
 # and the room goes to wide tables and code
 html_sidebars = {page: [] for page in ("index", "getting_started", "deployment", "privacy",
-                                       "sklearn", "performance")}
+                                       "sklearn")}
 
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",

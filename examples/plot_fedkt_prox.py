@@ -68,7 +68,7 @@ for name, clf in algorithms.items():
 # FedKT-Prox starts at FedKT's accuracy, which FedAvg and FedProx reach only after
 # several rounds, and stays ahead here, but FedProx from random weights closes most of
 # the gap within ten rounds. ``benchmarks/bench_networks.py`` draws the same curves
-# over 30 rounds (the performance page, "Networks in one round"): FedKT-Prox reaches
+# over 30 rounds (the performance pages, "Networks in one round"): FedKT-Prox reaches
 # FedAvg's 30-round accuracy after 19 rounds on five splits, not in a third of them as
 # in the paper's Figure 2, and after 7 on ten splits, whose FedAvg learns less.
 rounds = range(1, n_rounds + 1)

@@ -1,6 +1,7 @@
 """Every benchmark's ``main`` runs on tiny inputs, so that a documented command never rots;
 and every benchmark names the table of the docs it produces."""
 
+import json
 import re
 from pathlib import Path
 
@@ -77,6 +78,37 @@ def test_benchmark_main_runs_on_tiny_data(script, monkeypatch, capsys):
         assert "%|" in captured.err and "run" in captured.err, captured.err[-500:]
 
 
+# the scripts whose tables a results page shows, with a figure drawn from them
+DRAWN = {"bench_label_skew", "bench_final_model", "bench_networks", "bench_scaling",
+         "bench_deployment", "bench_fedct_privacy"}
+
+
+@pytest.mark.parametrize("script", sorted(DRAWN))
+def test_a_benchmark_stores_what_it_prints_and_draws_its_figure_from_it(script, tmp_path,
+                                                                     monkeypatch, capsys):
+    """``--results FILE`` stores every table as printed, with the command; the script's
+    ``figure`` draws from that file, as the docs build does."""
+    if script in NEEDS_TORCH:
+        pytest.importorskip("skorch", reason="the benchmark needs the torch extra")
+    from matplotlib.figure import Figure
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = __import__(script)
+    stored = tmp_path / "results.json"
+    module.main([*TINY[script][0], "--results", str(stored)])
+    printed = capsys.readouterr().out
+    results = json.loads(stored.read_text())
+    assert results["command"].startswith("python benchmarks/") and results["tables"]
+    for table in results["tables"]:
+        assert "| " + " | ".join(table["header"]) + " |" in printed
+        for row in table["rows"]:
+            assert "| " + " | ".join(row) + " |" in printed
+    assert isinstance(module.figure(results), Figure)
+    # a later run without --results stores nothing
+    module.main(TINY[script][0])
+    assert json.loads(stored.read_text()) == results
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_benchmark_names_the_table_it_produces(script):
     doc = (BENCHMARKS / f"{script}.py").read_text().split('"""')[1]
@@ -94,12 +126,14 @@ def test_census_benchmark_reads_a_local_file_and_prints_every_method(tmp_path, m
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import bench_census
 
+    stored = tmp_path / "census.json"
     bench_census.main(["--path", str(path), "--parties", "4", "--betas", "1", "--seeds", "1",
-                       "--n-jobs", "1", "--trees", "5"])
+                       "--n-jobs", "1", "--trees", "5", "--results", str(stored)])
     out = capsys.readouterr().out
     for method in bench_census.METHODS:
         assert f"| 1 | {method} | " in out
     assert "| 1 | FedKT | nan" not in out
+    bench_census.figure(json.loads(stored.read_text()))  # the results page's figure
 
 
 def test_privacy_benchmark_calibrates_gaussian_noise_to_the_papers_epsilons(monkeypatch):
@@ -143,7 +177,8 @@ def test_membership_benchmark_audits_uploads_by_their_party_step(monkeypatch, ca
     assert out.count("| inf | - |") == 1
 
 
-def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, capsys):
+def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, capsys,
+                                                                 tmp_path):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import bench_overhead
     import bench_scaling
@@ -155,10 +190,14 @@ def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, ca
         assert '"direct_cpu": NaN' not in measured
     bench_overhead.main([
         "--parties", "4", "--rows-per-party", "30", "--paper-parties", "2",
-        "--paper-rows-per-party", "30", "--paper-trees", "5", "--repeats", "1"])
+        "--paper-rows-per-party", "30", "--paper-trees", "5", "--repeats", "1",
+        "--results", str(tmp_path / "overhead.json")])
     out = capsys.readouterr().out
-    for name in ("OneShot 'all'", "FedKT hard (paper)", "FedKT soft (default)", "FedCT"):
+    bench_overhead.figure(json.loads((tmp_path / "overhead.json").read_text()))
+    for name in ('| OneShot "all" |', "| FedKT, the paper's hard votes |",
+                 "| FedKT, soft votes (the default) |", "| FedCT, 3 rounds |"):
         assert name in out
-    assert out.count("ratio") == 4  # the table's header, then the paper's configuration x 2
     # the ensembles' prediction, set against their models' own
-    assert out.count("OneShot 'all'") == 2 and out.count("FedCT (3 rounds)") == 2
+    assert 'OneShot "all": ' in out and "FedCT, 3 rounds: " in out
+    # the paper's configuration, with one job and with two
+    assert "n_jobs=1: package" in out and "n_jobs=2: package" in out

@@ -26,7 +26,8 @@ def test_the_documented_build_command_is_the_one_tested():
 def test_sphinx_build_has_no_warnings(tmp_path):
     # build from a copy: Sphinx writes generated pages into its source tree
     shutil.copytree(ROOT / "doc", tmp_path / "doc",
-                    ignore=shutil.ignore_patterns("_build", "generated", "auto_examples"))
+                    ignore=shutil.ignore_patterns("_build", "generated", "auto_examples",
+                                                  "_figures"))
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = {**os.environ, "SKFEDKT_PLOT_GALLERY": "False", "MPLBACKEND": "Agg",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -131,7 +132,8 @@ def test_readme_is_a_readme():
     # the two commands, each exactly once
     assert readme.count("pip install . && python -m skfedkt") == 1
     assert readme.count('pip install ".[test]" && python -m pytest') == 1
-    for page in ("doc/performance.rst", "doc/privacy.rst", "doc/deployment.rst", "LICENSE"):
+    for page in ("doc/performance/index.rst", "doc/performance/label_skew.rst",
+                 "doc/privacy.rst", "doc/deployment.rst", "LICENSE"):
         assert f"]({page})" in readme and (ROOT / page).exists()
 
 
@@ -171,3 +173,34 @@ def test_the_user_guide_says_why_group_folds_score_low():
     guide = " ".join((ROOT / "doc" / "sklearn.rst").read_text().split())
     assert "accuracy on parties it never saw" in guide
     assert "quote the test score, not the fold's" in guide
+
+
+def test_every_page_is_about_four_hundred_lines_at_most():
+    long = {str(page.relative_to(ROOT)): n for page in (ROOT / "doc").rglob("*.rst")
+            if "_build" not in page.parts and "generated" not in page.parts
+            and "auto_examples" not in page.parts
+            and (n := len(page.read_text().splitlines())) > 420}
+    assert long == {}
+
+
+def test_every_results_page_opens_with_a_figure_its_benchmark_draws_from_stored_results():
+    """Each page of doc/performance/ but the index shows a figure drawn by the script
+    that prints its tables, from results stored under benchmarks/results/, before any
+    table; every stored file is shown; each page names the command that reproduces it."""
+    stored = {path.stem for path in (ROOT / "benchmarks" / "results").glob("*.json")}
+    shown = set()
+    for page in sorted((ROOT / "doc" / "performance").glob("*.rst")):
+        if page.stem == "index":
+            continue
+        text = page.read_text()
+        figures = re.findall(r"^\.\. benchmark-figure:: (\w+) (\w+)$", text, re.M)
+        assert figures, f"{page.name} has no figure"
+        assert text.index(".. benchmark-figure::") < min(
+            (text.index(table) for table in (".. benchmark-table::", ".. list-table::")
+             if table in text), default=len(text))
+        for script, name in figures:
+            assert (ROOT / "benchmarks" / f"{script}.py").exists() and name in stored
+            assert f"benchmarks/{script}.py" in text  # the command is on the page
+        shown.update(name for _, name in figures)
+        shown.update(re.findall(r"^\.\. benchmark-table:: (\w+)", text, re.M))
+    assert shown == stored
