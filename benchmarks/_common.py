@@ -94,6 +94,20 @@ def new_figure(*shape, width=9.0, height=3.6):
                         layout="constrained")
 
 
+def bar_figure(labels, values, xlabel, *, errors=None, reference=None, log=False):
+    """One horizontal bar per label, top to bottom, with a vertical line at `reference`
+    (1 for a ratio) and a log scale where values span orders of magnitude."""
+    fig, axes = new_figure(1, 1, width=8, height=0.4 * len(labels) + 1.2)
+    ax = axes[0][0]
+    ax.barh(range(len(labels)), values, xerr=errors, capsize=2)
+    if reference is not None:
+        ax.axvline(reference, color="black", linewidth=1)
+    ax.set(yticks=range(len(labels)), yticklabels=[label.replace("``", "") for label in labels],
+           xlabel=xlabel, xscale="log" if log else "linear")
+    ax.invert_yaxis()
+    return fig
+
+
 def forest(n_trees, max_depth=6):
     """The benchmarks' random forest (the FedKT paper's depth)."""
     return RandomForestClassifier(n_estimators=n_trees, max_depth=max_depth)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import skops.io  # noqa: F401  (imported once, before any step is timed)
-from _common import cell_spread, forest, new_figure, parser, print_table, progress
+from _common import bar_figure, cell_spread, forest, parser, print_table, progress
 from sklearn.base import clone
 
 from skfedkt import (
@@ -158,15 +158,9 @@ def figure(results):
     table of `main` (log scale: FedCT's labels are a thousand times smaller than
     models)."""
     rows = results["tables"][0]["rows"]
-    labels = [f"{row[0]}: {row[1]}, {row[3]}" for row in rows]
     sizes, spreads = zip(*(cell_spread(row[4]) for row in rows))
-    fig, axes = new_figure(1, 1, width=8, height=0.38 * len(rows) + 1.2)
-    ax = axes[0][0]
-    ax.barh(range(len(rows)), sizes, xerr=spreads, capsize=2)
-    ax.set(yticks=range(len(rows)), yticklabels=labels, xscale="log",
-           xlabel="kB per party and upload")
-    ax.invert_yaxis()
-    return fig
+    return bar_figure([f"{row[0]}: {row[1]}, {row[3]}" for row in rows], sizes,
+                      "kB per party and upload", errors=spreads, log=True)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,16 @@ doc/performance/stacked.rst).
 import warnings
 
 import numpy as np
-from _common import cell_number, cell_spread, mean_std, new_figure, parser, print_table, run_parallel
+from _common import (
+    bar_figure,
+    cell_number,
+    cell_spread,
+    mean_std,
+    new_figure,
+    parser,
+    print_table,
+    run_parallel,
+)
 from _corpus_runs import corpus_table
 from _device_runs import run_all
 from joblib import delayed
@@ -273,14 +282,9 @@ def figure(results):
 
 
 def _corpus_figure(rows):
-    fig, axes = new_figure(1, 1, width=8, height=0.4 * len(rows) + 1.2)
-    ax = axes[0][0]
-    ax.barh(range(len(rows)), [cell_number(row[4]) for row in rows])
-    ax.axvline(1, color="black", linewidth=1)
-    ax.set(yticks=range(len(rows)), yticklabels=[row[0].replace("``", "") for row in rows],
-           xlabel="FedKT's round one by one / stacked (times faster stacked)")
-    ax.invert_yaxis()
-    return fig
+    return bar_figure([row[0] for row in rows], [cell_number(row[4]) for row in rows],
+                      "FedKT's round one by one / stacked (times faster stacked)",
+                      reference=1)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import cell_number, new_figure, parser, print_table, progress
+from _common import bar_figure, cell_number, parser, print_table, progress
 from sklearn.base import clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
@@ -172,14 +172,8 @@ def figure(results):
     """The package's CPU time over the same base-estimator calls made directly, every
     algorithm, from the stored table of `main`."""
     rows = results["tables"][0]["rows"]
-    fig, axes = new_figure(1, 1, width=7, height=0.5 * len(rows) + 1.2)
-    ax = axes[0][0]
-    ax.barh(range(len(rows)), [cell_number(row[3]) for row in rows])
-    ax.axvline(1, color="black", linewidth=1)
-    ax.set(yticks=range(len(rows)), yticklabels=[row[0].replace("``", "") for row in rows],
-           xlabel="fit's CPU time / the direct calls' (1: no overhead)")
-    ax.invert_yaxis()
-    return fig
+    return bar_figure([row[0] for row in rows], [cell_number(row[3]) for row in rows],
+                      "fit's CPU time / the direct calls' (1: no overhead)", reference=1)
 
 
 if __name__ == "__main__":

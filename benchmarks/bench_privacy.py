@@ -35,7 +35,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import cell_number, forest, new_figure, parser, print_table, run_parallel
+from _common import forest, parser, print_table, run_parallel
 from joblib import delayed
 from sklearn.datasets import make_classification
 from sklearn.model_selection import train_test_split
@@ -174,27 +174,6 @@ def main(argv=None):
                  "run", "noise, queries", "epsilon", "accuracy", "positive / truth",
                  "single class"], table)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
-
-
-def figure(results):
-    """Accuracy at the paper's epsilons, from the stored table of `main`: the paper's
-    reported accuracy, its settings run here, and the package's mechanism."""
-    rows = results["tables"][0]["rows"]
-    labels = [f"{row[0]}\neps {row[1].split(',')[1].strip()}" for row in rows]
-    series = {
-        "the paper's report": [cell_number(row[1].split(",")[2]) for row in rows],
-        "the paper's settings, here": [cell_number(row[2].split(",")[1]) for row in rows],
-        "skfedkt": [cell_number(row[4].split(",")[1]) for row in rows],
-    }
-    fig, axes = new_figure(1, 1, width=9, height=3.6)
-    ax = axes[0][0]
-    positions = np.arange(len(rows))
-    for k, (name, values) in enumerate(series.items()):
-        ax.bar(positions + (k - 1) * 0.27, values, 0.27, label=name)
-    ax.set(xticks=positions, xticklabels=labels, ylabel="test accuracy", ylim=(0.5, 1))
-    ax.tick_params(axis="x", labelsize="small")
-    ax.legend(fontsize="small", ncol=3, loc="upper left")
-    return fig
 
 
 if __name__ == "__main__":
