@@ -29,16 +29,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import (
-    cell_number,
-    cell_spread,
-    forest,
-    mean_std,
-    new_figure,
-    parser,
-    print_table,
-    run_parallel,
-)
+from _common import (cell_number, cell_spread, forest, mean_std, new_figure, parser, print_table,
+                     run_parallel)
 from bench_fedct_tables import breast_cancer_protocol
 from joblib import delayed
 from scipy.optimize import brentq

@@ -34,15 +34,7 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import (
-    cell_number,
-    forest,
-    mean_std,
-    new_figure,
-    parser,
-    print_table,
-    run_parallel,
-)
+from _common import cell_number, forest, mean_std, new_figure, parser, print_table, run_parallel
 from joblib import delayed
 from sklearn.base import clone
 

@@ -59,16 +59,8 @@ doc/performance/stacked.rst).
 import warnings
 
 import numpy as np
-from _common import (
-    bar_figure,
-    cell_number,
-    cell_spread,
-    mean_std,
-    new_figure,
-    parser,
-    print_table,
-    run_parallel,
-)
+from _common import (bar_figure, cell_number, cell_spread, mean_std, new_figure, parser,
+                     print_table, run_parallel)
 from _corpus_runs import corpus_table
 from _device_runs import run_all
 from joblib import delayed

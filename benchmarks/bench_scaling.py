@@ -29,15 +29,8 @@ import time
 import warnings
 
 import numpy as np
-from _common import (
-    cell_number,
-    new_figure,
-    parser,
-    print_table,
-    progress,
-    reset_peak,
-    status_mib,
-)
+from _common import (cell_number, new_figure, parser, print_table, progress, reset_peak,
+                     status_mib)
 
 ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
 ROWS_PER_PARTY = 114  # the parties of the cross-device papers: tens to hundreds of rows
