@@ -11,6 +11,7 @@ from them (its ``figure(results)``), so building the docs runs no benchmark.
 """
 
 import argparse
+import inspect
 import json
 import shlex
 import sys
@@ -26,10 +27,12 @@ def parser(doc, *, seeds=None, n_jobs=None, trees=None):
     """The command line of a benchmark whose module docstring is `doc`: its first line
     as the description, the rest (usage, the table it produces) shown by ``--help``,
     and the options most benchmarks share, with the script's defaults."""
-    command = argparse.ArgumentParser(
+    command = _BenchmarkParser(
         description=doc.splitlines()[0], epilog="\n".join(doc.splitlines()[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    # the calling script, which the stored results name
+    command.script = Path(inspect.currentframe().f_back.f_code.co_filename).name
     if seeds is not None:
         command.add_argument("--seeds", type=int, default=seeds,
                              help="random splits and partitions: mean ± std over them")
@@ -39,24 +42,28 @@ def parser(doc, *, seeds=None, n_jobs=None, trees=None):
     if trees is not None:
         command.add_argument("--trees", type=int, default=trees,
                              help="trees of every random forest")
-    _stored.update(path=None, tables=[])  # a run stores nothing unless it says --results
-    command.add_argument("--results", type=Path, action=_StoreResults, metavar="FILE",
+    command.add_argument("--results", type=Path, metavar="FILE",
                          help="also store the printed tables in this JSON file (the "
                          "docs read benchmarks/results/)")
     return command
 
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# where the tables this run prints are stored (--results), and what it stored so far
-_stored = {"path": None, "tables": []}
+# where the tables this run prints are stored (--results), the command that prints
+# them, and what it stored so far
+_stored = {"path": None, "command": None, "tables": []}
 
 
-class _StoreResults(argparse.Action):
-    """--results FILE: from now on every printed table is stored in FILE too."""
+class _BenchmarkParser(argparse.ArgumentParser):
+    """A benchmark's command line: parsing it says where this run stores its tables
+    (``--results``), and the command it stores with them (the arguments parsed)."""
 
-    def __call__(self, parser, namespace, path, option_string=None):
-        setattr(namespace, self.dest, path)
-        _stored.update(path=path, tables=[])
+    def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else [str(arg) for arg in args]
+        parsed = super().parse_args(args, namespace)
+        _stored.update(path=parsed.results, tables=[], command="python " + shlex.join(
+            [f"benchmarks/{self.script}", *args]))
+        return parsed
 
 
 def stored_results(name):
@@ -131,10 +138,8 @@ def print_table(header, rows):
         if header is not None or not _stored["tables"]:
             _stored["tables"].append(dict(header=list(header or []), rows=[]))
         _stored["tables"][-1]["rows"] += rows
-        command = "python " + shlex.join([f"benchmarks/{Path(sys.argv[0]).name}",
-                                          *sys.argv[1:]])
         _stored["path"].write_text(json.dumps(
-            dict(command=command, tables=_stored["tables"]), indent=1) + "\n")
+            dict(command=_stored["command"], tables=_stored["tables"]), indent=1) + "\n")
 
 
 def progress(iterable, what, total=None):

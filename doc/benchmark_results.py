@@ -12,6 +12,7 @@ import importlib
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 from docutils.statemachine import StringList
@@ -66,16 +67,13 @@ class BenchmarkFigure(Directive):
 
     def run(self):
         script, name = self.arguments
-        common = _common()
-        figure = importlib.import_module(script).figure(common.stored_results(name))
-        env = self.state.document.settings.env
-        folder = Path(env.srcdir) / "_figures"
+        results = _common().stored_results(name)
+        figure = importlib.import_module(script).figure(results)
+        folder = Path(self.state.document.settings.env.srcdir) / "_figures"
         folder.mkdir(exist_ok=True)
         figure.savefig(folder / f"{name}.png", dpi=110, bbox_inches="tight")
-        import matplotlib.pyplot as plt
-
         plt.close(figure)
-        command = common.stored_results(name)["command"]
+        command = results["command"]
         caption = [f"   {line}" for line in self.content] or ["   "]
         return _parse(self, [f".. figure:: /_figures/{name}.png",
                              f"   :alt: {script} ({name})", "", *caption,

@@ -205,9 +205,12 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         super().__init_subclass__(**kwargs)
         if not cls.runs_rounds:
             return
-        missing = [] if cls._server_round is not BaseFederatedClassifier._server_round \
-            else ["_server_round"]
-        if getattr(getattr(cls, "_uploads", None), "message_check", True) is None:
+        missing = []
+        if cls._server_round is BaseFederatedClassifier._server_round:
+            missing.append("_server_round")
+        # a class without _uploads at all is refused when it is instantiated
+        uploads = getattr(cls, "_uploads", None)
+        if uploads is not None and uploads.message_check is None:
             missing.append("_uploads.message_check")
         if missing:
             raise TypeError(

@@ -3,6 +3,7 @@ and every benchmark names the table of the docs it produces."""
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -95,10 +96,12 @@ def test_a_benchmark_stores_what_it_prints_and_draws_its_figure_from_it(script, 
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     module = __import__(script)
     stored = tmp_path / "results.json"
-    module.main([*TINY[script][0], "--results", str(stored)])
+    argv = [*TINY[script][0], "--results", str(stored)]
+    module.main(argv)
     printed = capsys.readouterr().out
     results = json.loads(stored.read_text())
-    assert results["command"].startswith("python benchmarks/") and results["tables"]
+    assert results["command"] == "python " + shlex.join([f"benchmarks/{script}.py", *argv])
+    assert results["tables"]
     for table in results["tables"]:
         assert "| " + " | ".join(table["header"]) + " |" in printed
         for row in table["rows"]:

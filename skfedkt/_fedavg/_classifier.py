@@ -262,11 +262,8 @@ class FedAvgClassifier(BaseFederatedClassifier):
         return server_round(context, uploads)
 
     def _server_step(self, context, uploads, reused):
-        fitted = finished(context.plan, context.message, context.classes)
-        if context.rounds:  # in fit: every round's global weights, for staged predictions
-            fitted["_round_weights"] = [message.payload["weights"]
-                                        for message in context.rounds]
-        return fitted
+        # in fit every round's global weights, for the staged predictions
+        return finished(context.plan, context.message, context.classes, context.rounds)
 
     def _after_fit(self, context, uploads, data):
         if data is None:

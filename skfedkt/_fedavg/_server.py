@@ -104,15 +104,17 @@ def weight_bytes(weights):
     return int(sum(w.nbytes for w in weights))
 
 
-def finished(plan, message, classes):
+def finished(plan, message, classes, rounds=()):
     """The fitted attributes of `FedAvgClassifier` from the server's last `message`: the
-    model carrying the last average of the parties' weights."""
+    model carrying the last average of the parties' weights, and the global weights of
+    every round's message in `rounds` (those `fit` saw; a deployed server has its
+    last)."""
     n_classes = len(classes)
     model = model_of(plan.estimator, message.payload["weights"], n_classes)
     history = [dict(entry) for entry in message.manifest["history"]]
     return dict(
         _model=ClassCodeModel(model, np.arange(n_classes)),
-        _round_weights=[message.payload["weights"]],
+        _round_weights=[kept.payload["weights"] for kept in rounds or [message]],
         estimator_=model,
         history_=history,
         n_rounds_=len(history),
