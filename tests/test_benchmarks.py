@@ -60,8 +60,16 @@ def test_every_benchmark_has_a_tiny_run():
 NEEDS_TORCH = {"bench_networks", "bench_busy_machine"}
 
 
+# the scripts whose tables a results page shows, with a figure drawn from them
+DRAWN = {"bench_label_skew", "bench_final_model", "bench_networks", "bench_scaling",
+         "bench_deployment", "bench_fedct_privacy"}
+
+
 @pytest.mark.parametrize("script", sorted(TINY))
-def test_benchmark_main_runs_on_tiny_data(script, monkeypatch, capsys):
+def test_benchmark_main_runs_on_tiny_data(script, monkeypatch, capsys, tmp_path):
+    """Every script's main runs; one whose tables a results page shows stores them as
+    printed, with the command, under ``--results FILE``, and its ``figure`` draws from
+    that file, as the docs build does."""
     if script in NEEDS_TORCH:
         pytest.importorskip("skorch", reason="the benchmark needs the torch extra")
     monkeypatch.syspath_prepend(str(BENCHMARKS))
@@ -71,34 +79,24 @@ def test_benchmark_main_runs_on_tiny_data(script, monkeypatch, capsys):
     monkeypatch.setenv("LINES", "50")
     module = __import__(script)
     argv, printed = TINY[script]
+    stored = tmp_path / "results.json"
+    if script in DRAWN:
+        argv = [*argv, "--results", str(stored)]
     module.main(argv)
     captured = capsys.readouterr()
     assert printed in captured.out, captured.out[-2000:]
     assert "nan ± nan" not in captured.out
     if script not in QUICK:  # what runs is shown on stderr as it runs
         assert "%|" in captured.err and "run" in captured.err, captured.err[-500:]
+    if script in DRAWN:
+        _check_stored(module, script, argv, stored, captured.out)
 
 
-# the scripts whose tables a results page shows, with a figure drawn from them
-DRAWN = {"bench_label_skew", "bench_final_model", "bench_networks", "bench_scaling",
-         "bench_deployment", "bench_fedct_privacy"}
-
-
-@pytest.mark.parametrize("script", sorted(DRAWN))
-def test_a_benchmark_stores_what_it_prints_and_draws_its_figure_from_it(script, tmp_path,
-                                                                     monkeypatch, capsys):
-    """``--results FILE`` stores every table as printed, with the command; the script's
-    ``figure`` draws from that file, as the docs build does."""
-    if script in NEEDS_TORCH:
-        pytest.importorskip("skorch", reason="the benchmark needs the torch extra")
+def _check_stored(module, script, argv, stored, printed):
     from matplotlib.figure import Figure
 
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    module = __import__(script)
-    stored = tmp_path / "results.json"
-    argv = [*TINY[script][0], "--results", str(stored)]
-    module.main(argv)
-    printed = capsys.readouterr().out
+    import _common
+
     results = json.loads(stored.read_text())
     assert results["command"] == "python " + shlex.join([f"benchmarks/{script}.py", *argv])
     assert results["tables"]
@@ -108,7 +106,8 @@ def test_a_benchmark_stores_what_it_prints_and_draws_its_figure_from_it(script, 
             assert "| " + " | ".join(row) + " |" in printed
     assert isinstance(module.figure(results), Figure)
     # a later run without --results stores nothing
-    module.main(TINY[script][0])
+    _common.parser("a later run").parse_args([])
+    _common.print_table(["another table"], [["its row"]])
     assert json.loads(stored.read_text()) == results
 
 
