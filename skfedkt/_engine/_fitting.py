@@ -679,13 +679,14 @@ def stacking_probe(tasks, X, seeds, n_classes, templates=None):
     return probe if probe.refusal is None else probe.refusal
 
 
-def stacked_threads(n_jobs, n_chunks, device):
-    """How many threads of this process train a tier's chunks: on a GPU one (its
-    chunks run one after the other), on the CPU as many as `n_jobs` asks, the cores
-    allow and there are chunks, each chunk on one core. Threads, not worker processes:
-    a stacked step spends its time in torch's kernels, which leave Python's lock, and
-    a worker process would first pay torch's start-up."""
-    if device.startswith("cuda"):
+def stacked_threads(n_jobs, n_chunks, probe):
+    """How many threads of this process train a tier's chunks: one on a GPU (its
+    chunks run one after the other) and where a step is more Python than arithmetic
+    (`_stacking.Probe.threaded`); else as many as `n_jobs` asks, the cores allow and
+    there are chunks, each chunk on one core. Threads, not worker processes: such a
+    step spends its time in torch's kernels, which leave Python's lock, and a worker
+    process would first pay torch's start-up."""
+    if not probe.threaded:
         return 1
     return max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1, n_chunks))
 
@@ -708,7 +709,7 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
     jobs = (delayed(carried(_stacking.fit_chunk))(template, [tasks[i] for i in chunk],
                                                   [seeds[i] for i in chunk], **keywords)
             for chunk in chunks)
-    n_threads = stacked_threads(n_jobs, len(chunks), probe.device)
+    n_threads = stacked_threads(n_jobs, len(chunks), probe)
     pending = []
     # every thread's kernels on one core: the limits are the process's, set once here
     with one_thread():

@@ -101,7 +101,7 @@ def train_parties(plan, data, parties, seeds, weights, tier):
         size = probe.chunk_size(len(items))
         chunks = [items[first : first + size] for first in range(0, len(items), size)]
         with one_thread():
-            fitted = Parallel(n_jobs=stacked_threads(plan.n_jobs, len(chunks), probe.device),
+            fitted = Parallel(n_jobs=stacked_threads(plan.n_jobs, len(chunks), probe),
                               backend="threading")(
                 delayed(carried(train_from_weights))(plan.estimator, chunk, plan.local_epochs,
                                             plan.proximal_mu, probe.block_rows(size),

@@ -48,6 +48,13 @@ __all__ = ["CPU_CHUNK_BYTES", "Probe", "fit_chunk", "probe", "stacking_refusal",
 # and keep copies of like sizes together; on a GPU, half its free memory
 CPU_CHUNK_BYTES = 256 * 2**20
 MAX_COPIES = {"cpu": 64, "cuda": 1024}
+# a copy whose training step does less arithmetic than this (floating-point
+# operations, `step_flops`) spends the step in Python and in launching kernels, which
+# threads of one process take turns at under Python's lock: on 2 cores, two threads
+# of 5 copies trained the paper's MLP on digits' 64 features (3.4 million a step)
+# slower than one chunk of 10 in one thread (2.2 ms a step against 1.5), and on 784
+# features (17 million a step) faster (2.7 against 3.3)
+CPU_THREADED_STEP_FLOPS = 8e6
 # what the votes of one chunk may hold at once (activations of a block of rows)
 VOTE_BLOCK_BYTES = 64 * 2**20
 
@@ -74,11 +81,21 @@ class Probe(NamedTuple):
     """What one row holds in one copy's forward pass (its activations)."""
     graphs: dict = None
     """The module's traces, which every chunk of the tier runs (`StackedForward`)."""
+    step_flops: float = 0.0
+    """The arithmetic of one copy's training step: six per weight and row."""
+
+    @property
+    def threaded(self):
+        """Whether the tier's chunks train in threads, one per core: on the CPU, where
+        a step's arithmetic outweighs its Python (`CPU_THREADED_STEP_FLOPS`)."""
+        return (torch.device(self.device).type == "cpu"
+                and self.step_flops >= CPU_THREADED_STEP_FLOPS)
 
     def chunk_size(self, n_copies):
-        """Copies per chunk for a tier of `n_copies`: on the CPU, at most a core's
-        share of them, so that every core gets a chunk (the same for any ``n_jobs``)."""
-        if torch.device(self.device).type != "cpu":
+        """Copies per chunk for a tier of `n_copies`: where the chunks train in
+        threads, at most a core's share of them, so that every core gets a chunk
+        (the same for any ``n_jobs``); else as many as a chunk holds."""
+        if not self.threaded:
             return self.copies_per_chunk
         return max(1, min(self.copies_per_chunk, -(-n_copies // cpu_count())))
 
@@ -234,8 +251,10 @@ def probe(template, seed, X, y, n_classes, max_rows):
     budget = (torch.cuda.mem_get_info(torch.device(device))[0] // 2 if kind == "cuda"
               else CPU_CHUNK_BYTES)
     itemsize = next(net.module_.parameters()).element_size()
+    weights = sum(p.numel() for p in net.module_.parameters() if p.requires_grad)
     return Probe(None, int(max(1, min(MAX_COPIES.get(kind, 64), budget // per_copy))),
-                 device, int(row_activations * itemsize), forward.graphs)
+                 device, int(row_activations * itemsize), forward.graphs,
+                 6.0 * weights * batch)
 
 
 def _trial(template, seed, started, X, y, graphs):
