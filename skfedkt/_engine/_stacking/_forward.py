@@ -37,6 +37,10 @@ _ROW_WISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU,
              nn.Hardsigmoid, nn.Identity, nn.Softmax, nn.LogSoftmax, nn.Flatten,
              nn.Unflatten, nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd,
              nn.modules.pooling._AdaptiveAvgPoolNd, nn.modules.pooling._AdaptiveMaxPoolNd)
+# of those, the layers that act on each element alone: on the stacked values as they are
+_ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU,
+                nn.Mish, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Hardtanh, nn.Hardswish,
+                nn.Hardsigmoid, nn.Identity)
 # functions of one tensor that act on each element alone
 _ELEMENTWISE_FUNCTIONS = {torch.relu, F.relu, torch.tanh, F.tanh, torch.sigmoid, F.sigmoid,
                           F.gelu, F.silu, F.elu, F.leaky_relu, F.softplus, F.mish,
@@ -221,6 +225,9 @@ def linear(x, weight, bias):
     transposed = weight.transpose(1, 2)
     if isinstance(x, Stacked):
         x = x.tensor
+        if x.dim() == 3:  # (copies, rows, in): no reshape, whose view the backward pass pays
+            return (torch.bmm(x, transposed) if bias is None
+                    else torch.baddbmm(bias.unsqueeze(1), x, transposed))
         flat = x.reshape(x.shape[0], -1, x.shape[-1])
         out = (torch.bmm(flat, transposed) if bias is None
                else torch.baddbmm(bias.unsqueeze(1), flat, transposed))
@@ -374,6 +381,9 @@ class StackedForward:
         if (self.unfold_convolutions and _unfoldable(layer) and isinstance(x, Stacked)
                 and x.tensor.dim() == 5):
             return Stacked(conv2d(layer, x.tensor, own["weight"], own.get("bias")))
+        if isinstance(layer, _ELEMENTWISE) and isinstance(x, Stacked) and len(args) == 1 and (
+                not kwargs):
+            return Stacked(layer(x.tensor))
         if isinstance(x, Stacked) and len(args) == 1 and not kwargs and _folds(
                 layer, x.tensor.dim() - 1):
             tensor = x.tensor

@@ -56,9 +56,11 @@ class StackedOptimizer:
                         for key, value in group.items() if key != "params"}
         self.adam = isinstance(optimizer, torch.optim.Adam)
         n_copies = len(params[0])
-        # every tensor of a weight (gradient, moments) shares its layout: each is
-        # handed to the update in memory order
+        # every tensor of a weight (gradient, moments) shares its layout: the update
+        # gets each in memory order, the weights' and moments' views made once
         self.orders = [memory_order(param) for param in params]
+        self.params = [param.detach().permute(order)
+                       for param, order in zip(params, self.orders)]
         self.counts = np.zeros(n_copies, dtype=np.int64)
         # each copy's learning rate, which its scheduler may change between epochs
         self.rates = rates
@@ -70,8 +72,8 @@ class StackedOptimizer:
         # update advances itself
         self.in_step = list(torch.zeros(len(params), device=self.step_device).unbind(0))
         if self.adam:
-            self.moments = [[torch.zeros_like(p) for p in params] for _ in range(2)]
-            self.max_moments = ([torch.zeros_like(p) for p in params]
+            self.moments = [[torch.zeros_like(p) for p in self.params] for _ in range(2)]
+            self.max_moments = ([torch.zeros_like(p) for p in self.params]
                                 if self.options["amsgrad"] else [])
         else:
             # SGD keeps a buffer only with momentum, which torch's update makes at the
@@ -85,37 +87,39 @@ class StackedOptimizer:
                 and (self.rates == self.rates[0]).all())
 
     @torch.no_grad()
-    def update_together(self, params, grads):
+    def update_together(self, grads):
         """Every copy's update when they step as one (`steps_together`): device work
         alone, which a CUDA graph can capture; `counted` records it."""
-        self._update(params, grads, 0, len(self.counts), self.in_step)
+        self._update(grads, 0, len(self.counts), self.in_step)
 
     def counted(self, active):
         """Record a step of the copies where `active`."""
         self.counts[active] += 1
 
     @torch.no_grad()
-    def step(self, params, grads, active):
-        """One step of the copies where `active` (bool per copy) with their `grads`."""
+    def step(self, grads, active):
+        """One step of the copies where `active` (bool per copy) with their `grads`
+        (in their weights' layout)."""
         if self.steps_together(active):
-            self.update_together(params, grads)
+            self.update_together(grads)
         else:
             self.in_step = None  # the copies' counts part: one run of counts each call
             for start, stop in runs(self.counts, self.rates, active):
-                self._update(params, grads, start, stop)
+                self._update(grads, start, stop)
         self.counted(active)
 
-    def _update(self, params, grads, start, stop, steps=None):
+    def _update(self, grads, start, stop, steps=None):
         whole = (start, stop) == (0, len(self.counts))
 
-        def views(stacked):
-            ordered = [tensor.permute(order) for tensor, order in zip(stacked, self.orders)]
+        def views(ordered):
             return ordered if whole else [tensor[start:stop] for tensor in ordered]
 
+        grads = [grad.permute(order) for grad, order in zip(grads, self.orders)]
         if steps is None:  # the update adds one to each count before using it
-            steps = list(torch.full((len(params),), float(self.counts[start]),
+            steps = list(torch.full((len(grads),), float(self.counts[start]),
                                     device=self.step_device).unbind(0))
         o, lr = self.options, float(self.rates[start])
+        params = self.params
         if self.adam:
             adam(views(params), views(grads), views(self.moments[0]),
                  views(self.moments[1]), views(self.max_moments), steps, foreach=False,
@@ -132,9 +136,8 @@ class StackedOptimizer:
         sgd(views(params), views(grads), buffers, foreach=False, fused=self.fused,
             weight_decay=o["weight_decay"], momentum=o["momentum"], lr=lr,
             dampening=o["dampening"], nesterov=o["nesterov"], maximize=False)
-        if first:  # torch made each buffer in memory order: kept in its weight's
-            self.momentum_buffers = [buffer.permute(np.argsort(order).tolist())
-                                     for buffer, order in zip(buffers, self.orders)]
+        if first:
+            self.momentum_buffers = buffers
 
     def state_of(self, copy_index):
         """Copy `copy_index`'s optimizer state per parameter, as torch's optimizer
@@ -143,8 +146,14 @@ class StackedOptimizer:
             names = ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if self.max_moments else [])
             tensors = [*self.moments, *([self.max_moments] if self.max_moments else [])]
             step = torch.tensor(float(self.counts[copy_index]), device=self.step_device)
-            return [dict(step=step.clone(), **{name: kind[i][copy_index].clone()
+            return [dict(step=step.clone(), **{name: self._own(kind[i], i)[copy_index].clone()
                                                for name, kind in zip(names, tensors)})
                     for i in range(len(self.moments[0]))]
-        return [{"momentum_buffer": None if buffer is None else buffer[copy_index].clone()}
-                for buffer in self.momentum_buffers]
+        return [{"momentum_buffer": None if buffer is None
+                 else self._own(buffer, i)[copy_index].clone()}
+                for i, buffer in enumerate(self.momentum_buffers)]
+
+    def _own(self, ordered, index):
+        """A state tensor of weight `index`, held in memory order, in the weight's own
+        axes."""
+        return ordered.permute(np.argsort(self.orders[index]).tolist())

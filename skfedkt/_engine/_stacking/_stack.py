@@ -228,13 +228,12 @@ class NetworkStack:
         without draws: device work alone, which `_captures` records once and replays,
         and which the caller counts."""
         loss, grads = self._gradients(inputs, step_rows, draws)
-        trained = self._trained()
         if proximal is not None:
-            grads = _with_proximal_term(grads, trained, proximal, inputs[-1])
+            grads = _with_proximal_term(grads, self._trained(), proximal, inputs[-1])
         if together:
-            self.optimizer.update_together(trained, grads)
+            self.optimizer.update_together(grads)
         else:
-            self.optimizer.step(trained, grads, step_rows > 0)
+            self.optimizer.step(grads, step_rows > 0)
         return loss
 
     def _captures(self, step_rows, batch, proximal):
