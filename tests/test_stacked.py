@@ -376,3 +376,19 @@ def test_each_epoch_records_its_own_duration(digits):
     # not one share of the chunk's time repeated
     assert (durations > 0).all()
     assert len(set(durations[0].tolist())) > 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_draws_are_torch_bernoulli_bits_and_generator_state(p, dtype):
+    from skfedkt._engine._stacking._forward import _bernoulli
+
+    ours, torchs = torch.Generator(), torch.Generator()
+    ours.manual_seed(7)
+    torchs.manual_seed(7)
+    for shape in [(32, 98), (5, 3, 4), (1, 1)]:
+        drawn = _bernoulli(shape, p, ours, dtype, "cpu")
+        expected = torch.empty(shape, dtype=dtype).bernoulli_(p, generator=torchs)
+        assert drawn.dtype == dtype
+        assert torch.equal(drawn, expected)
+    assert torch.equal(ours.get_state(), torchs.get_state())
