@@ -186,6 +186,9 @@ def batch_norm(layer, x, weight, bias, buffers, rows):
     shape = (n_copies, 1, n_channels) + (1,) * spatial
     if rows is None:
         mean, var = running_mean.view(shape), running_var.view(shape)
+    elif (layer.momentum is not None and (rows.counts == n_slots).all()
+          and n_slots * math.prod(x.shape[3:]) > 1):
+        return _whole_batch_norm(layer, x, weight, bias, buffers)
     else:
         mask = rows.mask.to(x.dtype).view((n_copies, n_slots) + (1,) * (spatial + 1))
         dims = (1,) + tuple(range(3, x.dim()))
@@ -215,6 +218,22 @@ def batch_norm(layer, x, weight, bias, buffers, rows):
     if weight is not None:
         out = out * weight.view(shape) + bias.view(shape)
     return out
+
+
+def _whole_batch_norm(layer, x, weight, bias, buffers):
+    """`batch_norm` in training where every copy takes a whole minibatch and the layer
+    has a fixed momentum: torch's own batch normalisation, each copy's channels as
+    channels of their own, so that each copy's statistics are its separate fit's."""
+    running_mean, running_var, tracked = buffers
+    n_copies, n_slots, n_channels, *spatial = x.shape
+    with torch.no_grad():
+        tracked.add_(1)
+    out = F.batch_norm(x.transpose(0, 1).reshape(n_slots, n_copies * n_channels, *spatial),
+                       running_mean.view(-1), running_var.view(-1),
+                       None if weight is None else weight.reshape(-1),
+                       None if bias is None else bias.reshape(-1), True, layer.momentum,
+                       layer.eps)
+    return out.view(n_slots, n_copies, n_channels, *spatial).transpose(0, 1)
 
 
 def layer_norm(layer, x, weight, bias):

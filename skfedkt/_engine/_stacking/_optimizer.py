@@ -94,7 +94,10 @@ class StackedOptimizer:
 
     def counted(self, active):
         """Record a step of the copies where `active`."""
-        self.counts[active] += 1
+        if active.all():
+            self.counts += 1
+        else:
+            self.counts[active] += 1
 
     @torch.no_grad()
     def step(self, grads, active):

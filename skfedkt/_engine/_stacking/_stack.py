@@ -174,30 +174,30 @@ class NetworkStack:
         denominators = self._row_weights(targets, mask).view(len(copies), n_steps, batch).sum(
             dim=2).T
         denominators = torch.where(denominators > 0, denominators, 1)
-        losses = torch.zeros((n_steps, len(copies)), device=self.device,
-                             dtype=self.params[0].dtype)
+        no_loss = torch.zeros(len(copies), device=self.device, dtype=self.params[0].dtype)
         generators = [run.noise_generator for run in copies]
         # which copies take each step, sent to the device once: a copy from the host
         # at every step would wait for the device
-        stepping = torch.as_tensor(rows_in_step > 0, device=self.device)
-        for step in range(n_steps):
-            rows = slice(step * batch, (step + 1) * batch)
-            step_rows = rows_in_step[step]
-            active = step_rows > 0
+        actives = rows_in_step > 0
+        stepping = torch.as_tensor(actives, device=self.device)
+        losses = []
+        for step, inputs in enumerate(zip(X.split(batch, dim=1), targets.split(batch, dim=1),
+                                          mask.split(batch, dim=1), denominators.unbind(0),
+                                          stepping.unbind(0))):
+            step_rows, active = rows_in_step[step], actives[step]
             if not active.any():  # the padding of copies that dropped a last minibatch
-                continue
-            inputs = (X[:, rows], targets[:, rows], mask[:, rows], denominators[step],
-                      stepping[step])
-            if self._captures(step_rows, batch, proximal):
-                loss = self._captured(float(self.rates[0]), inputs)
+                losses.append(no_loss)
+            elif self._captures(step_rows, batch, proximal):
+                # a replayed graph's loss is its static output, which the next replay
+                # overwrites
+                losses.append(self._captured(float(self.rates[0]), inputs).clone())
                 self.optimizer.counted(active)
             else:
                 draws = Draws(generators, step_rows) if self.forward_pass.draws else None
-                loss = self._step(inputs, proximal, step_rows, draws)
-            losses[step] = loss
+                losses.append(self._step(inputs, proximal, step_rows, draws, active))
         for param in self._trained():
             param.requires_grad_(False)
-        return losses.cpu().numpy()
+        return torch.stack(losses).cpu().numpy()
 
     def _gradients(self, inputs, step_rows, draws=None):
         """Each copy's loss on a step's `inputs` and the gradients of the trained
@@ -222,7 +222,7 @@ class NetworkStack:
                                else torch.empty_like(param).copy_(grad)
                                for grad, param in zip(grads, trained)]
 
-    def _step(self, inputs, proximal, step_rows, draws=None, together=False):
+    def _step(self, inputs, proximal, step_rows, draws=None, active=None, together=False):
         """One step of the copies with rows in it; each copy's loss. `together`: every
         copy steps as one (`StackedOptimizer.steps_together`) on a full minibatch,
         without draws: device work alone, which `_captures` records once and replays,
@@ -233,7 +233,7 @@ class NetworkStack:
         if together:
             self.optimizer.update_together(grads)
         else:
-            self.optimizer.step(grads, step_rows > 0)
+            self.optimizer.step(grads, step_rows > 0 if active is None else active)
         return loss
 
     def _captures(self, step_rows, batch, proximal):
