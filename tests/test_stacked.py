@@ -1,6 +1,7 @@
 """A tier's torch networks trained together (the stacked path) against separate fits."""
 
 import copy
+import warnings
 
 import numpy as np
 import pytest
@@ -392,3 +393,17 @@ def test_dropout_draws_are_torch_bernoulli_bits_and_generator_state(p, dtype):
         assert drawn.dtype == dtype
         assert torch.equal(drawn, expected)
     assert torch.equal(ours.get_state(), torchs.get_state())
+
+
+def test_a_learning_rate_schedule_warns_no_more_stacked_than_alone(digits):
+    X, y, _ = digits
+    schedule = skorch.callbacks.LRScheduler(policy="StepLR", step_size=2, gamma=0.5)
+    estimator = _net(max_epochs=4, optimizer=torch.optim.SGD, callbacks=[schedule])
+    tasks = _tasks(estimator, y, sizes=(30, 40))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fits = fit_clones(tasks, X, n_classes=10, seeds=np.arange(2))
+    # torch warns where a schedule steps before the optimizer: each net's did step
+    assert not [w for w in caught if "lr_scheduler" in str(w.message)]
+    rates = [model.estimator.optimizer_.param_groups[0]["lr"] for model in fits.models]
+    assert rates == [0.01 * 0.5 ** 2] * 2

@@ -134,6 +134,10 @@ class CopyRun:
             torch.empty((), dtype=torch.int64).random_(generator=self.generator)
         if not self.events:
             return
+        if len(train_losses):
+            # what the net's own optimizer.step sets once it stepped, which torch's
+            # learning-rate schedulers read before they step (else they warn)
+            self.net.optimizer_._opt_called = True
         history = self.net.history
         n_train = self.n_epoch_rows
         batches = history[-1]["batches"]
