@@ -248,23 +248,40 @@ def layer_norm(layer, x, weight, bias):
     return out if bias is None else out + bias.view(shape)
 
 
-def linear(x, weight, bias):
-    """A dense layer with stacked `weight` (copies, out, in) and `bias` on `x`: stacked
-    (copies, rows, ..., in) or shared by every copy (rows, ..., in)."""
-    transposed = weight.transpose(1, 2)
+def linear(x, transposed, bias):
+    """A dense layer on `x`, stacked (copies, rows, ..., in) or shared by every copy
+    (rows, ..., in), with its weights as the stack stores them (`lean_layers`):
+    `transposed` (copies, in, out) and `bias` (copies, 1, out)."""
     if isinstance(x, Stacked):
         x = x.tensor
         if x.dim() == 3:  # (copies, rows, in): no reshape, whose view the backward pass pays
             return (torch.bmm(x, transposed) if bias is None
-                    else torch.baddbmm(bias.unsqueeze(1), x, transposed))
+                    else torch.baddbmm(bias, x, transposed))
         flat = x.reshape(x.shape[0], -1, x.shape[-1])
-        out = (torch.bmm(flat, transposed) if bias is None
-               else torch.baddbmm(bias.unsqueeze(1), flat, transposed))
-        return out.view(*x.shape[:-1], weight.shape[1])
+        out = torch.bmm(flat, transposed) if bias is None else torch.baddbmm(bias, flat,
+                                                                             transposed)
+        return out.view(*x.shape[:-1], transposed.shape[2])
     out = torch.matmul(x.reshape(-1, x.shape[-1]), transposed)
     if bias is not None:
-        out = out + bias.unsqueeze(1)
-    return out.view(weight.shape[0], *x.shape[:-1], weight.shape[1])
+        out = out + bias
+    return out.view(transposed.shape[0], *x.shape[:-1], transposed.shape[2])
+
+
+def lean_layers(module, graphs):
+    """The dense layers that the traced passes (`graphs`) only call, on one input, and
+    whose weights they read nowhere else: the stack stores their weights transposed,
+    (copies, in, out), and their biases as (copies, 1, out), the forms a batched matrix
+    product takes, so that no step's forward or backward pass views them (`linear`)."""
+    if any(graph is None for graph in graphs.values()):
+        return set()
+    layers = {name for name, part in module.named_modules() if isinstance(part, nn.Linear)}
+    for graph in graphs.values():
+        for node in graph.nodes:
+            if node.op == "call_module" and (len(node.args) != 1 or node.kwargs):
+                layers.discard(node.target)
+            elif node.op == "get_attr":
+                layers.discard(node.target.rpartition(".")[0])
+    return layers
 
 
 def conv2d(layer, x, weight, bias):
@@ -330,7 +347,8 @@ class StackedForward:
         self.unfold_convolutions = unfold_convolutions
         self.graphs = traces(module) if graphs is None else graphs
         self.traced = all(graph is not None for graph in self.graphs.values())
-        self.programs = ({mode: _program(graph, module, self.meta)
+        self.lean_layers = lean_layers(module, self.graphs)
+        self.programs = ({mode: _program(graph, module, self.meta, self.lean_layers)
                           for mode, graph in self.graphs.items()} if self.traced else None)
         # whether training draws dropout noise, and normalises batches
         self.draws = any(isinstance(part, DROPOUTS) and 0 < part.p
@@ -395,7 +413,7 @@ class StackedForward:
         layer = called.layer
         own = {name: params[key] for name, key in called.params}
         x = args[0] if args else None
-        if isinstance(layer, nn.Linear) and len(args) == 1 and not kwargs:
+        if called.lean:
             return Stacked(linear(x, own["weight"], own.get("bias")))
         if type(layer) is nn.LayerNorm and isinstance(x, Stacked) and len(args) == 1 and (
                 not kwargs):
@@ -433,16 +451,19 @@ class StackedForward:
 
 class _Called(NamedTuple):
     """A layer a traced graph calls, its parameters' and buffers' names in the stack,
-    and its copy on the meta device (for vmap)."""
+    its copy on the meta device (for vmap), and whether it is a dense layer whose
+    weights the stack stores lean (`lean_layers`)."""
 
     layer: nn.Module
     params: list
     buffers: dict
     meta: nn.Module
+    lean: bool
 
 
-def _program(graph, module, meta):
-    """The graph's nodes, each with what it calls (`_Called`) found once."""
+def _program(graph, module, meta, lean):
+    """The graph's nodes, each with what it calls (`_Called`) found once; `lean`: the
+    dense layers whose weights the stack stores lean."""
     program = []
     for node in graph.nodes:
         called = None
@@ -451,7 +472,7 @@ def _program(graph, module, meta):
             called = _Called(
                 layer, [(name, f"{node.target}.{name}") for name, _ in layer.named_parameters()],
                 {name: f"{node.target}.{name}" for name, _ in layer.named_buffers()},
-                meta.get_submodule(node.target))
+                meta.get_submodule(node.target), node.target in lean)
         program.append((node, called))
     return program
 

@@ -57,6 +57,11 @@ class NetworkStack:
         self.binary = isinstance(first, NeuralNetBinaryClassifier)
         self.nll = isinstance(self.criterion, nn.NLLLoss)
         self.forward_pass = StackedForward(module, unfold_convolutions, graphs)
+        # each weight's stored form: dense layers' lean (`lean_layers`), else the module's
+        lean = {f"{layer}.{kind}": kind for layer in self.forward_pass.lean_layers
+                for kind in ("weight", "bias")}
+        self.forms = [lean.get(name) for name in self.param_names]
+        self.params = [_stored(param, form) for param, form in zip(self.params, self.forms)]
         # made by the first `train`, once the weights take their gradients' layout
         self.optimizer = None
         self._captured = None
@@ -288,17 +293,22 @@ class NetworkStack:
             return (proba[..., 1] > self.nets[0].threshold).astype(np.int64)
         return proba.argmax(axis=-1)
 
+    def _in_module_form(self):
+        """The stacked weights, then buffers, in their module's shapes (views)."""
+        return [_module_form(param, form) for param, form in zip(self.params, self.forms)]
+
     def weights_of(self, index):
         """Copy `index`'s state as its module's ``state_dict`` lists it: float64 arrays
         (what FedAvg averages)."""
-        stacked = dict(zip(self.param_names + self.buffer_names, self.params + self.buffers))
+        stacked = dict(zip(self.param_names + self.buffer_names,
+                           self._in_module_form() + self.buffers))
         return [stacked[name][index].detach().cpu().numpy().astype(float)
                 for name in self.nets[0].module_.state_dict()]
 
     @torch.no_grad()
     def write_weights(self, index, net):
         """Copy `index`'s weights and buffers into `net`'s module."""
-        for name, stacked in zip(self.param_names, self.params):
+        for name, stacked in zip(self.param_names, self._in_module_form()):
             dict(net.module_.named_parameters())[name].copy_(stacked[index])
         for name, stacked in zip(self.buffer_names, self.buffers):
             dict(net.module_.named_buffers())[name].copy_(stacked[index])
@@ -306,7 +316,7 @@ class NetworkStack:
     @torch.no_grad()
     def _read_module(self, index, net):
         """`net`'s module weights into copy `index` (a callback restored its best)."""
-        for name, stacked in zip(self.param_names, self.params):
+        for name, stacked in zip(self.param_names, self._in_module_form()):
             stacked[index].copy_(dict(net.module_.named_parameters())[name])
         for name, stacked in zip(self.buffer_names, self.buffers):
             stacked[index].copy_(dict(net.module_.named_buffers())[name])
@@ -315,10 +325,30 @@ class NetworkStack:
         """Copy `index`'s trained weights and optimizer state into `net` (the net whose
         history and callbacks the training ran), as its own ``fit`` leaves them."""
         self.write_weights(index, net)
-        parameters = [dict(net.module_.named_parameters())[name]
-                      for name, train in zip(self.param_names, self.trainable) if train]
-        for param, state in zip(parameters, self.optimizer.state_of(index)):
-            net.optimizer_.state[param] = state
+        trained = [(name, form) for name, form, train
+                   in zip(self.param_names, self.forms, self.trainable) if train]
+        for (name, form), state in zip(trained, self.optimizer.state_of(index)):
+            param = dict(net.module_.named_parameters())[name]
+            net.optimizer_.state[param] = {
+                key: value if key == "step" or value is None
+                else _module_form(value.unsqueeze(0), form)[0]
+                for key, value in state.items()}
+
+
+def _stored(stacked, form):
+    """Stacked weights (copies first, in their module's shape) as the stack stores
+    them: a lean dense layer's weight transposed, (copies, in, out), its bias as
+    (copies, 1, out) (`lean_layers`); any other as it is."""
+    if form == "weight":
+        return stacked.transpose(1, 2).contiguous()
+    return stacked.unsqueeze(1) if form == "bias" else stacked
+
+
+def _module_form(stored, form):
+    """The inverse of `_stored`: a view in the module's shape, copies first."""
+    if form == "weight":
+        return stored.transpose(1, 2)
+    return stored[:, 0] if form == "bias" else stored
 
 
 @contextmanager
