@@ -26,7 +26,8 @@ from _net_corpus import CORPUS  # noqa: E402
 # module, so it is checked in float32
 TOLERANCE = {torch.float64: 1e-10, torch.float32: 1e-5}
 # the history's entries that a separate fit and the stack must agree on
-RECORDED = ("train_loss", "valid_loss", "valid_acc", "event_lr", "train_batch_count")
+RECORDED = ("train_loss", "valid_loss", "valid_acc", "event_lr", "train_batch_count",
+            "train_loss_best", "valid_loss_best", "valid_acc_best")
 
 
 def _digits(kind):
