@@ -190,7 +190,7 @@ def _unfold_convolutions(device):
 
 def probe(template, seed, X, y, n_classes, max_rows):
     """Whether and how the nets of `template` stack, found on one clone (seeded with
-    `seed`, on rows `X`, `y` of a task) and two copies of it trained one epoch: its
+    `seed`, on rows `X`, `y` of a task) and two copies of it trained together: its
     settings (`module_refusal`), rows that are not one array, an output other than
     the net's (one column per class, or one for a binary net), what the stack cannot
     run as each net's own step (`CannotStack`) or ``torch.func.vmap`` cannot batch
@@ -258,14 +258,19 @@ def probe(template, seed, X, y, n_classes, max_rows):
 
 
 def _trial(template, seed, started, X, y, graphs):
-    """The probe's clone and another trained one epoch together, as the tier will."""
+    """The probe's clone and another trained together, as the tier will, for two
+    steps of an epoch."""
     twin = started_clone(template, seed + 1, X, y)
     targets = targets_for(started.net, y)
     runs = [CopyRun(one.net, one.rows, targets, one.generator, one.noise_generator,
                     events=False) for one in (started, twin)]
-    NetworkStack([started.net, twin.net],
-                 _unfold_convolutions(str(started.net.device or "cpu")), graphs).train(
-        runs, [1])
+    stack = NetworkStack([started.net, twin.net],
+                         _unfold_convolutions(str(started.net.device or "cpu")), graphs)
+    # two steps run every part of a step (the first makes the optimizer, the second
+    # updates its state): an epoch of a student's thousands of rows would add 5% to
+    # its tier
+    stack.step_limit = 2
+    stack.train(runs, [1])
 
 
 def _activation_elements(module, output):

@@ -39,6 +39,10 @@ class NetworkStack:
         The module's traces (see `StackedForward`); traced here if None.
     """
 
+    # the most steps an epoch takes (None: all of its minibatches); a trial that only
+    # shows the stack can train sets it
+    step_limit = None
+
     def __init__(self, nets, unfold_convolutions=False, graphs=None):
         first = nets[0]
         self.nets, self.device = nets, torch.device(first.device or "cpu")
@@ -189,6 +193,8 @@ class NetworkStack:
         for step, inputs in enumerate(zip(X.split(batch, dim=1), targets.split(batch, dim=1),
                                           mask.split(batch, dim=1), denominators.unbind(0),
                                           stepping.unbind(0))):
+            if step == self.step_limit:
+                break
             step_rows, active = rows_in_step[step], actives[step]
             if not active.any():  # the padding of copies that dropped a last minibatch
                 losses.append(no_loss)
@@ -202,7 +208,7 @@ class NetworkStack:
                 losses.append(self._step(inputs, proximal, step_rows, draws, active))
         for param in self._trained():
             param.requires_grad_(False)
-        return torch.stack(losses).cpu().numpy()
+        return torch.stack(losses).cpu().numpy() if losses else np.zeros((0, len(copies)))
 
     def _gradients(self, inputs, step_rows, draws=None):
         """Each copy's loss on a step's `inputs` and the gradients of the trained
