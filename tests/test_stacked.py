@@ -407,3 +407,15 @@ def test_a_learning_rate_schedule_warns_no_more_stacked_than_alone(digits):
     assert not [w for w in caught if "lr_scheduler" in str(w.message)]
     rates = [model.estimator.optimizer_.param_groups[0]["lr"] for model in fits.models]
     assert rates == [0.01 * 0.5 ** 2] * 2
+
+
+def test_seeding_a_clone_sets_what_torch_manual_seed_sets_on_this_machine(monkeypatch):
+    from skfedkt._engine._seeds import seed_torch
+
+    torch.manual_seed(11)
+    expected = torch.get_rng_state()
+    torch.manual_seed(0)
+    if not torch.cuda.is_available():  # nothing queued for an accelerator it lacks
+        monkeypatch.setattr(torch, "manual_seed", None)
+    seed_torch(torch, 11)
+    assert torch.equal(torch.get_rng_state(), expected)

@@ -34,7 +34,7 @@ from sklearn.utils.validation import _num_samples, has_fit_parameter
 from threadpoolctl import ThreadpoolController
 
 from .. import _config
-from ._seeds import _MAX_SEED, scratch_random_state
+from ._seeds import _MAX_SEED, scratch_random_state, seed_torch
 from ._validation import stack_rows
 from ._voting import count_votes
 
@@ -322,7 +322,7 @@ class SeededTemplate:
             estimator.set_params(**params)
         torch = sys.modules.get("torch")
         if torch is not None:
-            torch.manual_seed(int(seed))
+            seed_torch(torch, int(seed))
         return estimator
 
 
