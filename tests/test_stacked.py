@@ -380,19 +380,27 @@ def test_each_epoch_records_its_own_duration(digits):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
-def test_dropout_draws_are_torch_bernoulli_bits_and_generator_state(p, dtype):
-    from skfedkt._engine._stacking._forward import _bernoulli
+@pytest.mark.parametrize("layer", [torch.nn.Dropout(0.1), torch.nn.Dropout(0.5),
+                                   torch.nn.Dropout2d(0.8)])
+def test_dropout_draws_are_torch_bernoulli_bits_and_generator_states(layer, dtype):
+    from skfedkt._engine._stacking._forward import Draws
 
-    ours, torchs = torch.Generator(), torch.Generator()
-    ours.manual_seed(7)
-    torchs.manual_seed(7)
-    for shape in [(32, 98), (5, 3, 4), (1, 1)]:
-        drawn = _bernoulli(shape, p, ours, dtype, "cpu")
-        expected = torch.empty(shape, dtype=dtype).bernoulli_(p, generator=torchs)
-        assert drawn.dtype == dtype
-        assert torch.equal(drawn, expected)
-    assert torch.equal(ours.get_state(), torchs.get_state())
+    ours = [torch.Generator().manual_seed(seed) for seed in (1, 2, 3)]
+    theirs = [torch.Generator().manual_seed(seed) for seed in (1, 2, 3)]
+    rows = [5, 0, 3]
+    x = torch.ones((3, 6, 4, 2, 2) if isinstance(layer, torch.nn.Dropout2d) else (3, 6, 7),
+                   dtype=dtype)
+    for _ in range(2):  # a second step draws on from where the first left off
+        noise = Draws(ours, rows).noise(layer, x)
+        assert noise.dtype == dtype
+        for copy, (generator, n) in enumerate(zip(theirs, rows)):
+            expected = torch.zeros_like(noise[copy])
+            if n:
+                expected[:n] = torch.empty_like(noise[copy, :n]).bernoulli_(
+                    1 - layer.p, generator=generator)
+            assert torch.equal(noise[copy], expected)
+    for mine, reference in zip(ours, theirs):
+        assert torch.equal(mine.get_state(), reference.get_state())
 
 
 def test_a_learning_rate_schedule_warns_no_more_stacked_than_alone(digits):

@@ -127,26 +127,28 @@ class Draws:
         self.generators, self.rows = generators, rows
 
     def noise(self, layer, x):
-        """Each copy's noise for `layer` on the stacked input `x`, padded to its rows."""
+        """Each copy's noise for `layer` on the stacked input `x`, padded to its rows:
+        ones with the layer's keep probability, drawn as torch's ``bernoulli_`` draws
+        them. On the CPU that is, element by element, a float64 uniform draw below the
+        keep probability: drawn so, into one buffer whose padding is never kept, the
+        same bits and generator states at a third of the cost (tests/test_stacked.py
+        compares the two)."""
         n_copies, n_slots, *row_shape = x.shape
         shape = _noise_row_shape(layer, row_shape)
+        keep = 1 - layer.p
+        if x.device.type == "cpu":
+            uniform = torch.full((n_copies, n_slots, *shape), 2.0, dtype=torch.float64)
+            for generator, rows, own in zip(self.generators, self.rows, uniform):
+                if rows:
+                    own[:rows].uniform_(generator=generator)
+            return (uniform < keep).to(x.dtype)
         noise = torch.zeros((n_copies, n_slots, *shape), dtype=x.dtype, device=x.device)
         for index, (generator, rows) in enumerate(zip(self.generators, self.rows)):
             if rows:
-                noise[index, :rows] = _bernoulli((rows, *shape), 1 - layer.p, generator,
-                                                 x.dtype, x.device)
+                noise[index, :rows] = torch.empty((rows, *shape), dtype=x.dtype,
+                                                  device=x.device).bernoulli_(
+                    keep, generator=generator)
         return noise
-
-
-def _bernoulli(shape, p, generator, dtype, device):
-    """Ones with probability `p`, else zeros, drawn from `generator` as torch's
-    ``bernoulli_(p)`` draws them. On the CPU that is, element by element, a float64
-    uniform draw below `p`: drawn that way, the same bits and generator state at a
-    third of the cost (tests/test_stacked.py compares the two)."""
-    if generator.device.type == "cpu":
-        uniform = torch.empty(shape, dtype=torch.float64).uniform_(generator=generator)
-        return (uniform < p).to(device=device, dtype=dtype)
-    return torch.empty(shape, dtype=dtype, device=device).bernoulli_(p, generator=generator)
 
 
 def dropout(layer, x, draws):
