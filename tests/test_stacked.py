@@ -321,6 +321,7 @@ def test_sgd_without_momentum_decays_only_the_nets_that_step(digits):
         alone = _separate_fit(estimator, task, seed, X)
         for mine, theirs in zip(model.estimator.module_.parameters(),
                                 alone.module_.parameters()):
+            assert np.isfinite(theirs.detach().numpy()).all()
             assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), rtol=0,
                             atol=FLOAT64_TOLERANCE)
 
@@ -427,3 +428,25 @@ def test_seeding_a_clone_sets_what_torch_manual_seed_sets_on_this_machine(monkey
         monkeypatch.setattr(torch, "manual_seed", None)
     seed_torch(torch, 11)
     assert torch.equal(torch.get_rng_state(), expected)
+
+
+class _LogSoftmaxMLP(MLP):
+    """An MLP whose output normalises along the rows' axis given positionally."""
+
+    def forward(self, X):
+        return torch.log_softmax(torch.tanh(self.layers(X)), 1)
+
+
+def test_a_normalising_function_runs_on_the_stack_as_on_each_net(digits):
+    X, y, _ = digits
+    estimator = _net(_LogSoftmaxMLP, max_epochs=3)
+    tasks, seeds = _tasks(estimator, y, sizes=(30, 45)), np.arange(2)
+    with recording_tiers() as tiers:
+        fits = fit_clones(tasks, X, n_classes=10, seeds=seeds)
+    assert tiers[0]["path"] == "stacked"
+    for task, seed, model in zip(tasks, seeds, fits.models):
+        alone = _separate_fit(estimator, task, seed, X)
+        for mine, theirs in zip(model.estimator.module_.parameters(),
+                                alone.module_.parameters()):
+            assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), rtol=0,
+                            atol=FLOAT64_TOLERANCE)

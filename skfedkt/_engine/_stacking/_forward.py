@@ -45,6 +45,9 @@ _ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GE
 _ELEMENTWISE_FUNCTIONS = {torch.relu, F.relu, torch.tanh, F.tanh, torch.sigmoid, F.sigmoid,
                           F.gelu, F.silu, F.elu, F.leaky_relu, F.softplus, F.mish,
                           torch.exp, torch.abs, torch.square}
+# functions that normalise along one axis of each row: on the stacked values, the
+# axis shifted past the copies' (an implicit axis depends on the dimensions: vmap)
+_AXIS_FUNCTIONS = {F.softmax, torch.softmax, F.log_softmax, torch.log_softmax}
 # what a shape query returns is the same for every copy: asked of the first
 _SHAPE_METHODS = {"size", "dim", "numel", "ndimension"}
 _SHAPE_ATTRIBUTES = {"shape", "ndim", "dtype", "device"}
@@ -405,6 +408,12 @@ class StackedForward:
             if (function in _ELEMENTWISE_FUNCTIONS and len(args) == 1
                     and isinstance(args[0], Stacked)):
                 return Stacked(function(args[0].tensor, **kwargs))
+            if function in _AXIS_FUNCTIONS and args and isinstance(args[0], Stacked):
+                dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+                if isinstance(dim, int):
+                    rest = {key: value for key, value in kwargs.items() if key != "dim"}
+                    return Stacked(function(args[0].tensor, dim if dim < 0 else dim + 1,
+                                            *args[2:], **rest))
             if function in (operator.add, operator.mul, operator.sub, operator.truediv):
                 if all(isinstance(a, Stacked) for a in args) and (
                         args[0].tensor.dim() == args[1].tensor.dim()):
