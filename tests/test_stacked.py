@@ -3,6 +3,7 @@
 import copy
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -394,12 +395,12 @@ def test_dropout_draws_are_torch_bernoulli_bits_and_generator_states(layer, dtyp
     for _ in range(2):  # a second step draws on from where the first left off
         noise = Draws(ours, rows).noise(layer, x)
         assert noise.dtype == dtype
-        for copy, (generator, n) in enumerate(zip(theirs, rows)):
-            expected = torch.zeros_like(noise[copy])
+        for index, (generator, n) in enumerate(zip(theirs, rows)):
+            expected = torch.zeros_like(noise[index])
             if n:
-                expected[:n] = torch.empty_like(noise[copy, :n]).bernoulli_(
+                expected[:n] = torch.empty_like(noise[index, :n]).bernoulli_(
                     1 - layer.p, generator=generator)
-            assert torch.equal(noise[copy], expected)
+            assert torch.equal(noise[index], expected)
     for mine, reference in zip(ours, theirs):
         assert torch.equal(mine.get_state(), reference.get_state())
 
@@ -450,3 +451,20 @@ def test_a_normalising_function_runs_on_the_stack_as_on_each_net(digits):
                                 alone.module_.parameters()):
             assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), rtol=0,
                             atol=FLOAT64_TOLERANCE)
+
+
+def test_a_step_of_little_arithmetic_trains_its_tier_in_one_chunk(digits, monkeypatch):
+    X, y, _ = digits
+    estimator = _net(max_epochs=1)  # 64 x 32 x 10 weights: far below the threshold
+    tasks, seeds = _tasks(estimator, y), np.arange(6)
+
+    def tier(n_jobs):
+        with recording_tiers() as tiers:
+            fit_clones(tasks, X, n_classes=10, seeds=seeds, n_jobs=n_jobs)
+        return tiers[0]["chunks"]
+
+    assert tier(n_jobs=1) == tier(n_jobs=2) == 1
+    # a step of more arithmetic: a core's share of the tier a chunk, for any n_jobs
+    monkeypatch.setattr(_stacking, "CPU_THREADED_STEP_FLOPS", 0)
+    per_core = -(-len(tasks) // joblib.cpu_count())
+    assert tier(n_jobs=1) == tier(n_jobs=2) == -(-len(tasks) // per_core)

@@ -35,10 +35,8 @@ def seed_torch(torch, seed):
     machine has no accelerator, the CPU's alone: torch queues a seed for each
     accelerator it has not started, with a traceback of its caller, which cost a
     millisecond per seeded clone inside a fit."""
-    accelerated = (torch.cuda.is_available() or torch.backends.mps.is_available()
-                   or (hasattr(torch, "xpu") and torch.xpu.is_available())
-                   or torch._C._get_privateuse1_backend_name() != "privateuseone")
-    if accelerated:
+    accelerator = getattr(torch, "accelerator", None)  # torch 2.6 on
+    if accelerator is None or accelerator.is_available():
         torch.manual_seed(seed)
     else:
         torch.default_generator.manual_seed(seed)

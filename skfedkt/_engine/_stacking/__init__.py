@@ -267,8 +267,7 @@ def _trial(template, seed, started, X, y, graphs):
     stack = NetworkStack([started.net, twin.net],
                          _unfold_convolutions(str(started.net.device or "cpu")), graphs)
     # two steps run every part of a step (the first makes the optimizer, the second
-    # updates its state): an epoch of a student's thousands of rows would add 5% to
-    # its tier
+    # updates its state); an epoch of a student's thousands of rows shows no more
     stack.step_limit = 2
     stack.train(runs, [1])
 

@@ -46,6 +46,13 @@ def _record_passthrough(callback, history, score):
         history.record(callback.name + "_best", bool(is_best))
 
 
+def _epoch_batches(losses, n_rows, batch):
+    """An epoch's minibatch losses (floats) and their sizes: `batch` rows each, of
+    `n_rows`, the last the rest."""
+    return ([float(loss) for loss in losses],
+            [min(batch, n_rows - index * batch) for index in range(len(losses))])
+
+
 def _loader_options(net, training):
     """A data loader's batch size, whether it shuffles and whether it drops a last
     short minibatch, as ``net.get_iterator`` would make it."""
@@ -152,21 +159,15 @@ class CopyRun:
         history = self.net.history
         n_train = self.n_epoch_rows
         batches = history[-1]["batches"]
-        # each loss's batches, as skorch's PassthroughScoring reads them back
-        recorded = {}
-        batch = self.minibatch_size(n_train)
-        recorded[True] = ([float(loss) for loss in train_losses],
-                          [min(batch, n_train - index * batch)
-                           for index in range(len(train_losses))])
+        # each loss's batches by on_train, as skorch's PassthroughScoring reads them back
+        recorded = {True: _epoch_batches(train_losses, n_train, self.minibatch_size(n_train))}
         for loss, size in zip(*recorded[True]):
             batches.append({"train_loss": loss, "train_batch_size": size})
         history.record("train_batch_count", len(train_losses))
         if self.valid is not None:
             n_valid = len(self.valid[1])
-            batch = self.minibatch_size(n_valid, self.valid_batch_size)
-            recorded[False] = ([float(loss) for loss in valid_losses],
-                               [min(batch, n_valid - index * batch)
-                                for index in range(len(valid_losses))])
+            recorded[False] = _epoch_batches(
+                valid_losses, n_valid, self.minibatch_size(n_valid, self.valid_batch_size))
             for loss, size in zip(*recorded[False]):
                 batches.append({"valid_loss": loss, "valid_batch_size": size})
             history.record("valid_batch_count", len(valid_losses))

@@ -31,16 +31,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
 
-# layers that act on each row alone and hold nothing: the copies folded into the rows
-_ROW_WISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU,
-             nn.Mish, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Hardtanh, nn.Hardswish,
-             nn.Hardsigmoid, nn.Identity, nn.Softmax, nn.LogSoftmax, nn.Flatten,
-             nn.Unflatten, nn.modules.pooling._MaxPoolNd, nn.modules.pooling._AvgPoolNd,
-             nn.modules.pooling._AdaptiveAvgPoolNd, nn.modules.pooling._AdaptiveMaxPoolNd)
-# of those, the layers that act on each element alone: on the stacked values as they are
+# layers that act on each element alone: on the stacked values as they are
 _ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU,
                 nn.Mish, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Hardtanh, nn.Hardswish,
                 nn.Hardsigmoid, nn.Identity)
+# layers that act on each row alone and hold nothing: the copies folded into the rows
+_ROW_WISE = _ELEMENTWISE + (
+    nn.Softmax, nn.LogSoftmax, nn.Flatten, nn.Unflatten, nn.modules.pooling._MaxPoolNd,
+    nn.modules.pooling._AvgPoolNd, nn.modules.pooling._AdaptiveAvgPoolNd,
+    nn.modules.pooling._AdaptiveMaxPoolNd)
 # functions of one tensor that act on each element alone
 _ELEMENTWISE_FUNCTIONS = {torch.relu, F.relu, torch.tanh, F.tanh, torch.sigmoid, F.sigmoid,
                           F.gelu, F.silu, F.elu, F.leaky_relu, F.softplus, F.mish,
@@ -134,7 +133,7 @@ class Draws:
         ones with the layer's keep probability, drawn as torch's ``bernoulli_`` draws
         them. On the CPU that is, element by element, a float64 uniform draw below the
         keep probability: drawn so, into one buffer whose padding is never kept, the
-        same bits and generator states at a third of the cost (tests/test_stacked.py
+        same bits and generator states without its slower kernel (tests/test_stacked.py
         compares the two)."""
         n_copies, n_slots, *row_shape = x.shape
         shape = _noise_row_shape(layer, row_shape)

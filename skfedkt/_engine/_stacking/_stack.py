@@ -363,9 +363,9 @@ def _denormals_flushed(device):
 
     Adam's first moment of a weight whose gradient stays zero (one fed by a pixel that
     is always blank, or by a dead unit) shrinks tenfold every 22 steps, through the
-    denormal range, where the CPU computes 30 times slower: it made Adam's update two
-    thirds of the students' steps on digits. What flushing changes is below 1e-38,
-    which no weight's update keeps (the tests compare every net with its separate fit).
+    denormal range, where the CPU computes many times slower: on digits it made Adam's
+    update most of a student's step. What flushing changes is below 1e-38, which no
+    weight's update keeps (the tests compare every net with its separate fit).
     """
     if device.type != "cpu":
         yield
