@@ -38,8 +38,8 @@ warnings.filterwarnings("ignore", category=ConvergenceWarning)
 warnings.filterwarnings("ignore", message="Got `batch_size`", category=UserWarning)
 
 # %%
-# Three algorithms, one estimator
-# -------------------------------
+# FedAvg, FedProx and FedKT-Prox, one estimator
+# ---------------------------------------------
 # Every party trains 10 epochs a round (the paper's FedAvg and FedProx); FedProx's
 # proximal weight is the paper's 0.1. FedKT-Prox spends its first round on FedKT (one
 # student per party here, the paper's two in the benchmark, and the default teachers),

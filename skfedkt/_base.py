@@ -54,6 +54,7 @@ from ._engine._validation import (
     _framed_like,
     _keep_frame,
     check_params,
+    refuse_an_untransformed_public_set,
     validate_federated_data,
     warn_about_assumptions,
 )
@@ -448,6 +449,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             The fitted classifier.
         """
         plan = self._plan()
+        refuse_an_untransformed_public_set(self, X_unlabeled)
         self._clear_fitted_state()
         data = validate_federated_data(self, X, y, groups, X_unlabeled)
         if len(self.classes_) < 2:  # one party alone may hold one class, all of them not

@@ -15,6 +15,16 @@ for module in ("sphinx", "numpydoc", "sphinx_gallery", "pydata_sphinx_theme",
     pytest.importorskip(module)
 
 ROOT = Path(__file__).resolve().parents[1]
+# what a build writes into doc/: the API pages, the gallery, the site
+GENERATED = ("_build", "generated", "auto_examples")
+
+
+def doc_sources():
+    """The documentation's sources: doc/'s pages as written (never what a build
+    generated there), the gallery's examples and the README."""
+    pages = [page for page in (ROOT / "doc").rglob("*.rst")
+             if not set(GENERATED) & set(page.relative_to(ROOT / "doc").parts)]
+    return [*sorted(pages), *sorted((ROOT / "examples").glob("*.py")), ROOT / "README.md"]
 
 
 def test_the_documented_build_command_is_the_one_tested():
@@ -26,8 +36,7 @@ def test_the_documented_build_command_is_the_one_tested():
 def test_sphinx_build_has_no_warnings(tmp_path):
     # build from a copy: Sphinx writes generated pages into its source tree
     shutil.copytree(ROOT / "doc", tmp_path / "doc",
-                    ignore=shutil.ignore_patterns("_build", "generated", "auto_examples",
-                                                  "_figures"))
+                    ignore=shutil.ignore_patterns(*GENERATED, "_figures"))
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     env = {**os.environ, "SKFEDKT_PLOT_GALLERY": "False", "MPLBACKEND": "Agg",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -72,13 +81,20 @@ def test_readme_deployment_commands_run_as_written(tmp_path):
     assert "claim more rows" not in result.stderr, result.stderr
 
 
-def test_readme_python_snippet_runs_as_written(tmp_path):
+def test_readme_python_snippets_run_as_written(tmp_path):
+    # the quickstart, then the scaled pipeline tuned by a grid search on its data: it
+    # learns as well as the forest without a scaler does
     readme = (ROOT / "README.md").read_text()
-    (snippet,) = [block.split("```")[0] for block in readme.split("```python\n")[1:]]
-    result = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", snippet],
+    snippets = [block.split("```")[0] for block in readme.split("```python\n")[1:]]
+    assert len(snippets) == 2
+    result = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c",
+                             "\n".join(snippets)],
                             cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.startswith("test accuracy 0.9"), result.stdout
+    quickstart, pipeline = result.stdout.splitlines()
+    assert quickstart.startswith("test accuracy 0.9"), result.stdout
+    assert pipeline.startswith("tuned pipeline: test accuracy ")
+    assert float(pipeline.rsplit(" ", 1)[1]) >= 0.93, result.stdout
 
 
 SKLEARN_PAGE_DATA = """
@@ -126,15 +142,41 @@ def test_sklearn_page_snippets_run_as_written(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+# the README's two commands: the main job, then the tests
+README_COMMANDS = ("pip install . && python -m skfedkt",
+                   'pip install ".[test]" && python -m pytest')
+
+
 def test_readme_is_a_readme():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) <= 12_000
     # the two commands, each exactly once
-    assert readme.count("pip install . && python -m skfedkt") == 1
-    assert readme.count('pip install ".[test]" && python -m pytest') == 1
+    for command in README_COMMANDS:
+        assert readme.count(command) == 1
     for page in ("doc/performance/index.rst", "doc/performance/label_skew.rst",
                  "doc/privacy.rst", "doc/deployment.rst", "LICENSE"):
         assert f"]({page})" in readme and (ROOT / page).exists()
+
+
+def test_ci_runs_the_readmes_two_commands_as_written():
+    """The README's section "The two commands" holds exactly the two commands, each in
+    a code block of its own, and .ci/run runs each as a line of its own, nothing added."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    assert [block.strip() for block in blocks] == list(README_COMMANDS)
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert [command for command in README_COMMANDS if command not in ci_lines] == []
+
+
+def test_no_archive_is_committed():
+    # packages and archives are installed from the registries, never kept in the tree
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    archives = re.compile(r"\.(whl|egg|zip|tar|tar\.gz|tgz|tar\.bz2|tar\.xz|gz|7z|rar)$")
+    assert [path for path in tracked if archives.search(path)] == []
 
 
 def test_gallery_pages_show_each_kind_of_warning_once_without_paths(monkeypatch):
@@ -161,7 +203,7 @@ def test_the_docs_list_every_classifier_and_count_none():
     index = (ROOT / "doc" / "index.rst").read_text()
     assert [name for name in classifiers if f"skfedkt.{name}" not in index] == []
     numbers = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
-    pages = [*(ROOT / "doc").rglob("*.rst"), ROOT / "README.md"]
+    pages = doc_sources()
     counted = re.compile(rf"\b({'|'.join(numbers)}|\d+) (classifiers|algorithms)\b", re.I)
     assert [(page.name, match.group(0)) for page in pages
             for match in counted.finditer(page.read_text())] == []
@@ -176,10 +218,8 @@ def test_the_user_guide_says_why_group_folds_score_low():
 
 
 def test_every_page_is_about_four_hundred_lines_at_most():
-    long = {str(page.relative_to(ROOT)): n for page in (ROOT / "doc").rglob("*.rst")
-            if "_build" not in page.parts and "generated" not in page.parts
-            and "auto_examples" not in page.parts
-            and (n := len(page.read_text().splitlines())) > 420}
+    long = {str(page.relative_to(ROOT)): n for page in doc_sources()
+            if page.suffix == ".rst" and (n := len(page.read_text().splitlines())) > 420}
     assert long == {}
 
 

@@ -154,7 +154,7 @@ def test_distillation_without_a_public_set(uneven_parties):
     with pytest.warns(AssumptionWarning, match="training rows, without their labels"):
         clf.fit(X, y, groups=party)
     with pytest.raises(ValueError, match=r"needs the agreed public set \(distill=True "
-                       "distils the ensemble on it\): pass it as X_unlabeled"):
+                       r"distils the ensemble on it\): pass it as X_unlabeled"):
         clf.fit_party(X, y, party=0, classes=np.unique(y))
 
 

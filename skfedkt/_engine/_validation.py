@@ -29,6 +29,16 @@ _SKEWED_PARTIES_REMEDY = (
 )
 
 
+# what mends labels that collapse when the public set lies far from the training rows,
+# where a larger public set of the same kind or other teachers would not
+SHIFTED_PUBLIC_SET_REMEDY = (
+    "The public set lies far from X (see the warning 'X_unlabeled is far from X'): the "
+    "models label rows unlike those they learned, which neither a larger public set of "
+    "the same kind nor other settings mend. Transform the public set as X is "
+    "transformed"
+)
+
+
 def parties_in_words(n):
     """``n`` parties, in words: "1 party", "3 parties"."""
     return f"{n} part{'y' if n == 1 else 'ies'}"
@@ -122,6 +132,9 @@ class FederatedData:
         Row indices of each party, aligned with `parties`.
     X_public : array-like, sparse matrix or DataFrame
         The public set (the rows of `X` when none was given).
+    public_set_shifted : bool
+        Whether the public set lies far from `X` (fit warned so): advice that assumes
+        a public set like the training rows does not apply.
     """
 
     X: object
@@ -130,6 +143,7 @@ class FederatedData:
     parties: list
     party_rows: list
     X_public: object
+    public_set_shifted: bool = False
 
     # every party's rows in one process (a party's own machine holds `PartyData`)
     pooled = True
@@ -168,40 +182,96 @@ def _column_moments(X, block_rows=65536):
         return count, np.where(count > 0, mean, np.nan), np.sqrt(sum_sq / count)
 
 
-def _warn_if_public_shifted(X, X_public):
-    """Warn when the public set lies far from the training rows, feature by feature.
-
-    The usual cause is a Pipeline: its steps transform X but not fit parameters such as
-    X_unlabeled, so the models learn scaled rows and then label raw public rows.
-    """
+def _public_set_shift(X, X_public):
+    """The share of the features in which the public set's mean lies over
+    `_SHIFT_WARNING_STDS` training standard deviations from the training rows' mean,
+    and the largest such distance; None for rows this cannot compare (sparse, text)."""
     if sp.issparse(X) or sp.issparse(X_public) or not all(
         np.issubdtype(a.dtype, np.number) for a in (X, X_public)
     ):
-        return
+        return None
     _, mean, std = _column_moments(X)
     _, public_mean, _ = _column_moments(X_public)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.abs(public_mean - mean)[std > 0] / std[std > 0]
     z = z[np.isfinite(z)]
-    shifted = np.mean(z > _SHIFT_WARNING_STDS) if z.size else 0.0
-    if shifted >= 0.25:
+    return (np.mean(z > _SHIFT_WARNING_STDS), z.max()) if z.size else None
+
+
+def _warn_if_public_shifted(X, X_public):
+    """Warn, once per fit or search, when the public set lies far from the training
+    rows, feature by feature (a public set left unscaled beside scaled rows, say);
+    returns whether it does."""
+    shift = _public_set_shift(X, X_public)
+    if shift is None or shift[0] < 0.25:
+        return False
+    if _first_in_this_search(_warned_shift_searches, _warned_shift_in_this_process,
+                             _running_search()):
         warnings.warn(
-            f"X_unlabeled is far from X: in {shifted:.0%} of the features the public "
+            f"X_unlabeled is far from X: in {shift[0]:.0%} of the features the public "
             f"set's mean lies over {_SHIFT_WARNING_STDS:g} training standard deviations "
-            "from the training rows' mean (up to "
-            f"{z.max():.3g}). Inside a Pipeline, earlier steps do not transform fit "
-            "parameters: "
-            "use Pipeline(..., transform_input=['X_unlabeled']) with metadata routing on, "
-            "or put the preprocessing inside the base estimator.",
+            f"from the training rows' mean (up to {shift[1]:.3g}). The models learn X and "
+            "label the public set: transform both alike (the same scaling, the same "
+            "features).",
             UserWarning,
-            stacklevel=3,
+            stacklevel=_stacklevel_of_the_caller(),
+        )
+    return True
+
+
+def _pipelines_around(estimator):
+    """The scikit-learn Pipelines on the call stack whose last step is `estimator`,
+    directly or through pipelines nested as last steps: those fitting it now."""
+    from sklearn.pipeline import Pipeline
+
+    found, frame = [], sys._getframe(1)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Pipeline) and all(owner is not other for other in found):
+            last = owner
+            while isinstance(last, Pipeline) and last.steps:
+                last = last.steps[-1][1]
+            if last is estimator:
+                found.append(owner)
+        frame = frame.f_back
+    return found
+
+
+def refuse_an_untransformed_public_set(estimator, X_unlabeled):
+    """Refuse, before any work, a public set that a Pipeline fitting `estimator` leaves
+    untransformed while its earlier steps transform X: the models would learn the
+    transformed rows and label raw public rows (near chance, with every model's labels
+    collapsing)."""
+    if X_unlabeled is None:
+        return
+    routing = get_config()["enable_metadata_routing"]
+    for pipeline in _pipelines_around(estimator):
+        transforming = [name for name, step in pipeline.steps[:-1]
+                        if step is not None and not (isinstance(step, str)
+                                                     and step == "passthrough")]
+        if not transforming or routing and "X_unlabeled" in (pipeline.transform_input
+                                                             or ()):
+            continue
+        name = type(estimator).__name__
+        raise ValueError(
+            f"{name} is the last step of a Pipeline whose steps {transforming} transform X "
+            "but not X_unlabeled: its models would learn transformed rows and label raw "
+            "public rows. Turn metadata routing on, sklearn.set_config("
+            "enable_metadata_routing=True), build the pipeline with "
+            "transform_input=['X_unlabeled'] (Pipeline(steps, transform_input=...) or "
+            "make_pipeline(..., transform_input=...)), and pass groups= and X_unlabeled= "
+            "to fit, or to GridSearchCV's fit, without a step prefix. Or put the "
+            "preprocessing inside the base estimator, where each party fits its own."
         )
 
 
-# the searches (or the estimators a cross_validate call was given) already warned about
+# the searches (or the estimators a cross_validate call was given) already warned about,
+# for the assumptions and for a public set far from X
 _warned_searches = weakref.WeakSet()
+_warned_shift_searches = weakref.WeakSet()
 # in a worker process of a parallel search, where the search itself is out of reach
 _warned_in_this_process = []
+_warned_shift_in_this_process = []
 
 _CROSS_VALIDATORS = ("cross_validate", "cross_val_score", "cross_val_predict",
                      "learning_curve", "validation_curve", "permutation_test_score")
@@ -227,6 +297,21 @@ def _running_search():
     return search
 
 
+def _first_in_this_search(warned_searches, warned_in_this_process, search):
+    """Whether a warning given once per search is due, `search` being
+    `_running_search()`: always outside cross-validation; inside it, the first time for
+    this search (or, in a worker process of a parallel search, for this process)."""
+    if search is True:
+        if warned_in_this_process:
+            return False
+        warned_in_this_process.append(True)
+    elif search is not None:
+        if search in warned_searches:
+            return False
+        warned_searches.add(search)
+    return True
+
+
 def warn_about_assumptions(name, groups, X_unlabeled, public_set_labelled):
     """One `AssumptionWarning` for what `fit` assumed that it was not told: a single party
     (`groups` None), the training rows as the public set (`X_unlabeled` None, where
@@ -245,14 +330,8 @@ def warn_about_assumptions(name, groups, X_unlabeled, public_set_labelled):
     if not assumed:
         return
     search = _running_search()
-    if search is True:
-        if _warned_in_this_process:
-            return
-        _warned_in_this_process.append(True)
-    elif search is not None:
-        if search in _warned_searches:
-            return
-        _warned_searches.add(search)
+    if not _first_in_this_search(_warned_searches, _warned_in_this_process, search):
+        return
     if search is not None and not get_config()["enable_metadata_routing"]:
         assumed.append(
             "with metadata routing off, GridSearchCV, cross_validate and their kin give "
@@ -397,6 +476,7 @@ def validate_federated_data(estimator, X, y, groups, X_unlabeled):
                           np.cumsum(np.bincount(party_codes))[:-1])
 
     X = _keep_frame(X, X_valid)
+    shifted = False
     if X_unlabeled is None:
         X_public = X
     else:
@@ -416,9 +496,10 @@ def validate_federated_data(estimator, X, y, groups, X_unlabeled):
                              r"X_unlabeled has \1 features, but \2 is expecting",
                              str(exc))
             raise type(exc)(f"Invalid X_unlabeled: {message}") from exc
-        _warn_if_public_shifted(X_valid, public_valid)
+        shifted = _warn_if_public_shifted(X_valid, public_valid)
         X_public = (_framed_like(X.columns, X_unlabeled, public_valid)
                     if hasattr(X, "iloc") else _keep_frame(X_unlabeled, public_valid))
     return FederatedData(X=X, y=y_codes, classes=estimator.classes_,
                          parties=estimator.parties_.tolist(),
-                         party_rows=party_rows, X_public=X_public)
+                         party_rows=party_rows, X_public=X_public,
+                         public_set_shifted=shifted)

@@ -17,6 +17,7 @@ from .._engine._context import Message, PartyContext, PartyStepResult, ServerCon
 from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
 from .._engine._validation import (
     _SKEWED_PARTIES_REMEDY,
+    SHIFTED_PUBLIC_SET_REMEDY,
     FederatedData,
     warn_if_classes_lost,
 )
@@ -346,7 +347,8 @@ class FedCTClassifier(BaseFederatedClassifier):
             warn_if_classes_lost(
                 self.classes_, self._predict_codes(context.X_public),
                 "The parties' vote predicts on the public set", data.y, "the training rows",
-                _SKEWED_PARTIES_REMEDY,
+                SHIFTED_PUBLIC_SET_REMEDY if data.public_set_shifted
+                else _SKEWED_PARTIES_REMEDY,
             )
 
     def _proba(self, X: Any) -> np.ndarray:

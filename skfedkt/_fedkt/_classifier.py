@@ -415,7 +415,8 @@ class FedKTClassifier(BaseFederatedClassifier):
                 training=class_shares(counts.sum(axis=0)[None]),
                 parties=counts / counts.sum(axis=1, keepdims=True),
             )
-        warn_after_fit(plan, vars(self), self.classes_, self.parties_, context.X_public)
+        warn_after_fit(plan, vars(self), self.classes_, self.parties_, context.X_public,
+                       data is not None and data.public_set_shifted)
 
     def _student_vote_proba(self, X):
         """The server's pooled, share-shifted vote of the students on `X`, normalised:

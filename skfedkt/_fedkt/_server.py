@@ -15,6 +15,7 @@ from .._engine._fitting import ClassCodeModel, fit_clones, predict_votes
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._validation import (
     _MIN_CLASS_SHARE,
+    SHIFTED_PUBLIC_SET_REMEDY,
     LabelCollapseWarning,
     _lost_classes,
     parties_in_words,
@@ -316,10 +317,11 @@ def pooled_student_proba(votes, students, codes, party_counts, share_offsets, X,
     return pooled / pooled.sum(axis=1, keepdims=True)
 
 
-def warn_after_fit(plan, fitted, classes, parties, X_public):
+def warn_after_fit(plan, fitted, classes, parties, X_public, public_set_shifted=False):
     """Collapse warnings from the class shares, and for a final model whose predictions
-    hold one class or distort the shares of its labels."""
-    _warn_on_collapse(plan, fitted["class_shares_"], classes, parties)
+    hold one class or distort the shares of its labels (`public_set_shifted`: fit
+    warned that the public set lies far from X, the likelier cause)."""
+    _warn_on_collapse(plan, fitted["class_shares_"], classes, parties, public_set_shifted)
     if not plan.distill:
         return  # the vote predicts its own labels on the public rows
     learned_rows = np.flatnonzero(fitted["public_mask_"])
@@ -337,10 +339,10 @@ def warn_after_fit(plan, fitted, classes, parties, X_public):
     )
 
 
-def _warn_on_collapse(plan, shares, classes, parties):
+def _warn_on_collapse(plan, shares, classes, parties, public_set_shifted):
     """One warning per tier whose labels lost classes that its training rows hold."""
     names = classes.tolist()
-    remedy = (
+    remedy = SHIFTED_PUBLIC_SET_REMEDY if public_set_shifted else (
         "Use voting='soft' (the default): it carries class probabilities through both tiers"
         if not plan.soft_votes else
         "A larger public set, fewer n_teachers (more rows per teacher) or a teacher that "
