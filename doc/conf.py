@@ -1,6 +1,8 @@
 """Sphinx configuration of the skfedkt documentation."""
 
+import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -41,12 +43,21 @@ toc_object_entries_show_parents = "hide"
 html_sidebars = {page: [] for page in ("index", "getting_started", "deployment", "privacy",
                                        "sklearn")}
 
+# the examples that train PyTorch networks run where torch and skorch are installed (the
+# torch extra); elsewhere their pages show the code without its output
+_NEEDS_TORCH = sorted(
+    path.stem for path in (Path(__file__).resolve().parents[1] / "examples").glob("plot_*.py")
+    if re.search(r"^(import|from) (torch|skorch)\b", path.read_text(), re.M)
+)
+_HAS_TORCH = all(importlib.util.find_spec(name) for name in ("torch", "skorch"))
+
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     # SKFEDKT_PLOT_GALLERY=0 builds the gallery pages without running the examples
     "plot_gallery": os.environ.get("SKFEDKT_PLOT_GALLERY", "True"),
-    "filename_pattern": r"/plot_",
+    "filename_pattern": r"/plot_" if _HAS_TORCH or not _NEEDS_TORCH
+    else rf"/(?!({'|'.join(_NEEDS_TORCH)})\.py)plot_",
     "within_subsection_order": "gallery_order.QuickstartFirst",
     # the build must not rewrite a tracked file with its run times
     "write_computation_times": False,

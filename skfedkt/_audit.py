@@ -229,13 +229,20 @@ class MembershipAudit:
     pool_reuse : float
         Share of replaced rows in the reference fits that reused a held-out row (the
         held-out set was smaller than the attacked rows); 0 is best.
+    n_party_rows, n_attacked_rows : int
+        The attacked parties' rows, and how many of them the attacks take as members:
+        each member pairs with a held-out row of its class, so the held-out rows of a
+        class (half of them with reference fits) and ``max_members`` bound them.
     """
 
-    def __init__(self, estimator_name, results, n_reference, pool_reuse):
+    def __init__(self, estimator_name, results, n_reference, pool_reuse, n_party_rows,
+                 n_attacked_rows):
         self.estimator_name = estimator_name
         self.results = results
         self.n_reference = n_reference
         self.pool_reuse = pool_reuse
+        self.n_party_rows = n_party_rows
+        self.n_attacked_rows = n_attacked_rows
 
     def summary(self):
         """Per release and attack, over the attacked parties.
@@ -288,6 +295,14 @@ class MembershipAudit:
                 f"{row['tpr_at_1pct_fpr']:>7.3f} {row['tpr_at_01pct_fpr']:>9.3f} "
                 f"{row['n_members']:>8} {row['epsilon']:>8.3g} {row['auc_bound']:>9.3f}"
             )
+        if self.n_attacked_rows < self.n_party_rows:
+            halves = (" (half of them, the rest standing in for members in the reference "
+                      "fits)" if self.n_reference else "")
+            lines.append(
+                f"(members: {self.n_attacked_rows} of the attacked parties' "
+                f"{self.n_party_rows} rows, each paired with a non-member, a held-out row "
+                f"of its class: the held-out rows of each class{halves} and max_members "
+                "bound them; a larger held-out set attacks more rows)")
         if self.pool_reuse > 0:
             lines.append(f"({self.pool_reuse:.0%} of the reference fits' stand-in rows "
                          "were drawn more than once: a larger held-out set helps)")
@@ -364,8 +379,10 @@ def _run_audit(name, fit, target_releases, X, y, party_codes, attacked, X_holdou
             scale = np.sqrt(reference_stats.var(axis=0).mean()) + 1e-12
             scores = (observed - reference_stats.mean(axis=0)) / scale
             results.append(_attack_result(release, party, "lira", scores, n_members))
-    return MembershipAudit(name, results, n_reference,
-                           float(np.mean(reuse)) if reuse else 0.0)
+    return MembershipAudit(
+        name, results, n_reference, float(np.mean(reuse)) if reuse else 0.0,
+        n_party_rows=sum(int(np.sum(party_codes == index)) for index, _ in attacked),
+        n_attacked_rows=sum(len(c.members) for c in candidates))
 
 
 def _keyed(releases):

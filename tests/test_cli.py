@@ -337,7 +337,8 @@ def test_runner_shows_algorithm_trial_and_stages_on_the_progress_bar(capsys):
     assert "party tier: 18 teachers" in stages
     assert any(text.startswith("round 1:") for text in stages)
     assert capsys.readouterr().out == ""  # the stages went to the bar, not to stdout
-    assert all(len(text) <= 48 for text in stages)  # short enough for any terminal
+    # whole: a bar on a terminal shortens a stage to its width, a log keeps it
+    assert not any(text.endswith("…") for text in stages)
     # a method's last stage leaves the bar before the next method starts
     second = recorder.calls.index(("description", "trial 1/1: fedct"))
     assert recorder.calls[second - 1] == ("stage", "")
@@ -368,14 +369,24 @@ def test_the_progress_bar_estimates_the_time_left_after_the_first_trial():
     bar.close()
 
 
-def test_long_stages_are_cut_after_a_whole_word():
-    from skfedkt._cli._runner import _shortened
+def test_long_stages_are_cut_after_a_whole_word_on_a_bar_only():
+    import io
+
+    from skfedkt._cli._main import _TrialsBar
+    from skfedkt._cli._progress import StageLines, shortened
 
     text = "party tier: 30 teachers (3 parties x 2 partitions x 5 subsets) vote on 40 rows"
-    short = _shortened(text, 48)
+    short = shortened(text)
     assert len(short) <= 48 and short.endswith("…")
     assert text.startswith(short[:-1]) and text[len(short) - 1] == " "
-    assert _shortened("round 1: 2% changed", 48) == "round 1: 2% changed"
+    assert shortened("round 1: 2% changed") == "round 1: 2% changed"
+    out = io.StringIO()
+    bar = _TrialsBar(total=2, per_trial=1, file=out, desc="fitting", mininterval=0)
+    bar.set_postfix_str(text)
+    assert short in out.getvalue() and text not in out.getvalue()
+    lines = io.StringIO()
+    StageLines("party", stream=lines).set_postfix_str(text)
+    assert lines.getvalue() == f"party: {text}\n"
 
 
 def test_install_hints_name_what_can_be_installed():

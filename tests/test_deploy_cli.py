@@ -219,5 +219,6 @@ def test_a_deployment_s_stderr_in_a_file_holds_a_line_per_stage(consortium, tmp_
     assert "\r" not in written
     stages = [line for line in written.splitlines() if line.startswith("server: ")]
     assert len(stages) >= 2 and len(set(stages)) == len(stages)
-    # no refresh of one stage glued onto another's
+    # no refresh of one stage glued onto another's, and each stage whole
     assert all(line.count("fedkt's server step") <= 1 for line in written.splitlines())
+    assert "…" not in written

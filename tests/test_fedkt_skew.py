@@ -494,17 +494,6 @@ def test_final_model_that_cannot_split_warns(two_class_data):
         clf.fit(X, y, groups=party, X_unlabeled=X_public)
 
 
-# an unscaled public set also collapses the labels; that is not what is tested here
-@pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")
-def test_untransformed_public_set_in_a_pipeline_warns():
-    data = load_federated("breast_cancer", n_parties=4, random_state=0)
-    pipe = Pipeline([("scale", StandardScaler()),
-                     ("fedkt", FedKTClassifier(LogisticRegression(), random_state=0))])
-    with pytest.warns(UserWarning, match="X_unlabeled is far from X.*transform_input"):
-        pipe.fit(data.X_train, data.y_train, fedkt__groups=data.groups,
-                 fedkt__X_unlabeled=data.X_public)
-
-
 def test_a_public_set_from_the_same_distribution_raises_no_warning(two_class_data):
     X, y, party, X_public = two_class_data
     with warnings.catch_warnings():

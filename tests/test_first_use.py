@@ -12,12 +12,14 @@ import sklearn
 from _data import WarningTree
 from sklearn.datasets import load_breast_cancer
 from sklearn.model_selection import GridSearchCV, GroupKFold
-from sklearn.pipeline import make_pipeline
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import (
     AssumptionWarning,
+    FedAvgClassifier,
     FedCTClassifier,
     FedKTClassifier,
     LabelCollapseWarning,
@@ -86,6 +88,88 @@ def test_a_search_warns_once_not_per_candidate(routing, data):
     assert "once for this cross-validation" in message
     assert ("turn routing on" in message) != routing
     assert ("groups=None" in message) != routing  # with routing on, the groups arrive
+
+
+ALL_ESTIMATORS = [*ESTIMATORS, FedAvgClassifier]
+
+
+def _scaled(estimator, **pipeline_params):
+    return make_pipeline(StandardScaler(), estimator(random_state=0), **pipeline_params)
+
+
+@pytest.mark.parametrize("estimator", ALL_ESTIMATORS)
+@pytest.mark.parametrize("routing", [False, True])
+def test_a_pipeline_that_leaves_the_public_set_raw_is_refused_naming_the_fix(
+        estimator, routing, data):
+    # what a scikit-learn user writes first: the scaler transforms X, not X_unlabeled
+    X, y, party, X_public = data
+    pipe = _scaled(estimator)
+    step = pipe.steps[-1][0]
+    params = ({"groups": party, "X_unlabeled": X_public} if routing else
+              {f"{step}__groups": party, f"{step}__X_unlabeled": X_public})
+    start = time.perf_counter()
+    with sklearn.config_context(enable_metadata_routing=routing), \
+            pytest.raises(ValueError, match=rf"{estimator.__name__} is the last step of a "
+                          r"Pipeline whose steps \['standardscaler'\] transform X but not "
+                          r"X_unlabeled.*enable_metadata_routing=True.*"
+                          r"transform_input=\['X_unlabeled'\]"):
+        pipe.fit(X, y, **params)
+    assert time.perf_counter() - start < 1  # before any model trains
+    assert not hasattr(pipe.steps[-1][1], "classes_")
+
+
+def test_a_search_over_such_a_pipeline_fails_with_the_fix_once(data):
+    X, y, party, X_public = data
+    search = GridSearchCV(_scaled(FedKTClassifier), {"fedktclassifier__n_students": [1, 2]},
+                          cv=3)
+    with pytest.raises(ValueError) as caught, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's FitFailedWarning
+        search.fit(X, y, groups=party, fedktclassifier__X_unlabeled=X_public)
+    assert "All the 6 fits failed" in str(caught.value)
+    assert str(caught.value).count("transform_input=['X_unlabeled']") == 1
+
+
+def test_a_pipeline_that_transforms_the_public_set_learns(data):
+    X, y, party, X_public = data
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = _scaled(FedKTClassifier, transform_input=["X_unlabeled"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            pipe.fit(X, y, groups=party, X_unlabeled=X_public)
+        # nested: the outer pipeline transforms it, the inner one passes it on
+        inner = make_pipeline(FedKTClassifier(random_state=0))
+        nested = Pipeline([("scale", StandardScaler()), ("inner", inner)],
+                          transform_input=["X_unlabeled"])
+        nested.fit(X, y, groups=party, X_unlabeled=X_public)
+        assert nested.score(X, y) > 0.9
+        # an outer pipeline that does not is refused, as is one whose only step before
+        # the classifier is a real transformer
+        outer = Pipeline([("scale", StandardScaler()), ("inner", clone(inner))])
+        with pytest.raises(ValueError, match="steps \\['scale'\\] transform X"):
+            outer.fit(X, y, groups=party, X_unlabeled=X_public)
+    # steps that transform nothing leave nothing to refuse
+    with sklearn.config_context(enable_metadata_routing=False):
+        Pipeline([("none", "passthrough"), ("fedkt", FedKTClassifier(random_state=0))]).fit(
+            X, y, fedkt__groups=party, fedkt__X_unlabeled=X_public)
+
+
+def test_a_raw_public_set_outside_a_pipeline_warns_once_per_search(data):
+    # scaled rows beside a raw public set: the warning says so, once, and the collapse
+    # warnings that follow point at it instead of advising a larger public set
+    X, y, party, X_public = data
+    X_scaled = StandardScaler().fit_transform(X)
+    search = GridSearchCV(FedKTClassifier(DecisionTreeClassifier(max_depth=3),
+                                          random_state=0),
+                          {"n_students": [1, 2]}, cv=GroupKFold(3))
+    with sklearn.config_context(enable_metadata_routing=True), \
+            warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        search.fit(X_scaled, y, groups=party, X_unlabeled=X_public)
+    messages = [str(w.message) for w in record]
+    assert sum(m.startswith("X_unlabeled is far from X") for m in messages) == 1
+    collapses = [str(w.message) for w in record if w.category is LabelCollapseWarning]
+    assert collapses and all("Transform the public set as X is transformed" in m
+                             and "larger public set, fewer" not in m for m in collapses)
 
 
 def test_warnings_in_worker_processes_reach_the_caller_once_per_kind(data):

@@ -25,7 +25,7 @@ from ..datasets._loaders import feature_names_of
 from ..privacy import party_membership_audit
 from .._registry import algorithm, algorithms
 from ._estimators import ESTIMATORS
-from ._progress import StageLines, on_a_terminal
+from ._progress import StageLines, on_a_terminal, shortened
 from ._runner import StagesOnBar
 
 
@@ -259,7 +259,7 @@ class _StageLine:
             self.line = (tqdm(total=None, desc=self.what, file=sys.stderr,
                               bar_format="{desc}: {elapsed}{postfix}")
                          if on_a_terminal(sys.stderr) else StageLines(self.what))
-        self.line.set_postfix_str(stage)
+        self.line.set_postfix_str(shortened(stage) if isinstance(self.line, tqdm) else stage)
 
     def close(self):
         if self.line is not None:

@@ -23,7 +23,7 @@ from .._registry import positive as positive_number
 from ._deploy import HANDLERS, HelpFormatter, add_deploy_commands
 from ._estimators import ESTIMATORS
 from ._flags import add_algorithm_flags, algorithm_options, argparse_type, parameter_flags
-from ._progress import StageLines, on_a_terminal
+from ._progress import StageLines, on_a_terminal, shortened
 from ._runner import (
     default_methods,
     describe,
@@ -67,6 +67,9 @@ class _TrialsBar(tqdm):
     def __init__(self, *args, per_trial, **kwargs):
         super().__init__(*args, smoothing=0, bar_format=self._WAITING, **kwargs)
         self.per_trial = per_trial
+
+    def set_postfix_str(self, s="", refresh=True):
+        super().set_postfix_str(shortened(s), refresh)
 
     def update(self, n=1):
         if self.n + n >= self.per_trial:

@@ -6,6 +6,10 @@ import sys
 import time
 
 
+# the widest stage a progress bar shows beside its own fields on a terminal line
+BAR_STAGE_WIDTH = 48
+
+
 def on_a_terminal(stream):
     """Whether `stream` is a terminal a person watches."""
     isatty = getattr(stream, "isatty", None)
@@ -41,3 +45,11 @@ class StageLines:
 
     def close(self):
         pass
+
+
+def shortened(text, width=BAR_STAGE_WIDTH):
+    """`text` in at most `width` characters, cut after a whole word: a stage as a bar
+    on a terminal shows it (a log's `StageLines` keep it whole)."""
+    if len(text) <= width:
+        return text
+    return text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"

@@ -142,17 +142,10 @@ class StagesOnBar(io.TextIOBase):
     def write(self, text):
         stage = text.strip()
         if stage and hasattr(self.progress, "set_postfix_str"):
-            # the stage's first clause, whole: what runs, without its details
-            stage = re.split(r" \(|; ", stage.split("] ", 1)[-1])[0]
-            self.progress.set_postfix_str(_shortened(stage, 48))
+            # the stage's first clause, whole: what runs, without its details (a bar
+            # on a terminal shortens it to its width, a log keeps it)
+            self.progress.set_postfix_str(re.split(r" \(|; ", stage.split("] ", 1)[-1])[0])
         return len(text)
-
-
-def _shortened(text, width):
-    """`text` in at most `width` characters, cut after a whole word."""
-    if len(text) <= width:
-        return text
-    return text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def run_experiment(*, dataset, estimator, algorithms, n_trials, dataset_options,
