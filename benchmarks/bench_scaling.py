@@ -197,8 +197,15 @@ def figure(results):
             if points:
                 ax.plot(*zip(*points), marker="o", label=algorithm.replace("``", ""))
     for ax, what in zip(axes[0], ("parties", f"rows ({few:.0f} parties)")):
-        ax.set(xscale="log", yscale="log", xlabel=what, ylabel="CPU seconds")
-    axes[0][0].legend(fontsize="small")
+        ax.set(xlabel=what, ylabel="CPU seconds")
+        drawn = [value for line in ax.lines for value in (*line.get_xdata(),
+                                                          *line.get_ydata())]
+        if drawn and min(drawn) > 0:  # a tiny run's times may round to zero
+            ax.set(xscale="log", yscale="log")
+    for ax in axes[0]:
+        if ax.lines:  # the one that holds the algorithms' lines
+            ax.legend(fontsize="small")
+            break
     return fig
 
 

@@ -345,7 +345,7 @@ def test_the_last_round_of_n_rounds_shares_nothing(parties_data):
         clf = FedCTClassifier(LogisticRegression(), n_rounds=0, privacy=privacy,
                               random_state=0)
         upload = clf.fit_party(X[party == "a"], y[party == "a"], party="a", classes=[0, 1, 2],
-                               X_unlabeled=X_public)
+                               X_unlabeled=X_public, party_seed=7)
         assert upload.payload[key] is None
         fitted = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
         assert fitted.epsilon_ == 0.0

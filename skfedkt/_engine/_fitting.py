@@ -348,10 +348,10 @@ def clone_votes(model, X, n_classes, soft_votes):
 def map_in_parallel(function, items, n_jobs=None):
     """``function(item)`` of every item, in order, in one flat parallel batch; warnings
     raised in worker processes are issued in this one (`issue_worker_warnings`)."""
-    main = os.getpid()
+    main, run = os.getpid(), carried(_recorded)
     results = []
     for result, caught in Parallel(n_jobs=n_jobs)(
-        delayed(carried(_recorded))(main, function, item) for item in items
+        delayed(run)(main, function, item) for item in items
     ):
         issue_worker_warnings(caught)
         results.append(received(result))
@@ -484,7 +484,9 @@ def received(result):
 
 def carried(function):
     """`function`, to run in a worker process or thread under the calling thread's
-    configuration (`skfedkt.get_config`), as scikit-learn carries its own."""
+    configuration (`skfedkt.get_config`), as scikit-learn carries its own. Call it
+    before a generator of jobs, not inside: joblib draws the later jobs of a batch from
+    its own threads, whose configuration is the default."""
     return functools.partial(_in_config, _config.get_config(), function)
 
 
@@ -706,8 +708,9 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
                     model_type=ClassCodeModel, block_rows=probe.block_rows(size),
                     graphs=probe.graphs)
     del keywords["keep_model"]
-    jobs = (delayed(carried(_stacking.fit_chunk))(template, [tasks[i] for i in chunk],
-                                                  [seeds[i] for i in chunk], **keywords)
+    fit_chunk = carried(_stacking.fit_chunk)
+    jobs = (delayed(fit_chunk)(template, [tasks[i] for i in chunk], [seeds[i] for i in chunk],
+                               **keywords)
             for chunk in chunks)
     n_threads = stacked_threads(n_jobs, len(chunks), probe)
     pending = []

@@ -100,12 +100,12 @@ def train_parties(plan, data, parties, seeds, weights, tier):
 
         size = probe.chunk_size(len(items))
         chunks = [items[first : first + size] for first in range(0, len(items), size)]
+        train = carried(train_from_weights)
         with one_thread():
             fitted = Parallel(n_jobs=stacked_threads(plan.n_jobs, len(chunks), probe),
                               backend="threading")(
-                delayed(carried(train_from_weights))(plan.estimator, chunk, plan.local_epochs,
-                                            plan.proximal_mu, probe.block_rows(size),
-                                            probe.graphs)
+                delayed(train)(plan.estimator, chunk, plan.local_epochs, plan.proximal_mu,
+                               probe.block_rows(size), probe.graphs)
                 for chunk in chunks)
         trained = [fit for chunk_fits in fitted for fit in chunk_fits]
     report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items)),

@@ -4,8 +4,8 @@
   consensus-labelled public rows, and its (bit-flipped) labels of the public set.
 - `_server`: what runs at the server: the consensus of the parties' labels, when to stop,
   and the final voting classifier of the parties' models.
-- `_classifier`: `FedCTClassifier`, its parameters, and `fit`, which runs the rounds of
-  both steps in one process.
+- `_classifier`: `FedCTClassifier`, its parameters, and the hooks through which the
+  base class's `fit` (`skfedkt._base`) runs the rounds of both steps in one process.
 - `_declaration`: its declaration to the registry (`skfedkt._registry`): its
   command-line flags and the configurations the experiment runner compares.
 """
