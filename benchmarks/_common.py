@@ -11,10 +11,12 @@ from them (its ``figure(results)``), so building the docs runs no benchmark.
 """
 
 import argparse
+import functools
 import inspect
 import json
 import shlex
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -197,3 +199,16 @@ class PeakMemory:
         self._done.set()
         self._thread.join()
         self.mib = max(self._peak, status_mib("VmRSS")) - self._start
+
+
+def without_warnings(function):
+    """`function` with every warning silenced while it runs, the caller's filters as
+    they were after: a measurement prints its tables, not the fits' warnings, and a
+    test that runs it in process keeps its own filters."""
+    @functools.wraps(function)
+    def quiet(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return function(*args, **kwargs)
+
+    return quiet

@@ -20,10 +20,10 @@ Produces: doc/performance/overhead.rst, "Orchestration overhead".
 """
 
 import time
-import warnings
 
 import numpy as np
-from _common import bar_figure, cell_number, parser, print_table, progress
+from _common import (bar_figure, cell_number, parser, print_table, progress,
+                     without_warnings)
 from sklearn.base import clone
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
@@ -98,6 +98,7 @@ def cpu_seconds(function, repeats):
     return min(times), result
 
 
+@without_warnings
 def main(argv=None):
     command = parser(__doc__)
     command.add_argument("--parties", type=int, default=1000)
@@ -107,7 +108,6 @@ def main(argv=None):
     command.add_argument("--paper-trees", type=int, default=100)
     command.add_argument("--repeats", type=int, default=3)
     args = command.parse_args(argv)
-    warnings.simplefilter("ignore")
 
     X, y, party, X_public = make_data(args.parties, args.rows_per_party)
     tree = DecisionTreeClassifier(max_depth=6)

@@ -26,11 +26,10 @@ import resource
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
 from _common import (cell_number, new_figure, parser, print_table, progress, reset_peak,
-                     status_mib)
+                     status_mib, without_warnings)
 
 ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
 ROWS_PER_PARTY = 114  # the parties of the cross-device papers: tens to hundreds of rows
@@ -65,6 +64,7 @@ def _worker_startup_cpu(n_jobs):
     return _cpu(resource.RUSAGE_CHILDREN)
 
 
+@without_warnings
 def one(algorithm, n_parties, n_rows, n_jobs, direct=True):
     """One configuration, in this (fresh) process; prints one JSON line."""
     from bench_overhead import direct_fedct, direct_fedkt, direct_oneshot, make_data
@@ -73,7 +73,6 @@ def one(algorithm, n_parties, n_rows, n_jobs, direct=True):
 
     from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
 
-    warnings.simplefilter("ignore")
     startup_cpu = _worker_startup_cpu(n_jobs)
     X, y, party, X_public = make_data(n_parties, n_rows // n_parties)
     reset_peak()  # the data's temporaries are not the fit's

@@ -9,6 +9,7 @@ parallel tests still run their clones in several processes or threads.
 
 import os
 import re
+import warnings
 
 import pytest
 
@@ -43,3 +44,16 @@ def refusals_read_as_sentences(monkeypatch):
         init(self, message, **kwargs)
 
     monkeypatch.setattr(UploadError, "__init__", checked)
+
+
+@pytest.fixture(autouse=True)
+def no_warning_silenced_for_later_tests():
+    """No test leaves a filter behind that silences warnings: one did, and a later test
+    missed the warning it expected where pytest's own capture is off (-p no:warnings).
+    (Libraries may restore Python's default filters as they start: those show
+    warnings.)"""
+    before = list(warnings.filters)
+    yield
+    leaked = [entry for entry in warnings.filters
+              if entry not in before and entry[0] == "ignore"]
+    assert not leaked, f"the test left warning filters behind: {leaked}"
