@@ -30,8 +30,9 @@ from sklearn.datasets import load_digits, make_classification
 from sklearn.model_selection import train_test_split
 
 from skfedkt import FedKTClassifier, config_context
-from skfedkt._engine import _stacking
-from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_clone
+from skfedkt._engine._stacking import _tier
+from skfedkt._engine._fitting import Task, fit_clones, recording_tiers
+from skfedkt._engine._seeds import seeded_clone
 from skfedkt.datasets import dirichlet_partition
 
 PATHS = {"stacked": True, "one by one": False}
@@ -86,8 +87,8 @@ def weight_difference(net, n_tasks=4, epochs=4):
     estimator = built(net, 64, n_classes, "cpu", epochs, dtype)
     tasks = [Task(estimator, y[rows], rows)
              for rows in np.array_split(np.arange(60 * n_tasks), n_tasks)]
-    convolutions = _stacking.CPU_UNHELPED_MODULES
-    _stacking.CPU_UNHELPED_MODULES = ()  # the check stacks a CNN on the CPU too
+    convolutions = _tier.CPU_UNHELPED_MODULES
+    _tier.CPU_UNHELPED_MODULES = ()  # the check stacks a CNN on the CPU too
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -100,7 +101,7 @@ def weight_difference(net, n_tasks=4, epochs=4):
                                         alone[-1].module_.state_dict().values()):
                     largest = max(largest, float((mine.double() - theirs.double()).abs().max()))
     finally:
-        _stacking.CPU_UNHELPED_MODULES = convolutions
+        _tier.CPU_UNHELPED_MODULES = convolutions
     return largest
 
 
@@ -186,9 +187,9 @@ def convolution_table(device, n_teachers, epochs):
                 "stacked, vmap (grouped)": False}
     rows = []
     kind = torch.device(device).type
-    saved = _stacking.CPU_UNHELPED_MODULES, dict(_stacking.UNFOLD_CONVOLUTIONS)
+    saved = _tier.CPU_UNHELPED_MODULES, dict(_tier.UNFOLD_CONVOLUTIONS)
     try:
-        _stacking.CPU_UNHELPED_MODULES = ()
+        _tier.CPU_UNHELPED_MODULES = ()
         for name, (n_features, make) in kinds.items():
             n_parties = max(1, n_teachers // 10)
             X, y = make_classification(n_samples=375 * n_parties + 625,
@@ -205,7 +206,7 @@ def convolution_table(device, n_teachers, epochs):
                      for _ in range(2) for part in np.array_split(rows_, 5)]
             for variant, unfold in variants.items():
                 if unfold is not None:
-                    _stacking.UNFOLD_CONVOLUTIONS[kind] = unfold
+                    _tier.UNFOLD_CONVOLUTIONS[kind] = unfold
                 with recording_tiers() as tiers, warnings.catch_warnings(), config_context(
                         stack_networks=unfold is not None):
                     warnings.simplefilter("ignore")
@@ -216,8 +217,8 @@ def convolution_table(device, n_teachers, epochs):
                     seconds = time.perf_counter() - start
                 rows.append([name, len(tasks), variant, f"{seconds:.1f}", tiers[0]["path"]])
     finally:
-        _stacking.CPU_UNHELPED_MODULES, unfold_by_device = saved
-        _stacking.UNFOLD_CONVOLUTIONS.update(unfold_by_device)
+        _tier.CPU_UNHELPED_MODULES, unfold_by_device = saved
+        _tier.UNFOLD_CONVOLUTIONS.update(unfold_by_device)
     print(f"\nConvolutions on {device}: a tier of teachers ({epochs} epochs, n_jobs=2) of "
           "the paper's CNN and of skorch's tutorial CNN, one by one and stacked two "
           "ways\n")

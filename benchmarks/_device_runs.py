@@ -27,7 +27,7 @@ from _torch_nets import paper_cnn, paper_net
 from sklearn.datasets import make_classification
 
 from skfedkt import FedAvgClassifier, FedKTClassifier, config_context
-from skfedkt._engine import _stacking
+from skfedkt._engine._stacking import _tier
 from skfedkt.datasets import dirichlet_partition
 
 PATHS = {"stacked": True, "one by one": False}
@@ -203,8 +203,8 @@ def streaming(device, n_parties, teachers_per_partition, epochs, rows_per_teache
     print(f"\nA tier larger than one chunk on {device}, in a fresh process: {n_parties} "
           f"parties, s = 2, t = {teachers_per_partition} ({rows_per_teacher} rows a "
           f"teacher), {epochs} epochs; on the CPU a chunk holds at most "
-          f"{_stacking.CPU_CHUNK_BYTES / 2**20:.0f} MiB of training state as "
-          f"estimated, and {_stacking.MAX_COPIES['cpu']} nets\n")
+          f"{_tier.CPU_CHUNK_BYTES / 2**20:.0f} MiB of training state as "
+          f"estimated, and {_tier.MAX_COPIES['cpu']} nets\n")
     print_table(["teachers", "chunks", "teachers' tier (s)", "round (s)",
                  "peak memory (MiB)"],
                 [[teachers["clones"], teachers["chunks"], f"{teachers['seconds']:.1f}",

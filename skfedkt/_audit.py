@@ -41,7 +41,7 @@ from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._base import BaseFederatedClassifier
 from ._deployment._protocol import PartyData
-from ._engine._validation import stack_rows
+from ._engine._rows import stack_rows
 
 ATTACKS = ("loss", "lira")
 # false-positive rates at which the true-positive rate is reported

@@ -47,7 +47,8 @@ from ._engine._context import (
     ServerContext,
 )
 from ._engine._plan import Plan
-from ._engine._fitting import recording_tiers, warnings_once_per_call
+from ._engine._fitting import recording_tiers
+from ._engine._transport import warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
     FederatedData,

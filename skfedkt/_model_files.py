@@ -7,7 +7,7 @@ import zipfile
 
 from ._deployment._archive import check_limits, read_file, write_atomically
 from ._deployment._upload import _load_skops, _type_names
-from ._engine._fitting import ClassCodeModel
+from ._engine._class_codes import ClassCodeModel
 from ._registry import trusted_model_types
 
 

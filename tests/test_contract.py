@@ -22,7 +22,8 @@ from skfedkt import PartyUpload
 from skfedkt.privacy import membership_audit
 from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
 from skfedkt._engine._context import PartyStepResult
-from skfedkt._engine._fitting import ClassCodeModel, ensemble_proba
+from skfedkt._engine._class_codes import ClassCodeModel
+from skfedkt._engine._fitting import ensemble_proba
 from skfedkt._engine._plan import Plan
 from skfedkt._engine._seeds import draw_seeds
 from skfedkt._privacy._release import final_model_release

@@ -14,8 +14,9 @@ from sklearn.datasets import load_digits
 torch = pytest.importorskip("torch")
 skorch = pytest.importorskip("skorch")
 
-from skfedkt._engine import _stacking  # noqa: E402  (it imports torch)
-from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_clone  # noqa: E402
+from skfedkt._engine._stacking import _tier  # noqa: E402  (it imports torch)
+from skfedkt._engine._fitting import Task, fit_clones, recording_tiers  # noqa: E402
+from skfedkt._engine._seeds import seeded_clone  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -49,7 +50,7 @@ def _last(estimator):
 @pytest.mark.parametrize("net", CORPUS, ids=[net.name for net in CORPUS])
 def test_a_net_as_people_write_it_trains_stacked_as_its_separate_fit(net, monkeypatch):
     # the CPU trains convolutions one by one (faster there): stacked here for the check
-    monkeypatch.setattr(_stacking, "CPU_UNHELPED_MODULES", ())
+    monkeypatch.setattr(_tier, "CPU_UNHELPED_MODULES", ())
     X, y = _digits(net.kind)
     n_classes = len(np.unique(y))
     dtype = torch.float32 if net.kind == "binary" else torch.float64

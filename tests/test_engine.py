@@ -11,7 +11,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt._engine._fitting import StackedRows, Task, fit_clones, seeded_clone, take_rows
+from skfedkt._engine._fitting import Task, fit_clones
+from skfedkt._engine._rows import StackedRows, take_rows
+from skfedkt._engine._seeds import seeded_clone
 
 
 @pytest.mark.parametrize("kind", ["array", "frame", "sparse"])
@@ -86,7 +88,7 @@ def _configuration(_):
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_the_configuration_reaches_the_engine_s_workers(n_jobs):
     from skfedkt import config_context
-    from skfedkt._engine._fitting import map_in_parallel
+    from skfedkt._engine._transport import map_in_parallel
 
     # enough jobs that joblib draws the later ones from its own threads (36 of 40 ran
     # under the default configuration where each job read the configuration there)

@@ -12,12 +12,14 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skfedkt import FedAvgClassifier, FedKTClassifier, config_context
-from skfedkt._engine._fitting import Task, fit_clones, recording_tiers, seeded_clone
+from skfedkt._engine._fitting import Task, fit_clones, recording_tiers
+from skfedkt._engine._seeds import seeded_clone
 
 torch = pytest.importorskip("torch")
 skorch = pytest.importorskip("skorch")
 
 from skfedkt._engine import _stacking  # noqa: E402  (it imports torch)
+from skfedkt._engine._stacking import _tier  # noqa: E402
 
 from _data import federated_digits  # noqa: E402
 from _torch_modules import (  # noqa: E402
@@ -69,7 +71,7 @@ def _last_step(estimator):
 def test_a_stacked_fit_gives_each_clone_its_separate_fit(digits, kind, monkeypatch):
     X, y, X_public = digits
     # convolutions stack on a GPU; on the CPU only when asked to, as here
-    monkeypatch.setattr(_stacking, "CPU_UNHELPED_MODULES", ())
+    monkeypatch.setattr(_tier, "CPU_UNHELPED_MODULES", ())
     estimator = {
         "mlp": _net(),
         "cnn": make_pipeline(FunctionTransformer(to_images), _net(SmallCNN)),
@@ -134,7 +136,7 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
     two, _ = votes(n_jobs=2)
     assert_array_equal(one, two)
     # a tier larger than one chunk streams in chunks, with the same training
-    monkeypatch.setattr(_stacking, "CPU_CHUNK_BYTES", 1)
+    monkeypatch.setattr(_tier, "CPU_CHUNK_BYTES", 1)
     chunked, chunked_tier = votes(n_jobs=2)
     assert chunked_tier["chunks"] == len(tasks)
     assert_allclose(chunked, one, atol=1e-6)
@@ -273,7 +275,7 @@ def test_the_probe_refuses_a_module_vmap_cannot_batch(digits):
 
     template = copy.deepcopy(_net(Looping, max_epochs=1))
     del template.module__dtype
-    from skfedkt._engine._fitting import SeededTemplate
+    from skfedkt._engine._seeds import SeededTemplate
 
     probe = _stacking.probe(SeededTemplate(template), 0, X[:20], y[:20].astype(np.int64), 10,
                            20)
@@ -342,7 +344,7 @@ def test_fedavg_with_plain_sgd_and_weight_decay_stacks_as_it_trains_alone(digits
 
 
 def test_an_error_of_the_net_itself_is_raised_not_taken_for_a_refusal(digits):
-    from skfedkt._engine._fitting import SeededTemplate
+    from skfedkt._engine._seeds import SeededTemplate
 
     X, y, _ = digits
 
@@ -465,6 +467,6 @@ def test_a_step_of_little_arithmetic_trains_its_tier_in_one_chunk(digits, monkey
 
     assert tier(n_jobs=1) == tier(n_jobs=2) == 1
     # a step of more arithmetic: a core's share of the tier a chunk, for any n_jobs
-    monkeypatch.setattr(_stacking, "CPU_THREADED_STEP_FLOPS", 0)
+    monkeypatch.setattr(_tier, "CPU_THREADED_STEP_FLOPS", 0)
     per_core = -(-len(tasks) // joblib.cpu_count())
     assert tier(n_jobs=1) == tier(n_jobs=2) == -(-len(tasks) // per_core)

@@ -23,7 +23,8 @@ import scipy.sparse as sp
 from joblib import hash as joblib_hash
 from sklearn.base import BaseEstimator
 
-from .._engine._fitting import ClassCodeModel, map_in_parallel
+from .._engine._class_codes import ClassCodeModel
+from .._engine._transport import map_in_parallel
 from ._archive import (
     DEFAULT_LIMITS,
     UploadError,

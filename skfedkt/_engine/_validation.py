@@ -149,17 +149,6 @@ class FederatedData:
     pooled = True
 
 
-def stack_rows(*blocks):
-    """The rows of every block, one block after the other, in one matrix or DataFrame."""
-    if all(hasattr(block, "iloc") for block in blocks):
-        import pandas as pd
-
-        return pd.concat(blocks, ignore_index=True)
-    if any(sp.issparse(block) for block in blocks):
-        return sp.vstack(blocks, format="csr")
-    return np.vstack([np.asarray(block) for block in blocks])
-
-
 def _column_moments(X, block_rows=65536):
     """Each column's number of non-NaN values, mean and standard deviation, in one pass
     over blocks of rows (Chan et al.'s pairwise update): memory of one block, not of X."""

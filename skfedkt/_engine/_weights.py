@@ -20,8 +20,7 @@ gradient of an MLP (`ProximalMLPClassifier`) or of a skorch net (a callback) is 
 by exactly that term.
 """
 
-import sys
-import warnings
+from numbers import Integral
 
 import numpy as np
 from sklearn.linear_model import SGDClassifier
@@ -29,7 +28,9 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from ._fitting import seeded_clone, take_rows
+from ._nets import final_step, is_skorch_net, targets_for
+from ._rows import take_rows
+from ._seeds import seeded_clone
 
 # the weights of scikit-learn's models, in a fixed order
 _WEIGHT_NAMES = {MLPClassifier: ("coefs_", "intercepts_"), SGDClassifier: ("coef_", "intercept_")}
@@ -58,21 +59,11 @@ class ProximalMLPClassifier(MLPClassifier):
         return loss, coef_grads, intercept_grads
 
 
-def _is_net(model):
-    skorch = sys.modules.get("skorch")
-    return skorch is not None and isinstance(model, skorch.NeuralNet)
-
-
-def _learner(estimator):
-    """The model whose weights are averaged: `estimator`, or a Pipeline's last step."""
-    return estimator[-1] if isinstance(estimator, Pipeline) else estimator
-
-
 def check_averageable(estimator, name, proximal_mu=0.0):
     """Refuse, naming `name` and what to use instead, an estimator whose parameters
     cannot be averaged, or whose loss FedProx's term cannot extend."""
-    learner = _learner(estimator)
-    if type(learner) not in _WEIGHT_NAMES and not _is_net(learner):
+    learner = final_step(estimator)
+    if type(learner) not in _WEIGHT_NAMES and not is_skorch_net(learner):
         raise TypeError(
             f"{name} averages the parameters of models that learn incrementally: "
             f"MLPClassifier, SGDClassifier or a skorch NeuralNetClassifier; got "
@@ -113,8 +104,8 @@ def check_averageable(estimator, name, proximal_mu=0.0):
 
 def model_weights(model):
     """A fitted model's weights: a flat list of float64 copies of its arrays."""
-    learner = _learner(model)
-    if _is_net(learner):
+    learner = final_step(model)
+    if is_skorch_net(learner):
         from ._torch_weights import net_weights
 
         return net_weights(learner)
@@ -151,11 +142,9 @@ def _transformed(model, X):
 
 def train_epoch(model, X, y):
     """One epoch of `model` (started by `started_model`) on (`X`, `y`)."""
-    learner = _learner(model)
+    learner = final_step(model)
     Xt = _transformed(model, X)
-    if _is_net(learner):
-        from ._stacking import targets_for
-
+    if is_skorch_net(learner):
         learner.partial_fit(Xt, targets_for(learner, y), epochs=1)
     else:
         learner.partial_fit(Xt, y)
@@ -173,8 +162,8 @@ def started_model(estimator, X, y, n_classes, seed, weights=None, proximal_mu=0.
     if weights is None:
         weights = initial_weights(estimator, X, y, n_classes, seed)
     model = seeded_clone(estimator, seed)
-    learner = _learner(model)
-    if _is_net(learner):
+    learner = final_step(model)
+    if is_skorch_net(learner):
         from ._torch_weights import start_net
 
         start_net(learner, weights, proximal_mu)
@@ -196,10 +185,18 @@ def _build_layers(learner, X, y, n_classes):
     """One ``partial_fit`` of a scikit-learn model on one row of each class present
     in `y`, which builds its layers for all `n_classes` codes."""
     first = np.unique(y, return_index=True)[1]
-    with warnings.catch_warnings():
-        # a batch larger than these few rows: clipped, and the step is replaced anyway
-        warnings.filterwarnings("ignore", message=".*batch_size", category=UserWarning)
+    # a batch larger than these few rows: clipped here as scikit-learn would clip it,
+    # without its warning (catch_warnings, in joblib's threads, left its filter behind
+    # for the rest of the session)
+    batch_size = getattr(learner, "batch_size", None)
+    clipped = isinstance(batch_size, Integral) and batch_size > len(first)
+    if clipped:
+        learner.set_params(batch_size=len(first))
+    try:
         learner.partial_fit(take_rows(X, first), y[first], classes=np.arange(n_classes))
+    finally:
+        if clipped:
+            learner.set_params(batch_size=batch_size)
 
 
 def initial_weights(estimator, X, y, n_classes, seed):
@@ -211,8 +208,8 @@ def initial_weights(estimator, X, y, n_classes, seed):
     zero; a skorch net draws its module when initialised.
     """
     model = seeded_clone(estimator, seed)
-    learner = _learner(model)
-    if _is_net(learner):
+    learner = final_step(model)
+    if is_skorch_net(learner):
         from ._torch_weights import net_weights
 
         return net_weights(learner.initialize())
@@ -247,11 +244,11 @@ def weight_shapes_of(estimator):
 
 def model_of(estimator, weights, n_classes):
     """A model of `estimator`'s kind carrying `weights`, for `n_classes` class codes."""
-    learner = _learner(estimator)
+    learner = final_step(estimator)
     # the features a scikit-learn model's layers are built for: the rows of an MLP's
     # first layer, the columns of a linear model's coefficients (a net's module fixes
     # its own)
-    n_features = (1 if _is_net(learner) else
+    n_features = (1 if is_skorch_net(learner) else
                   weights[0].shape[0 if isinstance(learner, MLPClassifier) else 1])
     return started_model(estimator, np.zeros((n_classes, n_features)), np.arange(n_classes),
                          n_classes, 0, weights)

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import BaseFederatedClassifier, Releases, Uploads, _if_offered, shared_docs
 from .._engine._context import PartyStepResult
-from .._engine._fitting import ClassCodeModel
+from .._engine._class_codes import ClassCodeModel
 from .._engine._validation import warn_if_classes_lost
 from .._engine._weights import model_of, weight_shapes_of
 from .._privacy._release import final_model_release, models_release

@@ -17,17 +17,14 @@ from sklearn.utils.parallel import Parallel, delayed
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import (
     Task,
-    carried,
     check_tier,
-    in_one_thread,
-    map_in_parallel,
-    one_thread,
     report_tier,
     stacked_threads,
     stacking_probe,
-    take_rows,
     tier_entry,
 )
+from .._engine._rows import take_rows
+from .._engine._transport import carried, in_one_thread, map_in_parallel, one_thread
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._weights import model_weights, started_model, train_epoch
 
@@ -104,8 +101,8 @@ def train_parties(plan, data, parties, seeds, weights, tier):
         with one_thread():
             fitted = Parallel(n_jobs=stacked_threads(plan.n_jobs, len(chunks), probe),
                               backend="threading")(
-                delayed(train)(plan.estimator, chunk, plan.local_epochs, plan.proximal_mu,
-                               probe.block_rows(size), probe.graphs)
+                delayed(train)(started_model, plan.estimator, chunk, plan.local_epochs,
+                               plan.proximal_mu, probe.block_rows(size), probe.graphs)
                 for chunk in chunks)
         trained = [fit for chunk_fits in fitted for fit in chunk_fits]
     report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items)),

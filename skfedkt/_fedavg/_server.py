@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import ClassCodeModel
+from .._engine._class_codes import ClassCodeModel
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._weights import (
     averaged_weights,

@@ -14,7 +14,8 @@ from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._received import UploadChecker
 from .._deployment._upload import PartyUpload
 from .._engine._context import Message, PartyContext, PartyStepResult, ServerContext
-from .._engine._fitting import GlobalLabelClassifier, ensemble_proba
+from .._engine._class_codes import GlobalLabelClassifier
+from .._engine._fitting import ensemble_proba
 from .._engine._validation import (
     _SKEWED_PARTIES_REMEDY,
     SHIFTED_PUBLIC_SET_REMEDY,

@@ -9,7 +9,9 @@ import numpy as np
 from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import StackedRows, Task, code_dtype, fit_clones, take_rows
+from .._engine._class_codes import code_dtype
+from .._engine._fitting import Task, fit_clones
+from .._engine._rows import StackedRows, take_rows
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._voting import count_votes
 from .._privacy._accounting import bit_flip_probability

@@ -8,7 +8,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._context import PartyStepResult
-from .._engine._fitting import ClassCodeModel
+from .._engine._class_codes import ClassCodeModel
 from .._engine._voting import class_shares
 from .._privacy._accounting import DEFAULT_ORDERS
 from .._privacy._mechanisms import PartyNoise, ServerNoise

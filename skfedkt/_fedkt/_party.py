@@ -12,14 +12,9 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import (
-    StackedRows,
-    Task,
-    code_dtype,
-    fit_clones,
-    group_votes,
-    iter_clone_fits,
-)
+from .._engine._class_codes import code_dtype
+from .._engine._fitting import Task, fit_clones, group_votes, iter_clone_fits
+from .._engine._rows import StackedRows
 from .._engine._seeds import draw_seeds
 from .._engine._validation import parties_in_words
 from .._engine._voting import class_shares

@@ -12,10 +12,11 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import _num_samples
 
 from .._engine._augment import jittered_rows
-from .._engine._fitting import Task, sample_weight_param, soft_label_rows
+from .._engine._class_codes import sample_weight_param, soft_label_rows
+from .._engine._fitting import Task
 from .._engine._plan import Plan
 from .._engine._seeds import derived_random_state, public_queries
-from .._engine._validation import stack_rows
+from .._engine._rows import stack_rows
 from .._engine._voting import plurality_vote
 from .._privacy._mechanisms import add_noise
 from ._votes import HardVotes, SoftVotes

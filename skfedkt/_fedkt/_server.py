@@ -11,7 +11,8 @@ import numpy as np
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
-from .._engine._fitting import ClassCodeModel, fit_clones, predict_votes
+from .._engine._class_codes import ClassCodeModel
+from .._engine._fitting import fit_clones, predict_votes
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._validation import (
     _MIN_CLASS_SHARE,

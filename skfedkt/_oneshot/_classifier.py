@@ -10,7 +10,8 @@ from sklearn.utils.validation import _num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._context import PartyStepResult
-from .._engine._fitting import ClassCodeModel, ensemble_proba
+from .._engine._class_codes import ClassCodeModel
+from .._engine._fitting import ensemble_proba
 from .._privacy._release import final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
 from ._plan import OneShotPlan, final_template, local_template

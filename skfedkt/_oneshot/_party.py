@@ -15,7 +15,8 @@ from sklearn.metrics import get_scorer
 from sklearn.utils import _safe_indexing
 
 from .._deployment._upload import PartyUpload
-from .._engine._fitting import GlobalLabelClassifier, Task, fit_clones
+from .._engine._class_codes import GlobalLabelClassifier
+from .._engine._fitting import Task, fit_clones
 from .._engine._seeds import draw_seeds
 
 

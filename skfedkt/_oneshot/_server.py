@@ -5,7 +5,8 @@ Functions of a frozen `OneShotPlan` and the parties' uploads."""
 import numpy as np
 from sklearn.base import is_regressor
 
-from .._engine._fitting import Task, ensemble_proba, fit_clones, seeded_clone
+from .._engine._fitting import Task, ensemble_proba, fit_clones
+from .._engine._seeds import seeded_clone
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._validation import parties_in_words, warn_if_classes_lost
 from ._party import check_some_party_trains

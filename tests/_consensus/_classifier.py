@@ -16,7 +16,7 @@ from skfedkt import PartyUpload
 from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
 from skfedkt._deployment._received import UploadChecker
 from skfedkt._engine._context import Message, PartyContext, PartyStepResult, ServerContext
-from skfedkt._engine._fitting import ClassCodeModel
+from skfedkt._engine._class_codes import ClassCodeModel
 from skfedkt._engine._plan import Plan
 from skfedkt._engine._seeds import derived_random_state, draw_seeds
 from skfedkt._privacy._release import final_model_release

@@ -15,6 +15,7 @@ from skorch.dataset import Dataset
 from torch import nn
 from torch.utils.data import DataLoader
 
+from .._nets import learner_and_steps
 from .._torch_weights import ProximalTerm
 from ._forward import BATCH_NORMS
 from ._optimizer import OPTIMIZERS
@@ -34,13 +35,6 @@ _RECORDING = (EpochTimer, PassthroughScoring, EpochScoring, PrintLog, ProximalTe
 _ACTING = (EarlyStopping, LRScheduler)
 # schedulers that change more than the learning rate (momentum, betas)
 _UNSERVED_POLICIES = (torch.optim.lr_scheduler.CyclicLR, torch.optim.lr_scheduler.OneCycleLR)
-
-
-def learner_and_steps(estimator):
-    """A clone's net and what its rows go through before it (None: nothing)."""
-    if hasattr(estimator, "steps"):
-        return estimator.steps[-1][1], (estimator[:-1] if len(estimator.steps) > 1 else None)
-    return estimator, None
 
 
 def _name(value):
