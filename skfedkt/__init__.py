@@ -14,6 +14,7 @@ from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
 from ._model_files import load_model, save_model
 from ._oneshot import OneShotEnsembleClassifier
+from ._registry import PluginWarning
 from ._version import __version__
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "LabelCollapseWarning",
     "OneShotEnsembleClassifier",
     "PartyUpload",
+    "PluginWarning",
     "PublicSet",
     "SoftVotes",
     "UploadError",

@@ -295,6 +295,12 @@ class MembershipAudit:
                 f"{row['tpr_at_1pct_fpr']:>7.3f} {row['tpr_at_01pct_fpr']:>9.3f} "
                 f"{row['n_members']:>8} {row['epsilon']:>8.3g} {row['auc_bound']:>9.3f}"
             )
+        if not self.results:
+            lines.append(
+                f"(nothing to attack: what {self.estimator_name} let out declares no "
+                "release of the parties' rows, such as a model or labels they trained; "
+                "its Releases declaration says what a fit and an upload let out)")
+            return "\n".join(lines)
         if self.n_attacked_rows < self.n_party_rows:
             halves = (" (half of them, the rest standing in for members in the reference "
                       "fits)" if self.n_reference else "")

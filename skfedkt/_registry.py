@@ -15,8 +15,9 @@ server runs rounds - the callers ask the estimator and its plan
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 class OptionError(ValueError):
@@ -151,6 +152,62 @@ class Algorithm:
 
 _ALGORITHMS: dict[str, Algorithm] = {}
 
+# where an algorithm installed as a distribution of its own declares itself: in its
+# pyproject.toml, ``[project.entry-points."skfedkt.algorithms"] NAME = "pkg.module:ALGORITHM"``
+ENTRY_POINT_GROUP = "skfedkt.algorithms"
+_plugins = {"loaded": False}
+
+
+class PluginWarning(UserWarning):
+    """An algorithm installed as a plugin (`ENTRY_POINT_GROUP`) that could not be
+    loaded: the others stay available."""
+
+
+def _load_plugins():
+    """Import, once, every algorithm installed as a distribution of its own: its entry
+    point names the `Algorithm` its module registers (or this registers it). A plugin
+    that fails to load is left out with a `PluginWarning` naming its distribution."""
+    if _plugins["loaded"]:
+        return
+    _plugins["loaded"] = True
+    import warnings
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        distribution = getattr(entry.dist, "name", "an unnamed distribution")
+        try:
+            declared = entry.load()
+            if not isinstance(declared, Algorithm):
+                raise TypeError(f"{entry.value} is a {type(declared).__name__}, not an "
+                                "skfedkt._registry.Algorithm")
+            if declared.name != entry.name:
+                raise ValueError(f"the entry point is named {entry.name!r}, its algorithm "
+                                 f"{declared.name!r}")
+            if _ALGORITHMS.get(declared.name) is not declared:
+                register(declared)
+        except Exception as exc:  # a broken plugin must not take the others down
+            warnings.warn(f"The algorithm {entry.name!r} that {distribution} installs "
+                          f"({ENTRY_POINT_GROUP}) was not loaded: {type(exc).__name__}: "
+                          f"{exc}", PluginWarning, stacklevel=2)
+
+
+def _registered():
+    """The registry, with the installed plugins loaded."""
+    _load_plugins()
+    return _ALGORITHMS
+
+
+@contextmanager
+def isolated_registry() -> Iterator[None]:
+    """Within, algorithms registered (by importing their package, say) are forgotten
+    on exit: a test that registers one leaks it into no other test."""
+    saved = dict(_registered())
+    try:
+        yield
+    finally:
+        _ALGORITHMS.clear()
+        _ALGORITHMS.update(saved)
+
 
 def register(algorithm):
     """Declare `algorithm` (an `Algorithm`) to the command line and the Flower apps;
@@ -164,18 +221,18 @@ def register(algorithm):
 def algorithms(deployed=False):
     """The registered algorithms in their listed order (only the deployed ones with
     `deployed`)."""
-    listed = sorted(_ALGORITHMS.values(), key=lambda algorithm: algorithm.listed)
+    listed = sorted(_registered().values(), key=lambda algorithm: algorithm.listed)
     return [algorithm for algorithm in listed if algorithm.deployed or not deployed]
 
 
 def algorithm(name):
     """The registered algorithm called `name`."""
-    return _ALGORITHMS[name]
+    return _registered()[name]
 
 
 def declaration_of(estimator):
     """The declaration of `estimator`'s class, or None where no algorithm declares it."""
-    return next((declared for declared in _ALGORITHMS.values()
+    return next((declared for declared in _registered().values()
                  if declared.estimator_class is type(estimator)), None)
 
 
@@ -193,7 +250,7 @@ def trusted_model_types():
     from sklearn.base import BaseEstimator
 
     trusted = set()
-    for declared in _ALGORITHMS.values():
+    for declared in _registered().values():
         trusted.update((declared.estimator_class, *declared.model_types))
         for constraints in declared.estimator_class._parameter_constraints.values():
             for constraint in constraints:

@@ -252,7 +252,6 @@ def test_the_algorithm_of_the_test_folder_runs_through_the_command_line(
 
 def test_the_algorithm_of_the_test_folder_runs_through_the_flower_apps(flower_task):
     """The Flower apps ask the estimator, not the registry: no declaration needed."""
-    pytest.importorskip("flwr")
     from _flower_grid import N_PARTIES, served_by_flower
 
     X, y = load_breast_cancer(return_X_y=True)
@@ -332,7 +331,7 @@ def test_a_deployment_command_refuses_another_algorithms_flag(two_rounds_flags, 
 # and the test folder's algorithm's hooks with their own plans through the generic
 # contexts
 TYPED = ["skfedkt/_base.py", "skfedkt/_registry.py", "skfedkt/_engine/_context.py",
-         "skfedkt/_fedct", "tests/_consensus"]
+         "skfedkt/_fedct", "tests/consensus_plugin/skfedkt_consensus"]
 
 
 def test_the_contract_and_one_algorithm_pass_the_type_checker(tmp_path):

@@ -1,11 +1,15 @@
-"""The proof that a new algorithm is new files only: `tests/_consensus/`, an algorithm of
+"""The proof that a new algorithm is new files only: `tests/consensus_plugin/`, an algorithm of
 DS-FL's shape (rounds, a float payload, a --rounds flag FedCT also declares, a final
 model), written and registered as ``doc/architecture.rst`` tells a contributor, through
 everything the package's own algorithms go through."""
 
 import importlib
+import os
+import shutil
+import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,26 +25,32 @@ from skfedkt.datasets import load_local_file
 from skfedkt.privacy import membership_audit
 
 
+# the plugin's source, importable by name: the package of the distribution that
+# test_an_installed_plugin_needs_no_launcher_nor_trust installs
+PLUGIN = Path(__file__).parent / "consensus_plugin"
+
+
 @pytest.fixture(scope="module", autouse=True)
 def declared():
-    """The algorithm registered by importing its package, as a contributor's is, into
-    a copy of the registry that this module's tests alone see."""
-    from skfedkt import _registry
+    """The algorithm registered by importing its package, as a contributor's is, in a
+    registry that this module's tests alone see."""
+    from skfedkt._registry import algorithms, isolated_registry
 
-    saved = _registry._ALGORITHMS
-    _registry._ALGORITHMS = {name: one for name, one in saved.items() if name != "consensus"}
+    sys.path.insert(0, str(PLUGIN))
     try:
-        if "_consensus._declaration" in sys.modules:  # imported by an earlier module run
-            importlib.reload(sys.modules["_consensus._declaration"])
-        else:
-            importlib.import_module("_consensus")
-        yield
+        with isolated_registry():
+            if "consensus" not in [algorithm.name for algorithm in algorithms()]:
+                if "skfedkt_consensus._declaration" in sys.modules:  # an earlier run
+                    importlib.reload(sys.modules["skfedkt_consensus._declaration"])
+                else:
+                    importlib.import_module("skfedkt_consensus")
+            yield
     finally:
-        _registry._ALGORITHMS = saved
+        sys.path.remove(str(PLUGIN))
 
 
 def _estimator(**params):
-    from _consensus import ConsensusDistillClassifier
+    from skfedkt_consensus import ConsensusDistillClassifier
 
     return ConsensusDistillClassifier(DecisionTreeClassifier(max_depth=3), random_state=0,
                                       **params)
@@ -136,8 +146,95 @@ def test_the_command_line_runs_it(tmp_path, capsys):
     assert row.split()[-2] == "-" and 0 <= float(row.split()[-1]) <= 1
 
 
+# run in a fresh interpreter where the plugin is installed and never imported by name
+INSTALLED_PLUGIN_DRIVER = """
+import contextlib, io, sys, warnings
+from skfedkt import load_model
+from skfedkt._registry import PluginWarning
+warnings.simplefilter("error", PluginWarning)
+from skfedkt._cli._main import main
+from skfedkt.datasets import load_local_file
+
+def run(*argv):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main([str(a) for a in argv])
+    assert status == 0, (argv, status)
+    return out.getvalue()
+
+run("split", "breast_cancer", "--parties", "3", "--out-dir", ".")
+common = ["--estimator", "dt", "--rounds", "2", "--public", "public.csv"]
+message, round_, served = [], 0, ""
+while True:
+    uploads = [f"round-{round_}-{p}" for p in range(3)]
+    for p, upload in enumerate(uploads):
+        run("party", "consensus", *common, "--data", f"party-{p}.csv", "--classes", "0",
+            "1", "--name", f"hospital-{p}", "--out", upload, *message)
+    if "done" in served:
+        break
+    served = run("server", "consensus", *common, "--out", f"message-{round_}", *uploads,
+                 *message)
+    message, round_ = ["--message", f"message-{round_}"], round_ + 1
+run("server", "consensus", *common, "--out", "model.skops", *uploads, *message)
+print(run("score", "--model", "model.skops", "--data", "test.csv"), end="")
+X_test, _ = load_local_file("test.csv")
+print(type(load_model("model.skops")).__name__, load_model("model.skops").predict(X_test).shape)
+print(run("audit", "consensus", *common, "--data", "party-0.csv", "--holdout", "test.csv",
+          "--classes", "0", "1", "--name", "hospital-0", "--references", "0"), end="")
+"""
+
+
+def test_an_installed_plugin_needs_no_launcher_nor_trust(tmp_path):
+    """Installed as a distribution of its own (pip, into a folder on the path), the
+    algorithm goes through skfedkt's own commands - party, server, score, audit - and
+    load_model, none of which is told of it: its entry point declares it."""
+    site, source = tmp_path / "site", tmp_path / "plugin"
+    # from a copy: pip builds in the source folder
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("__pycache__"))
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
+         str(site), str(source)], capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    assert (site / "skfedkt_consensus").is_dir()
+    work = tmp_path / "consortium"
+    work.mkdir()
+    # the skfedkt under test, and the plugin where pip put it
+    path = os.pathsep.join([str(site), str(Path(__file__).parents[1])])
+    done = subprocess.run([sys.executable, "-c", INSTALLED_PLUGIN_DRIVER], cwd=work,
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": path})
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("accuracy 0.") and "test.csv" in lines[0]
+    assert lines[1].startswith("ConsensusDistillClassifier (")
+    # its uploads declare no release of a party's rows: the audit says so
+    assert "Membership audit of ConsensusDistillClassifier" in done.stdout
+    assert "(nothing to attack: what ConsensusDistillClassifier's party step let out" in (
+        done.stdout)
+
+
+def test_a_plugin_that_fails_to_load_leaves_the_others_available(monkeypatch):
+    from importlib import metadata
+
+    from skfedkt import _registry
+
+    class Broken:
+        name, value, group = "broken", "nowhere.at_all:ALGORITHM", _registry.ENTRY_POINT_GROUP
+        dist = type("Dist", (), {"name": "skfedkt-broken"})()
+
+        def load(self):
+            raise ModuleNotFoundError("No module named 'nowhere'")
+
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [Broken()])
+    monkeypatch.setitem(_registry._plugins, "loaded", False)
+    with pytest.warns(_registry.PluginWarning, match="The algorithm 'broken' that "
+                      "skfedkt-broken installs .* was not loaded: ModuleNotFoundError"), \
+            _registry.isolated_registry():
+        names = [algorithm.name for algorithm in _registry.algorithms()]
+    assert "fedkt" in names and "broken" not in names
+
+
 def test_the_flower_apps_run_it(flower_task):
-    pytest.importorskip("flwr")
     from _flower_grid import N_PARTIES, served_by_flower
 
     X, y = load_breast_cancer(return_X_y=True)
