@@ -142,6 +142,61 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
     assert_allclose(chunked, one, atol=1e-6)
 
 
+def _first_chunk_cannot_stack(monkeypatch, name):
+    """`_stacking.name` refusing its first chunk as a chunk the probe did not foresee
+    would (`CannotStack`), and training the others."""
+    calls, original = [], getattr(_stacking, name)
+
+    def refusing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise _stacking.CannotStack("this chunk's validation split is not the probe's")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_stacking, name, refusing)
+
+
+def test_a_chunk_that_cannot_stack_after_the_probe_trains_one_by_one(digits, monkeypatch):
+    X, y, X_public = digits
+    estimator = _net(max_epochs=3)
+    tasks, seeds = _tasks(estimator, y), np.arange(6)
+    monkeypatch.setattr(_tier, "CPU_CHUNK_BYTES", 1)  # a chunk a net
+
+    def fitted():
+        with recording_tiers() as tiers:
+            fits = fit_clones(tasks, X, n_classes=10, seeds=seeds, X_predict=X_public,
+                              soft_votes=True)
+        return fits.predictions, tiers[0]
+
+    stacked, _ = fitted()
+    _first_chunk_cannot_stack(monkeypatch, "fit_chunk")
+    mixed, tier = fitted()
+    assert tier["path"] == "stacked" and tier["chunks"] == len(tasks)
+    assert tier["reason"] == ("1 of 6 chunk(s) trained one by one: this chunk's validation "
+                              "split is not the probe's")
+    # the first net as its own fit trains it, the others stacked as before
+    alone = _separate_fit(estimator, tasks[0], seeds[0], X)
+    assert_allclose(mixed[0], alone.predict_proba(X_public), atol=FLOAT64_TOLERANCE)
+    assert_allclose(mixed[1:], stacked[1:], atol=FLOAT64_TOLERANCE)
+
+
+def test_fedavg_parties_that_cannot_stack_after_the_probe_train_one_by_one(digits,
+                                                                          monkeypatch):
+    X, y, _ = digits
+    party = np.arange(len(y)) % 4
+    net = _net(max_epochs=1)
+    monkeypatch.setattr(_tier, "CPU_CHUNK_BYTES", 1)
+    together = FedAvgClassifier(net, n_rounds=2, local_epochs=1, random_state=0).fit(
+        X, y, groups=party)
+    _first_chunk_cannot_stack(monkeypatch, "train_from_weights")
+    mixed = clone(together).fit(X, y, groups=party)
+    assert [t["path"] for t in mixed.tier_fits_] == ["stacked"] * len(mixed.tier_fits_)
+    assert mixed.tier_fits_[0]["reason"].startswith("1 of 4 chunk(s) trained one by one")
+    for mine, theirs in zip(mixed.estimator_.module_.parameters(),
+                            together.estimator_.module_.parameters()):
+        assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), atol=1e-8)
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::RuntimeWarning")
 @pytest.mark.parametrize("change, reason", [
     (dict(optimizer=torch.optim.RMSprop), "optimizer RMSprop"),

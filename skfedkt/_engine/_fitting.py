@@ -191,49 +191,82 @@ def stacked_threads(n_jobs, n_chunks, probe):
     return max(1, min(effective_n_jobs(n_jobs), os.cpu_count() or 1, n_chunks))
 
 
-def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared):
-    """`_fit_clone`'s results for every task, the nets trained together in chunks of
-    ``probe.copies_per_chunk`` (consecutive tasks: results do not depend on `n_jobs`),
-    in threads of this process (`stacked_threads`); a task whose rows hold one class
-    fits alone (a constant model)."""
+def _chunk_or_one_by_one(together, one_by_one, chunk):
+    """``(together(chunk), None)``, or where the chunk meets what the tier's probe did
+    not and cannot stack (`_stacking.CannotStack`), ``(one_by_one(chunk), why)``."""
+    from ._stacking import CannotStack
+
+    try:
+        return together(chunk), None
+    except CannotStack as exc:
+        return one_by_one(chunk), str(exc)
+
+
+def fit_in_chunks(probe, indices, n_jobs, together, one_by_one, fallbacks, verbose=0):
+    """The stacked path of a tier, for every algorithm: its items `indices` in chunks
+    of consecutive items (``probe.chunk_size``: results do not depend on `n_jobs`),
+    each trained by ``together(chunk)`` in threads of this process
+    (`stacked_threads`), every thread's kernels on one core. A chunk that cannot stack
+    after all is fitted by ``one_by_one(chunk)``, and why is appended to `fallbacks`.
+    Yields each chunk's list of results, in order."""
+    size = probe.chunk_size(len(indices))
+    chunks = [indices[start : start + size] for start in range(0, len(indices), size)]
+    run = carried(functools.partial(_chunk_or_one_by_one, together, one_by_one))
+    jobs = (delayed(run)(chunk) for chunk in chunks)
+    # the limits are the process's, set once here
+    with one_thread():
+        for results, fallback in Parallel(
+                n_jobs=stacked_threads(n_jobs, len(chunks), probe), backend="threading",
+                verbose=verbose, return_as="generator")(jobs):
+            if fallback is not None:
+                fallbacks.append(fallback)
+            yield results
+
+
+def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared, fallbacks):
+    """`_fit_clone`'s results for every task, the nets trained together in chunks
+    (`fit_in_chunks`); a task whose rows hold one class fits alone (a constant
+    model)."""
     from . import _stacking
 
     alone = [np.unique(task.y).size < 2 for task in tasks]
     stacked = [index for index, one_class in enumerate(alone) if not one_class]
-    size = probe.chunk_size(len(stacked))
-    chunks = [stacked[start : start + size] for start in range(0, len(stacked), size)]
     keywords = dict(shared, keep_models=shared["keep_model"],
-                    block_rows=probe.block_rows(size), graphs=probe.graphs)
+                    block_rows=probe.block_rows(probe.chunk_size(len(stacked))),
+                    graphs=probe.graphs)
     del keywords["keep_model"]
-    fit_chunk = carried(_stacking.fit_chunk)
-    jobs = (delayed(fit_chunk)(template, [tasks[i] for i in chunk], [seeds[i] for i in chunk],
-                               **keywords)
-            for chunk in chunks)
-    n_threads = stacked_threads(n_jobs, len(chunks), probe)
+
+    def together(chunk):
+        return _stacking.fit_chunk(template, [tasks[i] for i in chunk],
+                                   [seeds[i] for i in chunk], **keywords)
+
+    def one_by_one(chunk):
+        return [_fit_clone(tasks[i], template, seeds[i], **shared) for i in chunk]
+
+    chunks = fit_in_chunks(probe, stacked, n_jobs, together, one_by_one, fallbacks, verbose)
     pending = []
-    # every thread's kernels on one core: the limits are the process's, set once here
-    with one_thread():
-        results = iter(Parallel(n_jobs=n_threads, backend="threading", verbose=verbose,
-                                return_as="generator")(jobs))
-        for index, task in enumerate(tasks):
-            if alone[index]:
-                yield _fit_clone(task, template, seeds[index], **shared)
-                continue
-            if not pending:
-                pending = next(results)
-            yield pending.pop(0)
+    for index, task in enumerate(tasks):
+        if alone[index]:
+            yield _fit_clone(task, template, seeds[index], **shared)
+            continue
+        if not pending:
+            pending = next(chunks)
+        yield pending.pop(0)
 
 
-def tier_entry(probe, estimator, n_stacked):
+def tier_entry(probe, estimator, n_stacked, fallbacks=()):
     """What `report_tier` records of a tier, but its size and time: the path `probe`
     chose (a `_stacking.Probe`, or the reason the clones fit one by one), the chunks of
-    its `n_stacked` stacked nets, and torch networks' device."""
+    its `n_stacked` stacked nets, and torch networks' device; `fallbacks`: why chunks
+    that could not stack after all were fitted one by one (`fit_in_chunks`)."""
     if isinstance(probe, str):
         device = (str(final_step(estimator).device or "cpu") if ends_in_skorch_net(estimator)
                   else None)
         return dict(path="per-clone", reason=probe, chunks=None, device=device)
-    return dict(path="stacked", reason=None, device=probe.device,
-                chunks=-(-n_stacked // probe.chunk_size(n_stacked)))
+    n_chunks = -(-n_stacked // probe.chunk_size(n_stacked))
+    reason = (None if not fallbacks else f"{len(fallbacks)} of {n_chunks} chunk(s) trained "
+              f"one by one: {fallbacks[0]}")
+    return dict(path="stacked", reason=reason, device=probe.device, chunks=n_chunks)
 
 
 def report_tier(say, tier, entry):
@@ -275,14 +308,16 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
     check_tier(tasks, tier)
     probe = stacking_probe(tasks, X, seeds, n_classes, templates)
     template = templates[id(tasks[0].estimator)]
+    fallbacks = []
     if isinstance(probe, str):
         fits = _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
     else:
-        fits = _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared)
-    entry = tier_entry(probe, template.template,
-                       sum(np.unique(task.y).size > 1 for task in tasks))
+        fits = _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared,
+                             fallbacks)
+    n_stacked = sum(np.unique(task.y).size > 1 for task in tasks)
     for index, fit in enumerate(fits):
         if index == len(tasks) - 1:  # reported before the last: a caller may stop there
+            entry = tier_entry(probe, template.template, n_stacked, fallbacks)
             report_tier(say, tier, dict(entry, clones=len(tasks),
                                         seconds=time.perf_counter() - start))
         yield fit

@@ -12,20 +12,19 @@ import time
 from functools import partial
 
 import numpy as np
-from sklearn.utils.parallel import Parallel, delayed
 
 from .._deployment._upload import PartyUpload
 from .._engine._fitting import (
     Task,
     check_tier,
+    fit_in_chunks,
     report_tier,
-    stacked_threads,
     stacking_probe,
     tier_entry,
 )
 from .._engine._rows import take_rows
-from .._engine._transport import carried, in_one_thread, map_in_parallel, one_thread
 from .._engine._seeds import derived_random_state, draw_seeds
+from .._engine._transport import in_one_thread, map_in_parallel
 from .._engine._weights import model_weights, started_model, train_epoch
 
 
@@ -90,22 +89,26 @@ def train_parties(plan, data, parties, seeds, weights, tier):
              for task, seed in zip(tasks, seeds)]
     check_tier(tasks, tier)
     probe = stacking_probe(tasks, data.X, seeds, n_classes)
+    fallbacks = []
     if isinstance(probe, str):
         trained = map_in_parallel(partial(_train_item, plan), items, n_jobs=plan.n_jobs)
     else:
         from .._engine._stacking import train_from_weights
 
-        size = probe.chunk_size(len(items))
-        chunks = [items[first : first + size] for first in range(0, len(items), size)]
-        train = carried(train_from_weights)
-        with one_thread():
-            fitted = Parallel(n_jobs=stacked_threads(plan.n_jobs, len(chunks), probe),
-                              backend="threading")(
-                delayed(train)(started_model, plan.estimator, chunk, plan.local_epochs,
-                               plan.proximal_mu, probe.block_rows(size), probe.graphs)
-                for chunk in chunks)
-        trained = [fit for chunk_fits in fitted for fit in chunk_fits]
-    report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items)),
+        block_rows = probe.block_rows(probe.chunk_size(len(items)))
+
+        def together(chunk):
+            return train_from_weights(started_model, plan.estimator,
+                                      [items[i] for i in chunk], plan.local_epochs,
+                                      plan.proximal_mu, block_rows, probe.graphs)
+
+        def one_by_one(chunk):
+            return [_train_item(plan, items[i]) for i in chunk]
+
+        trained = [fit for chunk_fits in fit_in_chunks(
+            probe, list(range(len(items))), plan.n_jobs, together, one_by_one, fallbacks)
+            for fit in chunk_fits]
+    report_tier(plan.say, tier, dict(tier_entry(probe, plan.estimator, len(items), fallbacks),
                                      clones=len(items), seconds=time.perf_counter() - start))
     return trained
 
