@@ -175,6 +175,9 @@ class Releases:
 
 # what a concrete algorithm class declares beyond its hooks
 _DECLARATIONS = ("_plan_type", "_uploads", "_releases")
+# the constructor parameters the base class, the command line and the Flower apps read
+# (the command line passes the base model first, and n_jobs, random_state, verbose)
+_COMMON_PARAMETERS = ("estimator", "n_jobs", "random_state", "verbose")
 
 
 class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator,
@@ -220,11 +223,23 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 f"{' and '.join(missing)}: see BaseFederatedClassifier's hooks."
             )
 
+    # the constructor parameters every algorithm takes (`_COMMON_PARAMETERS`)
+    estimator: Any
+    n_jobs: int | None
+    random_state: Any
+    verbose: int
+
     def __new__(cls, *args, **kwargs):
         missing = [name for name in _DECLARATIONS if not hasattr(cls, name)]
         if missing:
             raise TypeError(f"{cls.__name__} does not declare {', '.join(missing)}: see "
                             "BaseFederatedClassifier's declarations.")
+        absent = [name for name in _COMMON_PARAMETERS if name not in cls._get_param_names()]
+        if absent:
+            raise TypeError(f"{cls.__name__}.__init__ does not take {', '.join(absent)}: "
+                            f"every algorithm's constructor takes {', '.join(_COMMON_PARAMETERS)} "
+                            "(the base model first), which fit, the command line and the "
+                            "Flower apps read.")
         return super().__new__(cls)
 
     # --- the hooks an algorithm defines ----------------------------------------------

@@ -131,6 +131,18 @@ def test_a_class_that_lacks_a_hook_is_refused_naming_it():
         NoDeclarations()
 
 
+def test_a_class_without_the_common_parameters_is_refused_naming_them():
+    # the command line passes verbose=1, n_jobs and random_state to every algorithm
+    class Quiet(LocalVoteClassifier):
+        def __init__(self, estimator, *, n_jobs=None, random_state=None):
+            super().__init__(estimator, n_jobs=n_jobs, random_state=random_state)
+
+    with pytest.raises(TypeError, match=r"Quiet.__init__ does not take verbose: every "
+                       r"algorithm's constructor takes estimator, n_jobs, random_state, "
+                       r"verbose"):
+        Quiet(DecisionTreeClassifier())
+
+
 def test_an_algorithm_with_rounds_must_define_its_round_hooks():
     with pytest.raises(TypeError,
                        match=r"runs rounds.*_server_round and _uploads.message_check"):
@@ -245,8 +257,7 @@ def test_the_algorithm_of_the_test_folder_runs_through_the_command_line(
         groups=np.repeat(np.arange(3), [len(r) for r in rows]))
     assert_array_equal(served.predict_proba(X), fitted.predict_proba(X))
     # the deployment commands list it, the runner's algorithms do not (it has no methods)
-    with pytest.raises(SystemExit):
-        main(["party", "--help"])
+    assert main(["party", "--help"]) == 0
     assert "localvote" in capsys.readouterr().out
 
 
@@ -302,6 +313,9 @@ def test_two_algorithms_may_declare_one_flag_each_parsing_it_their_way(
     help_text = " ".join(capsys.readouterr().out.split())
     assert "fedct: largest number of co-training rounds (default: 20); localvote: " \
            "rounds of nothing (a test) (default: 7)" in help_text
+    # under a heading of its own, not FedCT's as if it were FedCT's alone
+    shared = help_text.index("flags of several algorithms: --rounds ROUNDS fedct:")
+    assert help_text.index("local vote:") < shared
     from skfedkt._registry import OptionError
 
     with pytest.raises(OptionError, match="argument --rounds: must be > 0, got 0"):

@@ -94,6 +94,28 @@ def test_fit_and_the_deployed_steps_give_one_model(data, tmp_path):
     assert {result.release for result in audit.results} == {"final model"}
 
 
+def test_the_temperature_shapes_what_the_parties_learn(data):
+    # the sharpened consensus is learned as soft labels: a temperature that leaves the
+    # argmax alone still changes the weights, and so the models
+    X, y, party, X_public, X_test, _ = data
+    sharp, flat = (_estimator(n_rounds=1, temperature=t).fit(X, y, groups=party,
+                                                            X_unlabeled=X_public)
+                   for t in (0.1, 5.0))
+    assert not np.allclose(sharp._consensus, flat._consensus)
+    assert not np.allclose(sharp.predict_proba(X_test), flat.predict_proba(X_test))
+
+
+def test_an_estimator_without_random_state_is_seeded_as_the_engine_seeds_it(data):
+    from sklearn.neighbors import KNeighborsClassifier
+    from skfedkt_consensus import ConsensusDistillClassifier
+
+    X, y, party, X_public, X_test, y_test = data
+    clf = ConsensusDistillClassifier(KNeighborsClassifier(), n_rounds=1, random_state=0)
+    central = KNeighborsClassifier().fit(X, y).score(X_test, y_test)
+    score = clf.fit(X, y, groups=party, X_unlabeled=X_public).score(X_test, y_test)
+    assert score >= central - 0.1, (score, central)
+
+
 def test_a_false_float_payload_is_refused_naming_party_and_field(data):
     from skfedkt import UploadError
 

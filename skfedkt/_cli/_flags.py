@@ -2,8 +2,8 @@
 
 Each algorithm declares its flags as data (`skfedkt._registry.Flag`); here they become
 the options of the commands that run it, one group per algorithm. A flag that several
-algorithms declare is one option, shown in the group of the first with each one's help,
-and its text is parsed by each algorithm's own type. In the deployment commands, which
+algorithms declare is one option, shown in a group of its own with each one's help, and
+its text is parsed by each algorithm's own type. In the deployment commands, which
 run one algorithm, a flag that only other algorithms declare is refused.
 """
 
@@ -46,21 +46,21 @@ def _with_default(flag):
 
 def add_algorithm_flags(parser, deployed):
     """Every registered algorithm's flags (the deployed ones' with `deployed`), a group
-    per algorithm. No option has an argparse default: a flag not given is None, and
+    per algorithm and one for the flags several declare. No option has an argparse default: a flag not given is None, and
     takes its declared default in `algorithm_options`."""
     owners = _declared(deployed)
     for algorithm in algorithms(deployed=deployed):
         group = parser.add_argument_group(algorithm.title)
         for flag in algorithm.flags:
-            declared = owners[flag.name]
-            if declared[0][0] is not algorithm:
-                continue  # shown with the first algorithm that declares it
-            if len(declared) == 1:
+            if len(owners[flag.name]) == 1:
                 group.add_argument(flag.name, type=argparse_type(flag.type),
                                    choices=flag.choices, help=_with_default(flag))
-            else:
-                group.add_argument(flag.name, metavar=flag.key.upper(), help="; ".join(
-                    f"{owner.name}: {_with_default(own)}" for owner, own in declared))
+    shared = {name: declared for name, declared in owners.items() if len(declared) > 1}
+    if shared:
+        group = parser.add_argument_group("flags of several algorithms")
+        for name, declared in shared.items():
+            group.add_argument(name, metavar=declared[0][1].key.upper(), help="; ".join(
+                f"{owner.name}: {_with_default(own)}" for owner, own in declared))
 
 
 def _parsed(flag, text):

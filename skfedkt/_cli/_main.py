@@ -188,7 +188,12 @@ def main(argv=None):
     parser = build_parser()
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["run", *argv]
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        # --help, --version or a bad argument: argparse's status, returned as the
+        # refusals below return theirs
+        return exc.code if isinstance(exc.code, int) else 0
     if hasattr(args, "estimator"):  # a command that fits an algorithm
         try:
             args.options = algorithm_options(args)

@@ -8,7 +8,6 @@ from numbers import Integral, Real
 from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import _num_samples
 
@@ -16,10 +15,24 @@ from skfedkt import PartyUpload
 from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
 from skfedkt._deployment._received import UploadChecker
 from skfedkt._engine._context import Message, PartyContext, PartyStepResult, ServerContext
-from skfedkt._engine._class_codes import ClassCodeModel
+from skfedkt._engine._class_codes import (
+    ClassCodeModel,
+    sample_weight_param,
+    soft_label_rows,
+)
 from skfedkt._engine._plan import Plan
-from skfedkt._engine._seeds import derived_random_state, draw_seeds
+from skfedkt._engine._rows import take_rows
+from skfedkt._engine._seeds import derived_random_state, draw_seeds, seeded_clone
 from skfedkt._privacy._release import final_model_release
+
+
+def _consensus_rows(estimator, consensus):
+    """The public rows, labels and weights `estimator` learns the consensus from: soft
+    labels (each row once per class, weighted by its probability) where it takes sample
+    weights, else each row's most probable class."""
+    if sample_weight_param(estimator) is None:
+        return np.arange(len(consensus)), consensus.argmax(axis=1), np.ones(len(consensus))
+    return soft_label_rows(consensus)
 
 
 @dataclass(frozen=True)
@@ -122,13 +135,14 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
         round_ = 0 if message is None else int(message.manifest["round"])
         uploads = []
         for (party, rows, seeds), manifest in zip(parties, context.manifests):
-            X, y = data.X[rows], data.y[rows]
-            if message is not None:  # its rows plus the public set's consensus labels
-                X = np.vstack([X, context.X_public])
-                y = np.concatenate([y, message.payload["consensus"].argmax(axis=1)])
-            model = ClassCodeModel.fit(
-                clone(plan.estimator).set_params(random_state=int(seeds[round_])), X, y,
-                n_classes)
+            X, y, weights = data.X[rows], data.y[rows], np.ones(len(rows))
+            if message is not None:  # its rows plus the public set's consensus
+                public, labels, shares = _consensus_rows(plan.estimator,
+                                                         message.payload["consensus"])
+                X = np.vstack([X, take_rows(context.X_public, public)])
+                y, weights = np.concatenate([y, labels]), np.concatenate([weights, shares])
+            model = ClassCodeModel.fit(seeded_clone(plan.estimator, seeds[round_]), X, y,
+                                       n_classes, weights)
             uploads.append(PartyUpload(manifest=dict(manifest), payload={
                 "proba": model.predict_proba(context.X_public, n_classes)}))
         return PartyStepResult(uploads)
@@ -149,9 +163,10 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
         assert context.message is not None  # an algorithm with rounds ends on a message
         consensus = context.message.payload["consensus"]
         seed = draw_seeds(derived_random_state(context.root, "final model"), 1)[0]
+        public, labels, shares = _consensus_rows(context.plan.estimator, consensus)
         final_model = ClassCodeModel.fit(
-            clone(context.plan.estimator).set_params(random_state=int(seed)),
-            context.X_public, consensus.argmax(axis=1), len(context.known_classes))
+            seeded_clone(context.plan.estimator, seed), take_rows(context.X_public, public), labels,
+            len(context.known_classes), shares)
         return {"_final_model": final_model, "_consensus": consensus,
                 "n_rounds_": int(context.message.manifest["round"])}
 
