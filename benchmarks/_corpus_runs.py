@@ -31,7 +31,7 @@ from sklearn.model_selection import train_test_split
 
 from skfedkt import FedKTClassifier, config_context
 from skfedkt._engine._stacking import _tier
-from skfedkt._engine._fitting import Task, fit_clones, recording_tiers
+from skfedkt._engine._fitting import Task, TierJob, fit_clones, recording_tiers
 from skfedkt._engine._seeds import seeded_clone
 from skfedkt.datasets import dirichlet_partition
 
@@ -92,7 +92,7 @@ def weight_difference(net, n_tasks=4, epochs=4):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fits = fit_clones(tasks, X, n_classes=n_classes, seeds=np.arange(n_tasks))
+            fits = fit_clones(tasks, TierJob(X, n_classes), np.arange(n_tasks))
             largest = 0.0
             for task, seed, model in zip(tasks, range(n_tasks), fits.models):
                 alone = seeded_clone(estimator, seed).fit(
@@ -211,9 +211,10 @@ def convolution_table(device, n_teachers, epochs):
                         stack_networks=unfold is not None):
                     warnings.simplefilter("ignore")
                     start = time.perf_counter()
-                    fit_clones(tasks, X[: 375 * n_parties], n_classes=10,
-                               seeds=np.arange(len(tasks)), X_predict=X[375 * n_parties :],
-                               keep_models=False, n_jobs=2)
+                    fit_clones(tasks, TierJob(X[: 375 * n_parties], 10,
+                                              X_predict=X[375 * n_parties :],
+                                              keep_models=False),
+                               np.arange(len(tasks)), n_jobs=2)
                     seconds = time.perf_counter() - start
                 rows.append([name, len(tasks), variant, f"{seconds:.1f}", tiers[0]["path"]])
     finally:
@@ -248,8 +249,8 @@ def dropout_table(device, n_seeds=10, n_clones=5, epochs=30):
             for path, stack in PATHS.items():
                 with warnings.catch_warnings(), config_context(stack_networks=stack):
                     warnings.simplefilter("ignore")
-                    fits = fit_clones(tasks, X_train, n_classes=n_classes,
-                                      seeds=np.arange(n_clones) + 100 * seed)
+                    fits = fit_clones(tasks, TierJob(X_train, n_classes),
+                                      np.arange(n_clones) + 100 * seed)
                 accuracies[path].append(np.mean([np.mean(model.predict(X_test) == y_test)
                                                  for model in fits.models]))
         test = ttest_ind(accuracies["stacked"], accuracies["one by one"], equal_var=False)

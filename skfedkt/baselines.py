@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, column_or_1d
 
-from ._engine._fitting import Task, fit_clones
+from ._engine._fitting import Task, TierJob, fit_clones
 from ._engine._seeds import draw_seeds
 
 
@@ -64,12 +64,9 @@ def solo_scores(estimator, X, y, groups, X_test, y_test, *, n_jobs=None,
     fits = fit_clones(
         [Task(estimator, codes[rows], rows, name=f"party {party!r}")
          for party, rows in zip(parties, party_rows)],
-        X,
-        n_classes=len(classes),
-        seeds=draw_seeds(check_random_state(random_state), len(parties)),
+        TierJob(X, len(classes), X_predict=X_test, keep_models=False),
+        draw_seeds(check_random_state(random_state), len(parties)),
         n_jobs=n_jobs,
-        X_predict=X_test,
-        keep_models=False,
         tier="solo models",
     )
     return np.mean(classes[fits.predictions] == np.asarray(y_test), axis=1)

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 skorch = pytest.importorskip("skorch")
 
 from skfedkt._engine._stacking import _tier  # noqa: E402  (it imports torch)
-from skfedkt._engine._fitting import Task, fit_clones, recording_tiers  # noqa: E402
+from skfedkt._engine._fitting import Task, TierJob, fit_clones, recording_tiers  # noqa: E402
 from skfedkt._engine._seeds import seeded_clone  # noqa: E402
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -61,7 +61,7 @@ def test_a_net_as_people_write_it_trains_stacked_as_its_separate_fit(net, monkey
              for start, stop in zip(starts[:-1], starts[1:])]
     seeds = np.arange(len(tasks)) + 7
     with recording_tiers() as tiers:
-        fits = fit_clones(tasks, X, n_classes=n_classes, seeds=seeds, X_predict=X[-60:])
+        fits = fit_clones(tasks, TierJob(X, n_classes, X_predict=X[-60:]), seeds)
     assert [(t["path"], t["reason"]) for t in tiers] == [("stacked", None)]
     for task, seed, model, votes in zip(tasks, seeds, fits.models, fits.predictions):
         alone = seeded_clone(estimator, seed).fit(
@@ -180,7 +180,7 @@ def test_a_replayed_cuda_graph_step_is_the_eager_step(net, monkeypatch):
     states = {}
     for captured in (True, False):
         monkeypatch.setattr(_graphs, "CAPTURE_STEPS", captured)
-        fits = fit_clones(tasks, X, n_classes=n_classes, seeds=np.arange(4))
+        fits = fit_clones(tasks, TierJob(X, n_classes), np.arange(4))
         states[captured] = [_last(model.estimator).module_.state_dict()
                             for model in fits.models]
     # dropout draws from each copy's generator on the host's order: never captured

@@ -11,7 +11,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt._engine._fitting import Task, fit_clones
+from skfedkt._engine._fitting import Task, TierJob, fit_clones
 from skfedkt._engine._rows import StackedRows, take_rows
 from skfedkt._engine._seeds import seeded_clone
 
@@ -36,9 +36,8 @@ def test_seeded_clones_match_for_any_batching_and_nested_parameters():
     tasks = [Task(estimator, y[rows], rows) for estimator in (DecisionTreeClassifier(), forest)
              for rows in np.array_split(np.arange(300), 10)]
     seeds = np.arange(len(tasks))
-    one = fit_clones(tasks, X, n_classes=2, seeds=seeds, X_predict=X, soft_votes=True)
-    two = fit_clones(tasks, X, n_classes=2, seeds=seeds, X_predict=X, soft_votes=True,
-                     n_jobs=2)
+    one = fit_clones(tasks, TierJob(X, 2, X_predict=X, soft_votes=True), seeds)
+    two = fit_clones(tasks, TierJob(X, 2, X_predict=X, soft_votes=True), seeds, n_jobs=2)
     assert_array_equal(one.predictions, two.predictions)
     # the nested random_state is drawn from the seed; n_jobs is 1 where clones run
     # in parallel

@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from skfedkt import FedAvgClassifier, FedKTClassifier, config_context
-from skfedkt._engine._fitting import Task, fit_clones, recording_tiers
+from skfedkt._engine._fitting import Task, TierJob, fit_clones, recording_tiers
 from skfedkt._engine._seeds import seeded_clone
 
 torch = pytest.importorskip("torch")
@@ -84,8 +84,7 @@ def test_a_stacked_fit_gives_each_clone_its_separate_fit(digits, kind, monkeypat
     }[kind]
     tasks, seeds = _tasks(estimator, y), np.arange(6) + 10
     with recording_tiers() as tiers:
-        fits = fit_clones(tasks, X, n_classes=10, seeds=seeds, X_predict=X_public,
-                          soft_votes=True)
+        fits = fit_clones(tasks, TierJob(X, 10, X_predict=X_public, soft_votes=True), seeds)
     assert [t["path"] for t in tiers] == ["stacked"]
     for task, seed, model, votes in zip(tasks, seeds, fits.models, fits.predictions):
         alone = _separate_fit(estimator, task, seed, X)
@@ -112,7 +111,7 @@ def test_float32_nets_agree_within_the_stated_tolerance(digits):
     X, y, X_public = digits
     estimator = make_pipeline(FunctionTransformer(to_float32), _net(dtype=torch.float32))
     tasks, seeds = _tasks(estimator, y), np.arange(6)
-    fits = fit_clones(tasks, X, n_classes=10, seeds=seeds)
+    fits = fit_clones(tasks, TierJob(X, 10), seeds)
     for task, seed, model in zip(tasks, seeds, fits.models):
         alone = _separate_fit(estimator, task, seed, X)
         for mine, theirs in zip(model.estimator[-1].module_.parameters(),
@@ -128,8 +127,8 @@ def test_stacked_results_do_not_depend_on_n_jobs_or_chunks(digits, monkeypatch):
 
     def votes(**options):
         with recording_tiers() as tiers:
-            fits = fit_clones(tasks, X, n_classes=10, seeds=seeds, X_predict=X_public,
-                              soft_votes=True, **options)
+            fits = fit_clones(tasks, TierJob(X, 10, X_predict=X_public, soft_votes=True), seeds,
+                              **options)
         return fits.predictions, tiers[0]
 
     one, tier = votes()
@@ -164,8 +163,7 @@ def test_a_chunk_that_cannot_stack_after_the_probe_trains_one_by_one(digits, mon
 
     def fitted():
         with recording_tiers() as tiers:
-            fits = fit_clones(tasks, X, n_classes=10, seeds=seeds, X_predict=X_public,
-                              soft_votes=True)
+            fits = fit_clones(tasks, TierJob(X, 10, X_predict=X_public, soft_votes=True), seeds)
         return fits.predictions, tiers[0]
 
     stacked, _ = fitted()
@@ -270,7 +268,7 @@ def test_a_clone_of_one_class_in_a_stacked_tier_is_a_constant_model(digits):
     tasks = _tasks(estimator, y)
     rows = np.flatnonzero(y == 3)[:5]
     tasks[2] = Task(estimator, y[rows], rows)
-    fits = fit_clones(tasks, X, n_classes=10, seeds=np.arange(6))
+    fits = fit_clones(tasks, TierJob(X, 10), np.arange(6))
     assert type(fits.models[2].estimator).__name__ == "DummyClassifier"
     assert_array_equal(fits.models[2].predict(X[:4]), [3, 3, 3, 3])
     assert all(isinstance(m.estimator, skorch.NeuralNetClassifier)
@@ -374,7 +372,7 @@ def test_sgd_without_momentum_decays_only_the_nets_that_step(digits):
                      max_epochs=3, batch_size=8)
     tasks = [Task(estimator, y[:40], np.arange(40)), Task(estimator, y[40:48],
                                                            np.arange(40, 48))]
-    fits = fit_clones(tasks, X, n_classes=10, seeds=[1, 2])
+    fits = fit_clones(tasks, TierJob(X, 10), [1, 2])
     for task, seed, model in zip(tasks, [1, 2], fits.models):
         alone = _separate_fit(estimator, task, seed, X)
         for mine, theirs in zip(model.estimator.module_.parameters(),
@@ -430,7 +428,7 @@ def test_each_epoch_records_its_own_duration(digits):
     X, y, _ = digits
     estimator = _net(max_epochs=4)
     tasks, seeds = _tasks(estimator, y), np.arange(6)
-    fits = fit_clones(tasks, X, n_classes=10, seeds=seeds)
+    fits = fit_clones(tasks, TierJob(X, 10), seeds)
     durations = np.array([model.estimator.history[:, "dur"] for model in fits.models])
     # the epoch timer's own measure: every net's epochs take the stack's epochs' time,
     # not one share of the chunk's time repeated
@@ -469,7 +467,7 @@ def test_a_learning_rate_schedule_warns_no_more_stacked_than_alone(digits):
     tasks = _tasks(estimator, y, sizes=(30, 40))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fits = fit_clones(tasks, X, n_classes=10, seeds=np.arange(2))
+        fits = fit_clones(tasks, TierJob(X, 10), np.arange(2))
     # torch warns where a schedule steps before the optimizer: each net's did step
     assert not [w for w in caught if "lr_scheduler" in str(w.message)]
     rates = [model.estimator.optimizer_.param_groups[0]["lr"] for model in fits.models]
@@ -500,7 +498,7 @@ def test_a_normalising_function_runs_on_the_stack_as_on_each_net(digits):
     estimator = _net(_LogSoftmaxMLP, max_epochs=3)
     tasks, seeds = _tasks(estimator, y, sizes=(30, 45)), np.arange(2)
     with recording_tiers() as tiers:
-        fits = fit_clones(tasks, X, n_classes=10, seeds=seeds)
+        fits = fit_clones(tasks, TierJob(X, 10), seeds)
     assert tiers[0]["path"] == "stacked"
     for task, seed, model in zip(tasks, seeds, fits.models):
         alone = _separate_fit(estimator, task, seed, X)
@@ -517,7 +515,7 @@ def test_a_step_of_little_arithmetic_trains_its_tier_in_one_chunk(digits, monkey
 
     def tier(n_jobs):
         with recording_tiers() as tiers:
-            fit_clones(tasks, X, n_classes=10, seeds=seeds, n_jobs=n_jobs)
+            fit_clones(tasks, TierJob(X, 10), seeds, n_jobs=n_jobs)
         return tiers[0]["chunks"]
 
     assert tier(n_jobs=1) == tier(n_jobs=2) == 1

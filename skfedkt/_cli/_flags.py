@@ -46,8 +46,9 @@ def _with_default(flag):
 
 def add_algorithm_flags(parser, deployed):
     """Every registered algorithm's flags (the deployed ones' with `deployed`), a group
-    per algorithm and one for the flags several declare. No option has an argparse default: a flag not given is None, and
-    takes its declared default in `algorithm_options`."""
+    per algorithm and one for the flags several declare. No option has an argparse
+    default: a flag not given is None, and takes its declared default in
+    `algorithm_options`."""
     owners = _declared(deployed)
     for algorithm in algorithms(deployed=deployed):
         group = parser.add_argument_group(algorithm.title)

@@ -67,26 +67,43 @@ def predict_votes(models, X, *, n_classes, soft_votes, n_jobs=None):
     return np.stack(map_in_parallel(votes_of, models, n_jobs))
 
 
-def _fit_clone(task, template, seed, X, n_classes, X_predict, soft_votes, keep_model,
-               score_training):
-    X_all = X
-    X = take_rows(X, task.rows)
-    model = ClassCodeModel.fit(template.clone(seed), X, task.y, n_classes,
+class TierJob(NamedTuple):
+    """What every clone of a tier learns from and gives back: one description of the
+    tier's job, which travels whole to the workers and the stacked path."""
+
+    X: object
+    """The rows the tasks index: array-like, sparse matrix, DataFrame or `StackedRows`."""
+    n_classes: int
+    """Number of global classes."""
+    X_predict: object = None
+    """Rows each fitted clone votes on, or None."""
+    soft_votes: bool = False
+    """Whether the votes on `X_predict` are class probabilities (a one-hot prediction
+    for a clone without ``predict_proba``) instead of class codes."""
+    keep_models: bool = True
+    """Whether to return the fitted clones (teachers' are not kept)."""
+    score_training: bool = False
+    """Whether to measure each clone's accuracy on its own training rows."""
+
+
+def _fit_clone(task, template, seed, job):
+    X = take_rows(job.X, task.rows)
+    model = ClassCodeModel.fit(template.clone(seed), X, task.y, job.n_classes,
                                task.sample_weight)
-    predictions = None if X_predict is None else clone_votes(
-        model, X_predict, n_classes, soft_votes
+    predictions = None if job.X_predict is None else clone_votes(
+        model, job.X_predict, job.n_classes, job.soft_votes
     )
-    training_accuracy = np.mean(model.predict(X) == task.y) if score_training else None
-    score = None if task.score is None else task.score(model, X_all)
-    return (model if keep_model else None), predictions, training_accuracy, score
+    training_accuracy = np.mean(model.predict(X) == task.y) if job.score_training else None
+    score = None if task.score is None else task.score(model, job.X)
+    return (model if job.keep_models else None), predictions, training_accuracy, score
 
 
-def _fit_batch(batch, **shared):
+def _fit_batch(batch, job):
     """`_fit_clone` of every ``(task, template, seed)`` of `batch`, in order, each
     on one thread (`one_thread`): one parallel job for several small fits, which
     pays one dispatch for all of them."""
     with one_thread():
-        return [_fit_clone(task, template, seed, **shared) for task, template, seed in batch]
+        return [_fit_clone(task, template, seed, job) for task, template, seed in batch]
 
 
 # bytes of votes one batch may hold before they are summed (see `_batch_size`)
@@ -223,7 +240,7 @@ def fit_in_chunks(probe, indices, n_jobs, together, one_by_one, fallbacks, verbo
             yield results
 
 
-def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared, fallbacks):
+def _iter_stacked(probe, tasks, template, seeds, job, n_jobs, verbose, fallbacks):
     """`_fit_clone`'s results for every task, the nets trained together in chunks
     (`fit_in_chunks`); a task whose rows hold one class fits alone (a constant
     model)."""
@@ -231,23 +248,20 @@ def _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared, fallba
 
     alone = [np.unique(task.y).size < 2 for task in tasks]
     stacked = [index for index, one_class in enumerate(alone) if not one_class]
-    keywords = dict(shared, keep_models=shared["keep_model"],
-                    block_rows=probe.block_rows(probe.chunk_size(len(stacked))),
-                    graphs=probe.graphs)
-    del keywords["keep_model"]
+    block_rows = probe.block_rows(probe.chunk_size(len(stacked)))
 
     def together(chunk):
         return _stacking.fit_chunk(template, [tasks[i] for i in chunk],
-                                   [seeds[i] for i in chunk], **keywords)
+                                   [seeds[i] for i in chunk], job, block_rows, probe.graphs)
 
     def one_by_one(chunk):
-        return [_fit_clone(tasks[i], template, seeds[i], **shared) for i in chunk]
+        return [_fit_clone(tasks[i], template, seeds[i], job) for i in chunk]
 
     chunks = fit_in_chunks(probe, stacked, n_jobs, together, one_by_one, fallbacks, verbose)
     pending = []
     for index, task in enumerate(tasks):
         if alone[index]:
-            yield _fit_clone(task, template, seeds[index], **shared)
+            yield _fit_clone(task, template, seeds[index], job)
             continue
         if not pending:
             pending = next(chunks)
@@ -285,9 +299,7 @@ def report_tier(say, tier, entry):
                 f"{entry['seconds']:.1f} s)")
 
 
-def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
-                    soft_votes=False, keep_models=True, score_training=False,
-                    tier="clones", say=None):
+def iter_clone_fits(tasks, job, seeds, *, n_jobs=None, verbose=0, tier="clones", say=None):
     """Fit one clone per task in a single flat parallel batch, yielding results in order.
 
     Results are yielded as the batch runs (where the joblib backend can), so callers
@@ -303,17 +315,14 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
     for task in tasks:
         if id(task.estimator) not in templates:
             templates[id(task.estimator)] = SeededTemplate(task.estimator, single_threaded)
-    shared = dict(X=X, n_classes=n_classes, X_predict=X_predict, soft_votes=soft_votes,
-                  keep_model=keep_models, score_training=score_training)
     check_tier(tasks, tier)
-    probe = stacking_probe(tasks, X, seeds, n_classes, templates)
+    probe = stacking_probe(tasks, job.X, seeds, job.n_classes, templates)
     template = templates[id(tasks[0].estimator)]
     fallbacks = []
     if isinstance(probe, str):
-        fits = _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
+        fits = _iter_per_clone(tasks, templates, seeds, job, n_jobs, n_workers, verbose)
     else:
-        fits = _iter_stacked(probe, tasks, template, seeds, n_jobs, verbose, shared,
-                             fallbacks)
+        fits = _iter_stacked(probe, tasks, template, seeds, job, n_jobs, verbose, fallbacks)
     n_stacked = sum(np.unique(task.y).size > 1 for task in tasks)
     for index, fit in enumerate(fits):
         if index == len(tasks) - 1:  # reported before the last: a caller may stop there
@@ -323,14 +332,14 @@ def iter_clone_fits(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_pre
         yield fit
 
 
-def _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared):
+def _iter_per_clone(tasks, templates, seeds, job, n_jobs, n_workers, verbose):
     """`_fit_clone` of every task, one clone at a time, in parallel batches."""
     work = [(task, templates[id(task.estimator)], seed) for task, seed in zip(tasks, seeds)]
     size = _batch_size(len(work), max(n_workers, 1),
-                       0 if shared["X_predict"] is None else _num_samples(shared["X_predict"]),
-                       shared["n_classes"], shared["soft_votes"])
+                       0 if job.X_predict is None else _num_samples(job.X_predict),
+                       job.n_classes, job.soft_votes)
     run = carried(_recorded)
-    jobs = [delayed(run)(os.getpid(), _fit_batch, work[start : start + size], **shared)
+    jobs = [delayed(run)(os.getpid(), _fit_batch, work[start : start + size], job)
             for start in range(0, len(work), size)]
     # threads of this process, for joblib's threading backend; worker processes and
     # a sequential fit set their own (`one_thread`)
@@ -347,9 +356,7 @@ def _iter_per_clone(tasks, templates, seeds, n_jobs, n_workers, verbose, shared)
             yield from received(batch)
 
 
-def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=None,
-               soft_votes=False, keep_models=True, score_training=False,
-               tier="clones", say=None):
+def fit_clones(tasks, job, seeds, *, n_jobs=None, verbose=0, tier="clones", say=None):
     """Fit one clone per task in a single flat parallel batch.
 
     Parameters
@@ -358,24 +365,14 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
         The estimator to clone, the row indices the clone learns from (``None`` for all
         rows), their class codes and optional sample weights. Tasks carry indices,
         never copies of X.
-    X : array-like, sparse matrix, DataFrame or StackedRows
-        The rows the tasks index.
-    n_classes : int
-        Number of global classes.
+    job : TierJob
+        The rows the tasks index, the number of classes, and what every clone gives
+        back (votes on ``X_predict``, the fitted clone, its training accuracy).
     seeds : array-like of int of shape (n_tasks,)
         One seed per clone: it sets every ``random_state`` parameter of the clone (nested
         ones too) and torch's RNG, so results do not depend on `n_jobs` or the backend.
     n_jobs, verbose : int or None
         Passed to `sklearn.utils.parallel.Parallel`.
-    X_predict : array-like, default=None
-        Data each fitted clone votes on.
-    soft_votes : bool, default=False
-        Whether the votes on `X_predict` are class probabilities (a one-hot prediction
-        for a clone without ``predict_proba``) instead of class codes.
-    keep_models : bool, default=True
-        Whether to return the fitted clones (teachers' are not kept).
-    score_training : bool, default=False
-        Whether to measure each clone's accuracy on its own training rows.
     tier : str, default="clones"
         The tier's name in what `recording_tiers` records and `say` prints.
     say : callable, default=None
@@ -387,9 +384,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     """
     models, accuracies, scores, predictions = [], [], [], None
     for index, (model, votes, accuracy, score) in enumerate(iter_clone_fits(
-        tasks, X, n_classes=n_classes, seeds=seeds, n_jobs=n_jobs, verbose=verbose,
-        X_predict=X_predict, soft_votes=soft_votes, keep_models=keep_models,
-        score_training=score_training, tier=tier, say=say,
+        tasks, job, seeds, n_jobs=n_jobs, verbose=verbose, tier=tier, say=say,
     )):
         if votes is not None:  # filled as they come: never a list and its stacked copy
             if predictions is None:
@@ -401,7 +396,7 @@ def fit_clones(tasks, X, *, n_classes, seeds, n_jobs=None, verbose=0, X_predict=
     return CloneFits(
         models=models,
         predictions=predictions,
-        training_accuracy=np.array(accuracies) if score_training else None,
+        training_accuracy=np.array(accuracies) if job.score_training else None,
         scores=scores,
     )
 

@@ -10,7 +10,7 @@ from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
 from .._engine._class_codes import code_dtype
-from .._engine._fitting import Task, fit_clones
+from .._engine._fitting import Task, TierJob, fit_clones
 from .._engine._rows import StackedRows, take_rows
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._voting import count_votes
@@ -115,11 +115,9 @@ def party_round(plan, parties, data, root, message, manifests, share_model=True)
         fits = fit_clones(
             [task for party_tasks in tasks for task in party_tasks],
             # the parties' rows, then the public rows: tasks index one matrix
-            StackedRows(data.X, data.X_public),
-            n_classes=n_classes,
-            seeds=np.concatenate([party.round_seeds(round_) for party in parties]),
-            X_predict=X_predict,
-            score_training=True,
+            TierJob(StackedRows(data.X, data.X_public), n_classes, X_predict=X_predict,
+                    score_training=True),
+            np.concatenate([party.round_seeds(round_) for party in parties]),
             tier=f"local models, round {round_}",
             **plan.clone_fitting,
         )

@@ -13,7 +13,7 @@ from sklearn.utils.validation import _num_samples
 
 from .._deployment._upload import PartyUpload
 from .._engine._class_codes import code_dtype
-from .._engine._fitting import Task, fit_clones, group_votes, iter_clone_fits
+from .._engine._fitting import Task, TierJob, fit_clones, group_votes, iter_clone_fits
 from .._engine._rows import StackedRows
 from .._engine._seeds import draw_seeds
 from .._engine._validation import parties_in_words
@@ -222,18 +222,16 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
     `StudentLabels`, and the students' votes on `X_public`, stacked
     (n_parties * n_students, n_labelled, ...).
     """
-    fit_options = dict(n_classes=n_classes, **plan.clone_fitting)
     n_public = _num_samples(X_public)
     teacher_fits = iter_clone_fits(
         [task for party in parties for task in party.teacher_tasks()],
-        X,
-        seeds=np.concatenate([party.teacher_seeds for party in parties]),
-        X_predict=(X_public if len(party_queries) == n_public
-                   else _safe_indexing(X_public, party_queries)),
-        soft_votes=plan.soft_votes,
-        keep_models=False,
+        TierJob(X, n_classes,
+                X_predict=(X_public if len(party_queries) == n_public
+                           else _safe_indexing(X_public, party_queries)),
+                soft_votes=plan.soft_votes, keep_models=False),
+        np.concatenate([party.teacher_seeds for party in parties]),
         tier="teachers",
-        **fit_options,
+        **plan.clone_fitting,
     )
     histograms = group_votes(
         teacher_fits,
@@ -253,12 +251,11 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
              f"{'their party rows and ' if with_party_rows else ''}the teachers' labels")
     students = fit_clones(
         student_tasks,
-        StackedRows(X_public, X) if with_party_rows else X_public,
-        seeds=np.concatenate([party.student_seeds for party in parties]),
-        X_predict=X_public,
-        soft_votes=plan.soft_votes,
+        TierJob(StackedRows(X_public, X) if with_party_rows else X_public, n_classes,
+                X_predict=X_public, soft_votes=plan.soft_votes),
+        np.concatenate([party.student_seeds for party in parties]),
         tier="students",
-        **fit_options,
+        **plan.clone_fitting,
     )
     s, models = plan.n_students, students.models
     return ([models[start : start + s] for start in range(0, len(models), s)],

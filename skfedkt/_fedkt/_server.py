@@ -12,7 +12,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from .._engine._class_codes import ClassCodeModel
-from .._engine._fitting import fit_clones, predict_votes
+from .._engine._fitting import TierJob, fit_clones, predict_votes
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._validation import (
     _MIN_CLASS_SHARE,
@@ -214,9 +214,8 @@ def _final_labels(plan, votes, server_rows, queries, party_counts, root, n_label
 def _final_model(plan, final_task, X_labelled, n_classes, root):
     """Lines 21-22: the final model, fitted to its labels."""
     (final_model,) = fit_clones(
-        [final_task], X_labelled, n_classes=n_classes,
-        seeds=draw_seeds(derived_random_state(root, "final"), 1),
-        tier="final model", say=plan.say,
+        [final_task], TierJob(X_labelled, n_classes),
+        draw_seeds(derived_random_state(root, "final"), 1), tier="final model", say=plan.say,
     ).models
     return dict(_final_model=final_model, final_estimator_=final_model.estimator)
 

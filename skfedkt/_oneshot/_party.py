@@ -16,7 +16,7 @@ from sklearn.utils import _safe_indexing
 
 from .._deployment._upload import PartyUpload
 from .._engine._class_codes import GlobalLabelClassifier
-from .._engine._fitting import Task, fit_clones
+from .._engine._fitting import Task, TierJob, fit_clones
 from .._engine._seeds import draw_seeds
 
 
@@ -74,8 +74,8 @@ def party_tier(plan, parties, X, classes):
     """Every party's local model (and cv model, scored on its held-out rows) in one
     flat parallel batch; the ``(model, score)`` of each task of each party."""
     fits = fit_clones(
-        [task for party in parties for task in party.tasks(classes)], X,
-        n_classes=len(classes), seeds=np.concatenate([party.seeds for party in parties]),
+        [task for party in parties for task in party.tasks(classes)],
+        TierJob(X, len(classes)), np.concatenate([party.seeds for party in parties]),
         tier="local models", **plan.clone_fitting,
     )
     fits = list(zip(fits.models, fits.scores))

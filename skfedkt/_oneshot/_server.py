@@ -5,7 +5,7 @@ Functions of a frozen `OneShotPlan` and the parties' uploads."""
 import numpy as np
 from sklearn.base import is_regressor
 
-from .._engine._fitting import Task, ensemble_proba, fit_clones
+from .._engine._fitting import Task, TierJob, ensemble_proba, fit_clones
 from .._engine._seeds import seeded_clone
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._validation import parties_in_words, warn_if_classes_lost
@@ -93,7 +93,7 @@ def _distil(plan, ensemble, X_public, n_classes, rng):
         return dict(final_estimator_=seeded_clone(plan.final, seed).fit(X_public, targets),
                     _final_model=None)
     (final,) = fit_clones(
-        [Task(plan.final, targets.argmax(axis=1), name="the final model")], X_public, n_classes=n_classes,
-        seeds=[seed], tier="student", say=plan.say,
+        [Task(plan.final, targets.argmax(axis=1), name="the final model")],
+        TierJob(X_public, n_classes), [seed], tier="student", say=plan.say,
     ).models
     return dict(final_estimator_=final.estimator, _final_model=final)

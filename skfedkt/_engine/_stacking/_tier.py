@@ -294,8 +294,7 @@ def train_from_weights(start, estimator, items, epochs, proximal_mu, block_rows,
     return results
 
 
-def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_models,
-              score_training, block_rows, graphs):
+def fit_chunk(template, tasks, seeds, job, block_rows, graphs):
     """Fit every task of a chunk together, as `_fit_clone` fits one: returns, per task,
     ``(model, votes, training_accuracy, score)``, the model a `ClassCodeModel` holding
     an ordinary fitted clone, or None unless kept; `graphs`: the probe's traces of the
@@ -307,16 +306,15 @@ def fit_chunk(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_
     """
     order = np.argsort([-len(task.y) for task in tasks], kind="stable")
     results = _fit_ordered(template, [tasks[i] for i in order], [seeds[i] for i in order],
-                           X, n_classes, X_predict, soft_votes, keep_models, score_training,
-                           block_rows, graphs)
+                           job, block_rows, graphs)
     in_order = [None] * len(tasks)
     for position, index in enumerate(order):
         in_order[index] = results[position]
     return in_order
 
 
-def _fit_ordered(template, tasks, seeds, X, n_classes, X_predict, soft_votes, keep_models,
-                 score_training, block_rows, graphs):
+def _fit_ordered(template, tasks, seeds, job, block_rows, graphs):
+    X, n_classes, X_predict, keep_models = job.X, job.n_classes, job.X_predict, job.keep_models
     targets = [targets_for(template.template, task.y) for task in tasks]
     started = [started_clone(template, seed, take_rows(X, task.rows), target)
                for task, seed, target in zip(tasks, seeds, targets)]
@@ -326,10 +324,10 @@ def _fit_ordered(template, tasks, seeds, X, n_classes, X_predict, soft_votes, ke
     stack.train(_runs_of(started, targets, keep), [nets[0].max_epochs])
     votes = [None] * len(tasks)
     if X_predict is not None:
-        votes = _votes(stack, template, started, X_predict, n_classes, soft_votes,
+        votes = _votes(stack, template, started, X_predict, n_classes, job.soft_votes,
                        block_rows)
     accuracies = [None] * len(tasks)
-    if score_training:
+    if job.score_training:
         own = stack.predictions(stack.predict_proba([one.rows for one in started],
                                                     block_rows=block_rows))
         accuracies = [np.mean(p[: len(y)] == y) for p, y in zip(own, targets)]
