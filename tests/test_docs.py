@@ -167,7 +167,12 @@ def test_ci_runs_the_readmes_two_commands_as_written():
     assert [command for command in README_COMMANDS if command not in ci_lines] == []
 
 
-def test_no_archive_is_committed():
+# the repository's top level: the layout's files and folders, nothing left behind
+LAYOUT = {".ci", ".gitignore", "LICENSE", "README.md", "benchmarks", "doc", "examples",
+          "pyproject.toml", "setup.cfg", "skfedkt", "tests"}
+
+
+def test_no_archive_is_committed_and_the_root_holds_the_layout_alone():
     # packages and archives are installed from the registries, never kept in the tree
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
@@ -175,6 +180,7 @@ def test_no_archive_is_committed():
                              check=True).stdout.splitlines()
     archives = re.compile(r"\.(whl|egg|zip|tar|tar\.gz|tgz|tar\.bz2|tar\.xz|gz|7z|rar)$")
     assert [path for path in tracked if archives.search(path)] == []
+    assert {path.split("/")[0] for path in tracked} <= LAYOUT
 
 
 def test_gallery_pages_show_each_kind_of_warning_once_without_paths(monkeypatch):
