@@ -15,8 +15,10 @@ server runs rounds - the callers ask the estimator and its plan
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any, Callable, Iterator
 
 
@@ -170,9 +172,6 @@ def _load_plugins():
     if _plugins["loaded"]:
         return
     _plugins["loaded"] = True
-    import warnings
-    from importlib.metadata import entry_points
-
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         distribution = getattr(entry.dist, "name", "an unnamed distribution")
         try:

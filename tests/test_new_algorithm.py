@@ -236,8 +236,6 @@ def test_an_installed_plugin_needs_no_launcher_nor_trust(tmp_path):
 
 
 def test_a_plugin_that_fails_to_load_leaves_the_others_available(monkeypatch):
-    from importlib import metadata
-
     from skfedkt import _registry
 
     class Broken:
@@ -247,7 +245,7 @@ def test_a_plugin_that_fails_to_load_leaves_the_others_available(monkeypatch):
         def load(self):
             raise ModuleNotFoundError("No module named 'nowhere'")
 
-    monkeypatch.setattr(metadata, "entry_points", lambda group: [Broken()])
+    monkeypatch.setattr(_registry, "entry_points", lambda group: [Broken()])
     monkeypatch.setitem(_registry._plugins, "loaded", False)
     with pytest.warns(_registry.PluginWarning, match="The algorithm 'broken' that "
                       "skfedkt-broken installs .* was not loaded: ModuleNotFoundError"), \

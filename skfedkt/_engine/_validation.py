@@ -236,10 +236,9 @@ def refuse_an_untransformed_public_set(estimator, X_unlabeled):
     routing = get_config()["enable_metadata_routing"]
     for pipeline in _pipelines_around(estimator):
         transforming = [name for name, step in pipeline.steps[:-1]
-                        if step is not None and not (isinstance(step, str)
-                                                     and step == "passthrough")]
-        if not transforming or routing and "X_unlabeled" in (pipeline.transform_input
-                                                             or ()):
+                        if step is not None and not isinstance(step, str)]  # "passthrough"
+        transformed = routing and "X_unlabeled" in (pipeline.transform_input or ())
+        if not transforming or transformed:
             continue
         name = type(estimator).__name__
         raise ValueError(

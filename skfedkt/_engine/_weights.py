@@ -187,7 +187,7 @@ def _build_layers(learner, X, y, n_classes):
     first = np.unique(y, return_index=True)[1]
     # a batch larger than these few rows: clipped here as scikit-learn would clip it,
     # without its warning (catch_warnings, in joblib's threads, left its filter behind
-    # for the rest of the session)
+    # for the rest of the process)
     batch_size = getattr(learner, "batch_size", None)
     clipped = isinstance(batch_size, Integral) and batch_size > len(first)
     if clipped:
