@@ -5,7 +5,7 @@ here; an algorithm supplies its plan and its steps (see `BaseFederatedClassifier
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, replace
@@ -40,7 +40,9 @@ from ._deployment._upload import (
 )
 from ._deployment._received import UploadChecker
 from ._engine._context import (
+    CheckContext,
     Message,
+    Party,
     PartyContext,
     PartyStepResult,
     PlanT,
@@ -149,13 +151,13 @@ class Uploads(Generic[PlanT]):
     fields through the checker, whose every refusal names the party, the file and the
     field."""
 
-    check: Callable[[ServerContext[PlanT], bool], Callable[[UploadChecker], Any]]
+    check: Callable[[CheckContext[PlanT], bool], Callable[[UploadChecker], Any]]
     """``check(context, final)``: the check of a party's upload, on the server as each
     is read; `final`: whether it is the upload of the last step (`fit_server`)."""
     sent_bytes: Callable[[Any], np.ndarray]
     """``sent_bytes(estimator)``: what each party sent in `fit`, aligned with
     ``parties_``, from the fitted attributes (when ``upload_bytes_`` is first read)."""
-    message_check: Callable[[ServerContext[PlanT]], Callable[[UploadChecker], Any]] | None = None
+    message_check: Callable[[CheckContext[PlanT]], Callable[[UploadChecker], Any]] | None = None
     """With rounds: ``message_check(context)``, the check of the server's message as a
     party reads it."""
 
@@ -252,19 +254,19 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
 
     @abstractmethod
     def _parties(self, context: PartyContext[Any],
-                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[Any]:
+                 random_state_of: Callable[[Any], np.random.RandomState]) -> Sequence[Party]:
         """The state of each party of ``context.data`` (every party in `fit`, one on
         its own machine), refusing sizes it cannot fit before any work.
         ``random_state_of(party)`` is the party's own RandomState: draw what the party
         needs from it here, at once (in `fit` one RandomState is reseeded per party)."""
 
     @abstractmethod
-    def _party_step(self, context: PartyContext[Any], parties: list[Any]) -> PartyStepResult:
+    def _party_step(self, context: PartyContext[Any], parties: Sequence[Any]) -> PartyStepResult:
         """What every party of `parties` uploads, their models in one flat parallel
         batch per tier: a `PartyStepResult`."""
 
     def _server_round(self, context: ServerContext[Any],
-                      uploads: list[Message]) -> PartyUpload:
+                      uploads: Sequence[Message]) -> PartyUpload:
         """With rounds: the server's message of one round (a `PartyUpload`), from the
         parties' `uploads` and ``context.message``, the previous round's. Its manifest
         holds the algorithm's own fields: ``round`` (the round the parties fit next),
@@ -273,13 +275,13 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         raise NotImplementedError
 
     @abstractmethod
-    def _server_step(self, context: ServerContext[Any], uploads: list[Message],
+    def _server_step(self, context: ServerContext[Any], uploads: Sequence[Message],
                      reused: Any) -> dict[str, Any]:
         """The fitted attributes, by name, from the parties' `uploads` (and, in `fit`,
         what the party step let the server reuse and every round's message,
         ``context.rounds``; None and none on a deployed server)."""
 
-    def _after_fit(self, context: ServerContext[Any], uploads: list[Message],
+    def _after_fit(self, context: ServerContext[Any], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:
         """Warnings about the fitted model (`data`: the pooled rows in `fit`, None in
         `fit_server`); none by default."""
@@ -389,6 +391,8 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     # private attributes a fit sets, beyond the public ones that end in "_" (and
     # `_upload_bytes`, which every fit sets)
     _private_fitted: tuple[str, ...] = ()
+    # what each party sent in `fit`, measured when `upload_bytes_` is first read
+    _upload_bytes: np.ndarray | None
 
     def _clear_fitted_state(self):
         """Forget everything an earlier fit set, before a new one sets its own: a refit
@@ -573,7 +577,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             check_uploadable(estimator, plan.upload_kind, f"{self._name}'s party step")
         if message is not None:
             message = checked_message(message, data.expectations(self),
-                                      check=self._uploads.message_check(context))
+                                      check=self._message_check(context))
         if party_seed is None and plan.party_noise is not None:
             warnings.warn(
                 f"With {plan.party_noise} the party's noise comes from party_seed; "
@@ -585,6 +589,13 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             self.random_state, name, party_seed))
         (upload,), _ = self._party_step(self._answering(context, message), parties)
         return upload
+
+    def _message_check(self, context: CheckContext[Any]) -> Callable[[UploadChecker], Any]:
+        """The check of a server's message: a class with rounds declares one (its
+        creation refuses it otherwise)."""
+        check = self._uploads.message_check
+        assert check is not None, f"{type(self).__name__} runs rounds without a message check"
+        return check(context)
 
     def _answering(self, context: PartyContext[Any],
                    message: Message | None) -> PartyContext[Any]:
@@ -625,7 +636,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
         if message is not None:
             message = checked_message(message, expected, limits,
-                                      check=self._uploads.message_check(context))
+                                      check=self._message_check(context))
             expected["classes"] = message.manifest["classes"]
         uploads, _ = collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
@@ -641,7 +652,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                     manifest=dict(expected, **agreed)), uploads)
 
     def _round_message(self, context: ServerContext[Any],
-                       uploads: list[Message]) -> PartyUpload:
+                       uploads: Sequence[Message]) -> PartyUpload:
         """`_server_round`'s message with what every server message says: the agreed
         fields of ``context.manifest`` (a deployment's format, classes and features),
         sent by the party "server", of no rows. The algorithm's own fields (the round,
@@ -718,7 +729,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
                 "(the one that said done) as message=."
             )
         message = checked_message(message, expected, limits,
-                                  check=self._uploads.message_check(context))
+                                  check=self._message_check(context))
         if not message.manifest["done"]:
             raise ValueError(
                 f"The server's message of round {message.manifest['round']} does not say "

@@ -248,7 +248,7 @@ def trusted_model_types():
     fitted model (its ``fitted_types``)."""
     from sklearn.base import BaseEstimator
 
-    trusted = set()
+    trusted: set[type] = set()
     for declared in _registered().values():
         trusted.update((declared.estimator_class, *declared.model_types))
         for constraints in declared.estimator_class._parameter_constraints.values():

@@ -13,6 +13,7 @@ import numpy as np
 from ._plan import Plan
 
 PlanT = TypeVar("PlanT", bound=Plan)
+_PlanT_co = TypeVar("_PlanT_co", bound=Plan, covariant=True)
 _ContextT = TypeVar("_ContextT", bound="_Context")
 
 
@@ -25,6 +26,32 @@ class Message(Protocol):
 
     @property
     def payload(self) -> dict[str, Any]: ...
+
+
+class Party(Protocol):
+    """The state of one party that an algorithm's ``_parties`` hook makes and its party
+    step turns into an upload: whatever else it holds, it can make the party's
+    `Message` (each algorithm's ``upload`` takes the arguments its step has)."""
+
+    def upload(self, *args: Any, **kwargs: Any) -> Message: ...
+
+
+class CheckContext(Protocol[_PlanT_co]):
+    """What the checks of what crosses read, on either side: the server checks each
+    party's upload with its `ServerContext`, a party the server's message with its
+    `PartyContext` (``Uploads.check``, ``Uploads.message_check``)."""
+
+    @property
+    def plan(self) -> _PlanT_co: ...
+
+    @property
+    def X_public(self) -> Any: ...
+
+    @property
+    def root(self) -> int: ...
+
+    @property
+    def classes(self) -> np.ndarray | None: ...
 
 
 class PartyRows(Protocol):
@@ -99,6 +126,11 @@ class PartyContext(_Context, Generic[PlanT]):
     def X_public(self) -> Any:
         """The agreed public rows (None where there is none)."""
         return self.data.X_public
+
+    @property
+    def classes(self) -> np.ndarray:
+        """The agreed classes."""
+        return self.data.classes
 
     def answering(self, message: Message | None) -> PartyContext[PlanT]:
         """This context for the round the server's `message` asks for (round 0 where

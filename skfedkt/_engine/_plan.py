@@ -2,8 +2,21 @@
 any work. An algorithm's party and server steps read their plan and nothing else of the
 estimator, so that what runs where is plain from their arguments."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, TypedDict, TypeVar
+
+_PlanT = TypeVar("_PlanT", bound="Plan")
+
+
+class CloneFitting(TypedDict):
+    """The keywords of the engine's clone fitting (`Plan.clone_fitting`)."""
+
+    n_jobs: int | None
+    verbose: int
+    say: Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -12,19 +25,26 @@ class Plan:
     much it prints. Subclasses add the algorithm's own parameters and ``of``, which
     builds the plan from an estimator's parameters."""
 
-    n_jobs: "int | None"
+    n_jobs: int | None
     verbose: int
 
     # the estimator whose fit the plan runs, in what `say` prints
     estimator_name: ClassVar[str] = ""
 
+    @classmethod
+    def of(cls: type[_PlanT], estimator: Any) -> _PlanT:
+        """The plan of `estimator`'s parameters, resolved and checked before any work
+        (each algorithm's plan defines it)."""
+        raise NotImplementedError(f"{cls.__name__} must define `of(estimator)`.")
+
     @property
-    def clone_fitting(self):
+    def clone_fitting(self) -> CloneFitting:
         """The keywords of the engine's clone fitting: the jobs, its own verbosity one
         level below the plan's, and where it says which path trained torch networks."""
-        return dict(n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0), say=self.say)
+        return CloneFitting(n_jobs=self.n_jobs, verbose=max(self.verbose - 1, 0),
+                            say=self.say)
 
-    def say(self, message):
+    def say(self, message: str) -> None:
         """Print a stage of the fit when ``verbose`` is set."""
         if self.verbose:
             print(f"[{self.estimator_name}] {message}", flush=True)
@@ -35,7 +55,7 @@ class Plan:
     upload_kind: ClassVar[str] = "upload"
 
     @property
-    def public_set_use(self) -> "str | None":
+    def public_set_use(self) -> str | None:
         """What the steps do with the agreed public set, in a few words for a refusal
         ("the teachers label it"); None where they use none. Where it is needed, `fit`
         without one takes the training rows, with a warning, and the deployed steps
@@ -43,12 +63,12 @@ class Plan:
         return "the parties' models label it"
 
     @property
-    def party_noise(self) -> "str | None":
+    def party_noise(self) -> str | None:
         """The privacy mechanism whose noise a party draws (`fit_party` warns without a
         secret ``party_seed``), or None."""
         return None
 
-    def uploaded_estimators(self, party) -> list:
+    def uploaded_estimators(self, party: Any) -> list[Any]:
         """The (unfitted) estimators `party`'s upload will hold, which `fit_party`
         checks skops can write before any training; none by default."""
         return []
