@@ -1,15 +1,14 @@
-"""The base class of the federated meta-estimators and the one interface every algorithm
-implements: `fit`, `fit_party`, `server_round`, `fit_server` and the predict side live
-here; an algorithm supplies its plan and its steps (see `BaseFederatedClassifier`)."""
+"""The base class every algorithm extends, and the one place its steps are composed:
+`fit`, `fit_party`, `server_round` and `fit_server` are written here once over the
+algorithm's hooks and declarations (see `BaseFederatedClassifier`)."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Generic
+from typing import Any, ClassVar
 from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass, replace
-from numbers import Integral
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import (
@@ -22,9 +21,10 @@ from sklearn.base import (
 )
 from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from ._agreed_limits import reference_party_limits
+from ._declarations import _COMMON_PARAMETERS, _DECLARATIONS, Releases, Uploads
 from ._deployment._protocol import (
     PartyData,
     checked_message,
@@ -32,12 +32,7 @@ from ._deployment._protocol import (
     require_public_set,
     server_expectations,
 )
-from ._deployment._upload import (
-    PartyUpload,
-    check_uploadable,
-    honest_limits,
-    read_upload,
-)
+from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
 from ._engine._context import (
     CheckContext,
@@ -45,7 +40,6 @@ from ._engine._context import (
     Party,
     PartyContext,
     PartyStepResult,
-    PlanT,
     ServerContext,
 )
 from ._engine._plan import Plan
@@ -54,135 +48,18 @@ from ._engine._transport import warnings_once_per_call
 from ._engine._seeds import derived_random_state, party_random_state, root_seed
 from ._engine._validation import (
     FederatedData,
-    _framed_like,
-    _keep_frame,
-    check_params,
     refuse_an_untransformed_public_set,
     validate_federated_data,
     warn_about_assumptions,
 )
-from ._privacy._release import Release
+from ._predict_side import PredictSide, _if_offered
+from ._shared_docs import shared_docs
 
-# parameter descriptions that several methods share, substituted for "$name" lines
-_SHARED_DOCS = {
-    "fit_data": """\
-X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-    The training rows of all parties.
-y : array-like of shape (n_samples,)
-    Their labels (any type: strings, integers, booleans).
-groups : array-like of shape (n_samples,), default=None
-    The party of each row. ``None`` means a single party.""",
-    "public_set": """\
-X_unlabeled : {array-like, sparse matrix, DataFrame} or PublicSet, default=None
-    The public set, of shape (n_public, n_features). FedKT and FedCT
-    label it; ``None`` uses the rows of `X` without labels (no privacy). A one-shot
-    ensemble uses it only to distil, with a `final_estimator`, which requires it.
-    Wrap it in `PublicSet` inside cross-validation when it may have exactly as many
-    rows as `X`.""",
-    "party_data": """\
-X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-    The party's rows.
-y : array-like of shape (n_samples,)
-    Their labels, all among `classes`.
-party : str or int
-    The party's name, as the server will know it.
-classes : array-like of shape (n_classes,)
-    The class labels every party and the server agreed on.""",
-    "predict_data": """\
-X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
-    The input samples.""",
-    "tier_fits": """\
-tier_fits_ : list of dict
-    How each tier of clones was fitted, in order: its ``tier`` name, ``clones``,
-    ``path`` (``"stacked"`` or ``"per-clone"``), ``reason`` (why one by one),
-    ``chunks`` (of stacked nets), ``device`` (of torch networks, else None) and
-    ``seconds``. A tier of one skorch net trains stacked (see `skfedkt.set_config`).""",
-    "uploads": """\
-uploads : list of str, path-like, bytes or PartyUpload
-    The parties' upload files.""",
-    "upload_checks": """\
-classes : array-like, default=None
-    The agreed classes; ``None`` takes those of most uploads, and refuses the
-    others naming them.
-trusted : sequence of str, default=()
-    Type names to load beyond scikit-learn's and XGBoost's (see
-    `skfedkt.read_upload`).
-min_parties : int, default=None
-    If given, uploads that fail a check are left out (with a warning, and in
-    ``left_out_parties_``) as long as this many parties remain; if None, any
-    failure raises.
-limits : skfedkt.UploadLimits, default=None
-    Bounds on every file read (size, inflated size, manifest, payload objects);
-    None means ``UploadLimits()``.""",
-}
+# the algorithm packages import the declarations and the docstring tool from here
+__all__ = ["BaseFederatedClassifier", "Releases", "Uploads", "_if_offered", "shared_docs"]
 
 
-def shared_docs(method):
-    """Put the shared parameter descriptions into `method`'s docstring (or a class's):
-    a line holding only ``$name`` becomes ``_SHARED_DOCS[name]`` at that line's
-    indentation."""
-    lines = []
-    for line in method.__doc__.splitlines():
-        name = line.strip()[1:]
-        if line.strip().startswith("$") and name in _SHARED_DOCS:
-            indent = line[: len(line) - len(line.lstrip())]
-            lines += [indent + part for part in _SHARED_DOCS[name].splitlines()]
-        else:
-            lines.append(line)
-    method.__doc__ = "\n".join(lines)
-    return method
-
-
-
-def _if_offered(method):
-    """available_if's check: whether the model offers `method`."""
-    return lambda self: self._offers(method)
-
-
-@dataclass(frozen=True)
-class Uploads(Generic[PlanT]):
-    """What crosses between an algorithm's parties and its server, as its class declares
-    it (``_uploads = Uploads(check=..., sent_bytes=...)``): how the receiving side checks
-    each file's algorithm fields, and what a party sent in `fit`.
-
-    Each check is a function of the receiving side's `ServerContext` that returns a
-    function of one upload's `UploadChecker` (``skfedkt/_deployment/_received.py``):
-    the file is read, bounded and unpacked below the algorithm, and the check reads its
-    fields through the checker, whose every refusal names the party, the file and the
-    field."""
-
-    check: Callable[[CheckContext[PlanT], bool], Callable[[UploadChecker], Any]]
-    """``check(context, final)``: the check of a party's upload, on the server as each
-    is read; `final`: whether it is the upload of the last step (`fit_server`)."""
-    sent_bytes: Callable[[Any], np.ndarray]
-    """``sent_bytes(estimator)``: what each party sent in `fit`, aligned with
-    ``parties_``, from the fitted attributes (when ``upload_bytes_`` is first read)."""
-    message_check: Callable[[CheckContext[PlanT]], Callable[[UploadChecker], Any]] | None = None
-    """With rounds: ``message_check(context)``, the check of the server's message as a
-    party reads it."""
-
-
-@dataclass(frozen=True)
-class Releases:
-    """What an algorithm lets out, as its class declares it (``_releases =
-    Releases(...)``), for `skfedkt.privacy.membership_audit` and
-    `skfedkt.privacy.party_membership_audit`: lists of `Release`."""
-
-    of_fit: Callable[[Any], list[Release]]
-    """``of_fit(estimator)``: what the fitted model lets out (each party's upload, the
-    final model)."""
-    of_upload: Callable[[Any, PartyUpload, int], list[Release]]
-    """``of_upload(estimator, upload, n_classes)``: what one party's upload lets out."""
-
-
-# what a concrete algorithm class declares beyond its hooks
-_DECLARATIONS = ("_plan_type", "_uploads", "_releases")
-# the constructor parameters the base class, the command line and the Flower apps read
-# (the command line passes the base model first, and n_jobs, random_state, verbose)
-_COMMON_PARAMETERS = ("estimator", "n_jobs", "random_state", "verbose")
-
-
-class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator,
+class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, BaseEstimator,
                               metaclass=ABCMeta):
     """Base class of the federated meta-estimators: one interface for every algorithm.
 
@@ -286,24 +163,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         """Warnings about the fitted model (`data`: the pooled rows in `fit`, None in
         `fit_server`); none by default."""
 
-    @abstractmethod
-    def _predict_codes(self, X: Any) -> np.ndarray:
-        """Each row's predicted class code (an index into ``classes_``), from validated
-        rows: what each algorithm's fitted model predicts."""
-
-    def _offers(self, method: str) -> bool:
-        """Whether the model offers `method` ("predict_proba" or "decision_function")."""
-        return method == "predict_proba"
-
-    @abstractmethod
-    def _proba(self, X: Any) -> np.ndarray:
-        """Class probabilities of validated rows, columns in the order of ``classes_``."""
-
-    def _decision_scores(self, X: Any) -> np.ndarray:
-        """Decision scores of validated rows, in scikit-learn's layout, where `_offers`
-        says the model offers ``decision_function``."""
-        raise NotImplementedError
-
     def agreed_upload_limits(self, X_unlabeled, classes, *, party_rows=None, margin=4.0):
         """The caps on every file of a deployment that this agreement implies.
 
@@ -344,38 +203,7 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
         >>> limits.max_file_bytes < 2**20
         True
         """
-        if not margin >= 1:
-            raise ValueError(f"margin must be at least 1, got {margin!r}.")
-        X_public, classes = X_unlabeled, np.asarray(classes)
-        n_rows = _num_samples(X_public) if party_rows is None else party_rows
-        if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < len(
-                classes):
-            raise ValueError(f"party_rows must be an integer of at least one row per class "
-                             f"({len(classes)}), got {party_rows!r}.")
-        rng = np.random.RandomState(0)
-        X = _safe_indexing(X_public, rng.randint(_num_samples(X_public), size=n_rows))
-        y = rng.permutation(np.resize(classes, n_rows))
-        party = clone(self)
-        if "verbose" in party.get_params():
-            party.set_params(verbose=0)
-        steps = dict(party="reference", classes=classes, X_unlabeled=X_public, party_seed=0)
-        # every file as it crosses: the party's uploads and the server's messages
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a reference party of random labels
-            files = [party.fit_party(X, y, **steps).to_bytes()]
-            message = None
-            while self.runs_rounds and (message is None or not message.manifest["done"]):
-                files.append(clone(self).server_round([files[-1]], X_public,
-                                                      message=message,
-                                                      classes=classes).to_bytes())
-                message = read_upload(files[-1])
-                files.append(party.fit_party(X, y, message=message, **steps).to_bytes())
-        return honest_limits(
-            files, margin,
-            f"{margin:g} x the largest honest file of {self._name}'s agreement for a "
-            f"party of {n_rows} rows ({{max_file_bytes}} bytes, {{max_inflated_bytes}} "
-            "inflated, a schema of {max_schema_bytes} bytes)",
-        )
+        return reference_party_limits(self, X_unlabeled, classes, party_rows, margin)
 
     # --- validation and fitted state ------------------------------------------------------
 
@@ -423,10 +251,6 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
             value = getattr(self, name)
             if isinstance(value, BaseEstimator):
                 value._validate_params()
-
-    def _check_params(self):
-        """How `validate_data` checks this estimator's rows (`check_params`)."""
-        return check_params(self)
 
     def _plan(self):
         """The frozen plan: every option resolved and checked before any work."""
@@ -745,82 +569,3 @@ class BaseFederatedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator
     def _name(self):
         """The algorithm's name in messages: FedKT, FedCT, OneShotEnsemble."""
         return type(self).__name__.removesuffix("Classifier")
-
-    # --- the predict side --------------------------------------------------------------
-
-    def _validate_predict_data(self, X):
-        X_valid = validate_data(self, X, reset=False, **self._check_params())
-        if hasattr(self, "feature_names_in_"):
-            return _framed_like(self.feature_names_in_, X, X_valid)
-        return _keep_frame(X, X_valid)
-
-    @shared_docs
-    def predict(self, X):
-        """Predict class labels for the rows of `X` with the fitted model (see the
-        class's description: a final model, a student, or the parties' vote).
-
-        Parameters
-        ----------
-        $predict_data
-
-        Returns
-        -------
-        y : ndarray of shape (n_samples,)
-            The predicted classes, among ``classes_``.
-        """
-        check_is_fitted(self)
-        return self.classes_[self._predict_codes(self._validate_predict_data(X))]
-
-    @available_if(_if_offered("predict_proba"))
-    @shared_docs
-    def predict_proba(self, X):
-        """Class probabilities of the fitted model, one column per class of ``classes_``
-        (see the class's description: a final model, a student, or the parties' vote).
-
-        Parameters
-        ----------
-        $predict_data
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            The class probabilities, columns in the order of ``classes_``; a class the
-            model never learned has probability 0.
-        """
-        check_is_fitted(self)
-        return self._proba(self._validate_predict_data(X))
-
-    @available_if(_if_offered("predict_proba"))
-    @shared_docs
-    def predict_log_proba(self, X):
-        """Logarithm of `predict_proba`.
-
-        Parameters
-        ----------
-        $predict_data
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            The log class probabilities, columns in the order of ``classes_``.
-        """
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
-    @available_if(_if_offered("decision_function"))
-    @shared_docs
-    def decision_function(self, X):
-        """Decision scores of the fitted model, in scikit-learn's layout for ``classes_``.
-
-        Parameters
-        ----------
-        $predict_data
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            1-D for two classes (positive favours ``classes_[1]``); a class the model
-            never learned scores ``-inf``.
-        """
-        check_is_fitted(self)
-        return self._decision_scores(self._validate_predict_data(X))

@@ -167,7 +167,7 @@ def test_every_hook_is_declared_in_the_base_class_and_annotated():
         assert callable(getattr(BaseFederatedClassifier, optional))
     unannotated = []
     for name in sorted(hooks | set(OPTIONAL_HOOKS)):
-        function = vars(BaseFederatedClassifier)[name]
+        function = getattr(BaseFederatedClassifier, name)
         signature = inspect.signature(function)
         unannotated += [f"{name}({parameter})" for parameter in signature.parameters
                         if parameter != "self"
