@@ -24,116 +24,22 @@ allow an AUC above `dp_auc_bound`.
 
 import warnings
 from dataclasses import dataclass
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
-from scipy.special import expit
 from sklearn.base import clone
-from sklearn.metrics import roc_auc_score, roc_curve
 from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils._param_validation import (
-    HasMethods,
-    Interval,
-    Options,
-    validate_params,
-)
+from sklearn.utils._param_validation import HasMethods, Interval, validate_params
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
+from ._audit_results import MembershipAudit, attack_result
 from ._base import BaseFederatedClassifier
 from ._deployment._protocol import PartyData
 from ._engine._rows import stack_rows
 
-ATTACKS = ("loss", "lira")
-# false-positive rates at which the true-positive rate is reported
-LOW_FPRS = (0.01, 0.001)
 # probabilities are clipped here before their logit: a release that gives a class 0 or 1
 # gives the attacker a large, finite score
 _CLIP = 1e-6
-
-
-@dataclass(frozen=True)
-class AttackResult:
-    """One attack on one release, with one party's rows as the members.
-
-    Attributes
-    ----------
-    release : str
-        The release's name (see `Release`).
-    party : object
-        The attacked party.
-    attack : {"loss", "lira"}
-        The attack.
-    auc : float
-        ROC AUC of the membership scores; 0.5 is a guess, 1 certainty.
-    tpr_at_1pct_fpr, tpr_at_01pct_fpr : float
-        Largest true-positive rate at a false-positive rate of at most 1% and 0.1%.
-        With ``n_nonmembers`` below 100 (1000), these are the rates at no false positive.
-    n_members, n_nonmembers : int
-        Candidate rows of each kind.
-    epsilon, delta : float
-        The guarantee the accountant claims for this release (``inf``: none).
-    """
-
-    release: str
-    party: object
-    attack: str
-    auc: float
-    tpr_at_1pct_fpr: float
-    tpr_at_01pct_fpr: float
-    n_members: int
-    n_nonmembers: int
-    epsilon: float
-    delta: float
-
-
-@validate_params(
-    {"epsilon": [Interval(Real, 0, None, closed="left"), Options(Real, {np.inf})],
-     "delta": [Interval(Real, 0, 1, closed="both")]},
-    prefer_skip_nested_validation=True,
-)
-def dp_auc_bound(epsilon, delta=0.0):
-    """The largest membership-attack AUC an (epsilon, delta)-DP release allows.
-
-    Any test of membership against such a release has, at false-positive rate ``a``, a
-    true-positive rate at most ``min(1, exp(epsilon) a + delta, 1 - exp(-epsilon) (1 -
-    delta - a))`` (Kairouz, Oh and Viswanath, 2015). The area under that curve is
-    ``1 - (1 - delta)**2 / (1 + exp(epsilon))``.
-
-    Parameters
-    ----------
-    epsilon : float
-        The guarantee's epsilon (``inf`` gives 1).
-    delta : float, default=0.0
-        Its delta.
-
-    Returns
-    -------
-    auc : float
-
-    Examples
-    --------
-    >>> from skfedkt.privacy import dp_auc_bound
-    >>> round(dp_auc_bound(0.0), 3), round(dp_auc_bound(1.0), 3), dp_auc_bound(float("inf"))
-    (0.5, 0.731, 1.0)
-    """
-    return float(1 - (1 - delta) ** 2 * expit(-epsilon))
-
-
-def _tpr_at(fpr, tpr, target):
-    return float(tpr[fpr <= target].max())
-
-
-def _attack_result(release, party, attack, scores, n_members):
-    is_member = np.arange(len(scores)) < n_members
-    fpr, tpr, _ = roc_curve(is_member, scores)
-    return AttackResult(
-        release=release.name, party=party, attack=attack,
-        auc=float(roc_auc_score(is_member, scores)),
-        tpr_at_1pct_fpr=_tpr_at(fpr, tpr, LOW_FPRS[0]),
-        tpr_at_01pct_fpr=_tpr_at(fpr, tpr, LOW_FPRS[1]),
-        n_members=int(n_members), n_nonmembers=int(len(scores) - n_members),
-        epsilon=float(release.epsilon), delta=float(release.delta),
-    )
 
 
 def _statistic(release, X, y):
@@ -174,14 +80,14 @@ class _Candidates:
 def _draw_candidates(y, party_codes, attacked, y_holdout, nonmember_rows, max_members, rng):
     candidates = []
     for party_index, party in attacked:
-        members, nonmembers = [], []
+        member_parts, nonmember_parts = [], []
         for code in np.unique(y):
             own = np.flatnonzero((party_codes == party_index) & (y == code))
             held = nonmember_rows[y_holdout[nonmember_rows] == code]
             n = min(len(own), len(held))
-            members.append(rng.choice(own, n, replace=False))
-            nonmembers.append(rng.choice(held, n, replace=False))
-        members, nonmembers = np.concatenate(members), np.concatenate(nonmembers)
+            member_parts.append(rng.choice(own, n, replace=False))
+            nonmember_parts.append(rng.choice(held, n, replace=False))
+        members, nonmembers = np.concatenate(member_parts), np.concatenate(nonmember_parts)
         if len(members) > max_members:
             keep = np.sort(rng.choice(len(members), max_members, replace=False))
             members, nonmembers = members[keep], nonmembers[keep]
@@ -213,110 +119,6 @@ def _replacement_rows(candidates, y, y_holdout, pool_rows, rng):
 def _releases_by_key(estimator):
     return {(release.name, release.party): release
             for release in estimator._releases.of_fit(estimator)}
-
-
-class MembershipAudit:
-    """The result of `membership_audit`: every attack on every release.
-
-    Attributes
-    ----------
-    estimator_name : str
-        The audited estimator's class.
-    results : list of AttackResult
-        One per release, attacked party and attack.
-    n_reference : int
-        Reference fits behind the ``"lira"`` attack.
-    pool_reuse : float
-        Share of replaced rows in the reference fits that reused a held-out row (the
-        held-out set was smaller than the attacked rows); 0 is best.
-    n_party_rows, n_attacked_rows : int
-        The attacked parties' rows, and how many of them the attacks take as members:
-        each member pairs with a held-out row of its class, so the held-out rows of a
-        class (half of them with reference fits) and ``max_members`` bound them.
-    """
-
-    def __init__(self, estimator_name, results, n_reference, pool_reuse, n_party_rows,
-                 n_attacked_rows):
-        self.estimator_name = estimator_name
-        self.results = results
-        self.n_reference = n_reference
-        self.pool_reuse = pool_reuse
-        self.n_party_rows = n_party_rows
-        self.n_attacked_rows = n_attacked_rows
-
-    def summary(self):
-        """Per release and attack, over the attacked parties.
-
-        Returns
-        -------
-        rows : list of dict
-            Keys ``release``, ``attack``, ``auc`` (mean over parties), ``auc_std``,
-            ``auc_max``, ``tpr_at_1pct_fpr`` and ``tpr_at_01pct_fpr`` (means),
-            ``n_parties``, ``n_members`` (total), ``epsilon``, ``delta`` (the largest
-            over parties) and ``auc_bound`` (`dp_auc_bound` of that epsilon).
-        """
-        groups = {}
-        for result in self.results:
-            groups.setdefault((result.release, result.attack), []).append(result)
-        rows = []
-        for (release, attack), results in groups.items():
-            aucs = np.array([r.auc for r in results])
-            epsilon = max(r.epsilon for r in results)
-            delta = max(r.delta for r in results)
-            rows.append(dict(
-                release=release, attack=attack, auc=float(aucs.mean()),
-                auc_std=float(aucs.std()), auc_max=float(aucs.max()),
-                tpr_at_1pct_fpr=float(np.mean([r.tpr_at_1pct_fpr for r in results])),
-                tpr_at_01pct_fpr=float(np.mean([r.tpr_at_01pct_fpr for r in results])),
-                n_parties=len(results), n_members=sum(r.n_members for r in results),
-                epsilon=float(epsilon), delta=float(delta),
-                auc_bound=dp_auc_bound(epsilon, delta),
-            ))
-        return rows
-
-    def auc(self, release, attack="lira"):
-        """Mean AUC of `attack` on `release` over the attacked parties (NaN if absent)."""
-        aucs = [r.auc for r in self.results if r.release == release and r.attack == attack]
-        return float(np.mean(aucs)) if aucs else np.nan
-
-    def __str__(self):
-        header = (f"{'release':<12} {'attack':<6} {'AUC mean ± std (max)':>22} "
-                  f"{'TPR@1%':>7} {'TPR@0.1%':>9} {'members':>8} {'epsilon':>8} "
-                  f"{'AUC bound':>9}")
-        lines = [
-            f"Membership audit of {self.estimator_name}: AUC 0.5 is a guess; "
-            f"'lira' uses {self.n_reference} reference fit(s)",
-            header, "-" * len(header),
-        ]
-        for row in self.summary():
-            auc = f"{row['auc']:.3f} ± {row['auc_std']:.3f} ({row['auc_max']:.3f})"
-            lines.append(
-                f"{row['release']:<12} {row['attack']:<6} {auc:>22} "
-                f"{row['tpr_at_1pct_fpr']:>7.3f} {row['tpr_at_01pct_fpr']:>9.3f} "
-                f"{row['n_members']:>8} {row['epsilon']:>8.3g} {row['auc_bound']:>9.3f}"
-            )
-        if not self.results:
-            lines.append(
-                f"(nothing to attack: what {self.estimator_name} let out declares no "
-                "release of the parties' rows, such as a model or labels they trained; "
-                "its Releases declaration says what a fit and an upload let out)")
-            return "\n".join(lines)
-        if self.n_attacked_rows < self.n_party_rows:
-            halves = (" (half of them, the rest standing in for members in the reference "
-                      "fits)" if self.n_reference else "")
-            lines.append(
-                f"(members: {self.n_attacked_rows} of the attacked parties' "
-                f"{self.n_party_rows} rows, each paired with a non-member, a held-out row "
-                f"of its class: the held-out rows of each class{halves} and max_members "
-                "bound them; a larger held-out set attacks more rows)")
-        if self.pool_reuse > 0:
-            lines.append(f"({self.pool_reuse:.0%} of the reference fits' stand-in rows "
-                         "were drawn more than once: a larger held-out set helps)")
-        return "\n".join(lines)
-
-    def __repr__(self):
-        return (f"<MembershipAudit of {self.estimator_name}: {len(self.results)} attack "
-                f"results, {self.n_reference} reference fit(s)>")
 
 
 def _holdout_halves(y_holdout, n_reference, rng):
@@ -377,14 +179,14 @@ def _run_audit(name, fit, target_releases, X, y, party_codes, attacked, X_holdou
     results = []
     for (release_name, party), (release, observed) in target.items():
         n_members = len(next(c for c in candidates if c.party == party).members)
-        results.append(_attack_result(release, party, "loss", observed, n_members))
+        results.append(attack_result(release, party, "loss", observed, n_members))
         reference_stats = np.array([ref[release_name, party][1] for ref in references
                                     if (release_name, party) in ref])
         if len(reference_stats):
             # offline LiRA: a Gaussian per candidate, one variance for the release
             scale = np.sqrt(reference_stats.var(axis=0).mean()) + 1e-12
             scores = (observed - reference_stats.mean(axis=0)) / scale
-            results.append(_attack_result(release, party, "lira", scores, n_members))
+            results.append(attack_result(release, party, "lira", scores, n_members))
     return MembershipAudit(
         name, results, n_reference, float(np.mean(reuse)) if reuse else 0.0,
         n_party_rows=sum(int(np.sum(party_codes == index)) for index, _ in attacked),

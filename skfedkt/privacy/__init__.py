@@ -41,13 +41,8 @@ uploads keeps its party's rows:
 [('upload', 'loss'), ('upload', 'lira')]
 """
 
-from .._audit import (
-    AttackResult,
-    MembershipAudit,
-    dp_auc_bound,
-    membership_audit,
-    party_membership_audit,
-)
+from .._audit import membership_audit, party_membership_audit
+from .._audit_results import AttackResult, MembershipAudit, dp_auc_bound
 from .._privacy._accounting import (
     DEFAULT_ORDERS,
     BitFlipPrivacyReport,
