@@ -339,22 +339,3 @@ def test_a_deployment_command_refuses_another_algorithms_flag(two_rounds_flags, 
 
     args = build_parser().parse_args(["party", "fedct", *command[2:], "--rounds", "2"])
     assert algorithm_options(args)["fedct"]["n_rounds"] == 2
-
-
-# the contract's files, type-checked: the hooks and the contexts are annotated, FedCT's
-# and the test folder's algorithm's hooks with their own plans through the generic
-# contexts
-TYPED = ["skfedkt/_base.py", "skfedkt/_registry.py", "skfedkt/_engine/_context.py",
-         "skfedkt/_fedct", "tests/consensus_plugin/skfedkt_consensus"]
-
-
-def test_the_contract_and_one_algorithm_pass_the_type_checker(tmp_path):
-    pytest.importorskip("mypy")
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path),
-                           *TYPED], cwd=root, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
