@@ -14,14 +14,8 @@ from sklearn.model_selection import train_test_split
 
 from skfedkt import FedKTClassifier, HardVotes, SoftVotes
 from skfedkt._fedkt._server import server_votes
-from skfedkt._privacy._accounting import (
-    DEFAULT_ORDERS,
-    _gnmax_log_q,
-    _gnmax_rdp,
-    epsilon_from_log_moments,
-    gdp_epsilon,
-    gnmax_log_moments,
-)
+from skfedkt._privacy._accounting import DEFAULT_ORDERS, epsilon_from_log_moments
+from skfedkt._privacy._gaussian import _gnmax_log_q, _gnmax_rdp, gdp_epsilon, gnmax_log_moments
 from skfedkt._privacy._mechanisms import noisy_class_counts
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import (

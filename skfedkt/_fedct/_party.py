@@ -14,7 +14,7 @@ from .._engine._fitting import Task, TierJob, fit_clones
 from .._engine._rows import StackedRows, take_rows
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._voting import count_votes
-from .._privacy._accounting import bit_flip_probability
+from .._privacy._bit_flips import bit_flip_probability
 from .._privacy._mechanisms import add_noise
 
 

@@ -8,7 +8,8 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from .._engine._plan import Plan
 from .._engine._seeds import public_queries
-from .._privacy._accounting import ONE_VOTE_L2, gaussian_sigma
+from .._privacy._accounting import ONE_VOTE_L2
+from .._privacy._gaussian import gaussian_sigma
 from .._privacy._mechanisms import TeacherVotes
 
 

@@ -10,16 +10,10 @@ import numpy as np
 from .._deployment._upload import PartyUpload, UploadError
 from .._engine._seeds import derived_random_state
 from .._engine._voting import count_votes, plurality_vote
-from .._privacy._accounting import (
-    ONE_VOTE_L2,
-    BitFlipPrivacyReport,
-    TeacherVotesPrivacyReport,
-    bit_flip_epsilon,
-    bit_flip_probability,
-    gaussian_epsilon,
-    guarantee_strength,
-    unanimous_flip_probability,
-)
+from .._privacy._accounting import ONE_VOTE_L2
+from .._privacy._bit_flips import bit_flip_epsilon, bit_flip_probability
+from .._privacy._gaussian import gaussian_epsilon, unanimous_flip_probability
+from .._privacy._reports import BitFlipPrivacyReport, guarantee_strength, TeacherVotesPrivacyReport
 from ._party import instructions
 
 # standard deviations beyond which no noise draw of an honest party plausibly lies

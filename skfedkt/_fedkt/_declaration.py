@@ -1,7 +1,7 @@
 """FedKT on the command line: its flags, and the configurations ``skfedkt run``
 compares (the default, without the final model, the paper's, and PATE)."""
 
-from .._privacy._accounting import PrivacyReport
+from .._privacy._reports import PrivacyReport
 from .._privacy._mechanisms import PartyNoise, ServerNoise
 from .._registry import Algorithm, Flag, Method, OptionError, fraction, positive, register
 from ._classifier import FedKTClassifier

@@ -24,11 +24,9 @@ from .._privacy._accounting import (
     _largest_order_noted,
     data_independent_epsilon,
     epsilon_from_log_moments,
-    gaussian_log_moments,
-    gdp_epsilon,
-    gnmax_log_moments,
     pate_log_moments,
 )
+from .._privacy._gaussian import gaussian_log_moments, gdp_epsilon, gnmax_log_moments
 from .._privacy._mechanisms import noisy_class_counts
 from ._plan import target_task
 

@@ -33,14 +33,12 @@ from .._engine._voting import (
 from .._privacy._accounting import (
     DEFAULT_ORDERS,
     ONE_VOTE_L2,
-    PrivacyReport,
     _largest_order_noted,
     data_independent_epsilon,
-    gaussian_epsilon,
-    gnmax_epsilon,
-    guarantee_strength,
     pate_epsilon,
 )
+from .._privacy._gaussian import gaussian_epsilon, gnmax_epsilon
+from .._privacy._reports import guarantee_strength, PrivacyReport
 from ._party import PARTY_ROWS_NOTE
 from ._plan import target_task
 

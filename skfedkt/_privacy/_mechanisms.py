@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._accounting import BitFlipPrivacyReport, PrivacyReport, TeacherVotesPrivacyReport
+from ._reports import BitFlipPrivacyReport, PrivacyReport, TeacherVotesPrivacyReport
 
 
 class _VoteNoise(BaseEstimator):

@@ -45,22 +45,25 @@ from .._audit import membership_audit, party_membership_audit
 from .._audit_results import AttackResult, MembershipAudit, dp_auc_bound
 from .._privacy._accounting import (
     DEFAULT_ORDERS,
-    BitFlipPrivacyReport,
-    PrivacyReport,
-    TeacherVotesPrivacyReport,
-    bit_flip_epsilon,
-    bit_flip_probability,
     data_independent_epsilon,
     epsilon_from_log_moments,
-    gaussian_epsilon,
-    gaussian_sigma,
-    gnmax_epsilon,
-    guarantee_strength,
     laplace_epsilon,
     pate_epsilon,
     pate_epsilon_data_independent,
     pate_log_moments,
+)
+from .._privacy._bit_flips import bit_flip_epsilon, bit_flip_probability
+from .._privacy._gaussian import (
+    gaussian_epsilon,
+    gaussian_sigma,
+    gnmax_epsilon,
     unanimous_flip_probability,
+)
+from .._privacy._reports import (
+    BitFlipPrivacyReport,
+    guarantee_strength,
+    PrivacyReport,
+    TeacherVotesPrivacyReport,
 )
 from .._privacy._mechanisms import BitFlips, PartyNoise, ServerNoise, TeacherVotes
 from .._privacy._release import Release
