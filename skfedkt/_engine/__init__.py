@@ -15,5 +15,7 @@ one job (``doc/architecture.rst`` draws them):
 - `_validation`: what a fit receives, and the warnings about it.
 - `_context`, `_plan`: the steps' contexts and the frozen plan.
 - `_augment`: jittered copies of the public rows.
+- `_compat`: every use of torch's, skorch's, cloudpickle's and scikit-learn's private
+  insides, checked against their versions.
 - `_voting`: vote counting, tie breaks and the pooling of votes across parties.
 """

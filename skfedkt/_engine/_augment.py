@@ -10,7 +10,8 @@ any party and every side makes the same ones.
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _num_samples
+
+from ._compat import num_samples
 
 # standard deviation of the jitter, in each column's standard deviation on the public set
 # (measured on the label-skew benchmark: 0.3 and 0.5 within noise of each other)
@@ -56,7 +57,7 @@ def jittered_rows(X, n_rows, random_state):
     >>> rows.shape, bool(np.isin(rows[:, 1], [1, 2, 3, 4, 5]).all())  # integers stay integers
     ((4, 2), True)
     """
-    n_public = _num_samples(X)
+    n_public = num_samples(X)
     if n_rows <= n_public or sp.issparse(X):
         return None
     rng = check_random_state(random_state)

@@ -8,8 +8,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
 from sklearn.pipeline import Pipeline
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, has_fit_parameter
+from sklearn.utils.validation import has_fit_parameter
 
+from ._compat import num_samples
 from ._nets import ends_in_skorch_net, explained_module_error, final_step, targets_for
 
 
@@ -120,7 +121,7 @@ class ClassCodeModel:
         """
         if soft and hasattr(self.estimator, "predict_proba"):
             return self.predict_proba(X, n_classes)
-        one_hot = np.zeros((_num_samples(X), n_classes))
+        one_hot = np.zeros((num_samples(X), n_classes))
         one_hot[np.arange(len(one_hot)), self.predict(X)] = 1
         return one_hot
 
@@ -138,7 +139,7 @@ class ClassCodeModel:
         class. For two classes the result is 1-D (positive favours ``classes_[1]``).
         """
         if self.is_constant:
-            scores = np.zeros((_num_samples(X), 1))
+            scores = np.zeros((num_samples(X), 1))
         else:
             scores = np.asarray(self.estimator.decision_function(X), dtype=float)
             if scores.ndim == 1:

@@ -9,15 +9,15 @@ import os
 import time
 from contextlib import contextmanager, nullcontext
 from itertools import islice
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Optional, TypedDict
 
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import _num_samples
 
 from .. import _config
 from ._class_codes import ClassCodeModel, code_dtype, sample_weight_param
+from ._compat import num_samples
 from ._nets import ends_in_skorch_net, final_step, targets_for
 from ._rows import take_rows
 from ._seeds import SeededTemplate
@@ -40,14 +40,14 @@ class Task(NamedTuple):
     """The estimator to clone."""
     y: np.ndarray
     """Global class codes of the rows, aligned with `rows` (with every row of X if None)."""
-    rows: np.ndarray = None
+    rows: Optional[np.ndarray] = None
     """Indices of the rows of X (repeats allowed); None for every row."""
-    sample_weight: np.ndarray = None
+    sample_weight: Optional[np.ndarray] = None
     """Weights aligned with `y`; None for unweighted rows."""
-    score: object = None
+    score: Optional[Callable] = None
     """``score(model, X)``, run on the fitted clone where it was fit (say, its score on
     rows it held out), whose value comes back in `CloneFits.scores`; None for none."""
-    name: str = None
+    name: Optional[str] = None
     """What the clone is, in messages ("party 'a', partition 1, teacher 2")."""
 
 
@@ -123,18 +123,35 @@ class CloneFits(NamedTuple):
 
     models: list
     """Fitted `ClassCodeModel` per task (``None`` when not kept)."""
-    predictions: np.ndarray
+    predictions: Optional[np.ndarray]
     """Predictions on ``X_predict``: class codes of shape (n_tasks, n_predict), or class
     probabilities of shape (n_tasks, n_predict, n_classes) with `soft_votes`; or None."""
-    training_accuracy: np.ndarray
+    training_accuracy: Optional[np.ndarray]
     """Accuracy of each clone on its own training rows, or None."""
     scores: list
     """What each task's `Task.score` gave (None for a task without one)."""
 
 
+class TierRecord(TypedDict, total=False):
+    """What `recording_tiers` records of a fitted tier (a meta-estimator's
+    ``tier_fits_``): `tier_entry`'s keys, then its name, clones and seconds."""
+
+    tier: str
+    clones: int
+    path: str
+    """``"stacked"`` or ``"per-clone"``."""
+    reason: Optional[str]
+    """Why its clones (or some chunks) trained one by one, or None."""
+    chunks: Optional[int]
+    device: Optional[str]
+    """Where its torch networks trained; None for other models."""
+    seconds: float
+
+
 # what the current call of a meta-estimator's method records of each tier it fits
 # (see `recording_tiers`)
-_tiers = contextvars.ContextVar("skfedkt_tiers", default=None)
+_tiers: contextvars.ContextVar[Optional[list[TierRecord]]] = contextvars.ContextVar(
+    "skfedkt_tiers", default=None)
 
 
 @contextmanager
@@ -142,7 +159,7 @@ def recording_tiers():
     """Within, every tier of clones fitted is recorded in the list this yields: one
     dict per tier (``tier``, ``clones``, ``path``, ``reason``, ``chunks``, ``device``,
     ``seconds``), where a meta-estimator reads its ``tier_fits_``."""
-    record = []
+    record: list[TierRecord] = []
     token = _tiers.set(record)
     try:
         yield record
@@ -258,7 +275,7 @@ def _iter_stacked(probe, tasks, template, seeds, job, n_jobs, verbose, fallbacks
         return [_fit_clone(tasks[i], template, seeds[i], job) for i in chunk]
 
     chunks = fit_in_chunks(probe, stacked, n_jobs, together, one_by_one, fallbacks, verbose)
-    pending = []
+    pending: list = []  # the results of the chunk in hand, in order
     for index, task in enumerate(tasks):
         if alone[index]:
             yield _fit_clone(task, template, seeds[index], job)
@@ -276,11 +293,11 @@ def tier_entry(probe, estimator, n_stacked, fallbacks=()):
     if isinstance(probe, str):
         device = (str(final_step(estimator).device or "cpu") if ends_in_skorch_net(estimator)
                   else None)
-        return dict(path="per-clone", reason=probe, chunks=None, device=device)
+        return TierRecord(path="per-clone", reason=probe, chunks=None, device=device)
     n_chunks = -(-n_stacked // probe.chunk_size(n_stacked))
     reason = (None if not fallbacks else f"{len(fallbacks)} of {n_chunks} chunk(s) trained "
               f"one by one: {fallbacks[0]}")
-    return dict(path="stacked", reason=reason, device=probe.device, chunks=n_chunks)
+    return TierRecord(path="stacked", reason=reason, device=probe.device, chunks=n_chunks)
 
 
 def report_tier(say, tier, entry):
@@ -288,7 +305,7 @@ def report_tier(say, tier, entry):
     path trained it."""
     record = _tiers.get()
     if record is not None:
-        record.append(dict(tier=tier, **entry))
+        record.append(TierRecord(tier=tier, **entry))
     if say is not None and entry["device"] is not None:
         nets = f"{entry['clones']} net{'s' * (entry['clones'] != 1)}"
         if entry["path"] == "stacked":
@@ -318,7 +335,7 @@ def iter_clone_fits(tasks, job, seeds, *, n_jobs=None, verbose=0, tier="clones",
     check_tier(tasks, tier)
     probe = stacking_probe(tasks, job.X, seeds, job.n_classes, templates)
     template = templates[id(tasks[0].estimator)]
-    fallbacks = []
+    fallbacks: list[str] = []
     if isinstance(probe, str):
         fits = _iter_per_clone(tasks, templates, seeds, job, n_jobs, n_workers, verbose)
     else:
@@ -336,7 +353,7 @@ def _iter_per_clone(tasks, templates, seeds, job, n_jobs, n_workers, verbose):
     """`_fit_clone` of every task, one clone at a time, in parallel batches."""
     work = [(task, templates[id(task.estimator)], seed) for task, seed in zip(tasks, seeds)]
     size = _batch_size(len(work), max(n_workers, 1),
-                       0 if job.X_predict is None else _num_samples(job.X_predict),
+                       0 if job.X_predict is None else num_samples(job.X_predict),
                        job.n_classes, job.soft_votes)
     run = carried(_recorded)
     jobs = [delayed(run)(os.getpid(), _fit_batch, work[start : start + size], job)

@@ -1,11 +1,12 @@
 """What the engine asks of a base estimator that may hold a skorch net, answered once
-here without importing torch: whether it is one, its last step and the steps before,
-the targets it learns from and what its errors mean."""
+here without importing torch: whether it is one, its last step and the steps before
+(and whether they learn), the targets it learns from and what its errors mean."""
 
 import sys
 
 import numpy as np
 from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 
 def learner_and_steps(estimator):
@@ -19,6 +20,24 @@ def learner_and_steps(estimator):
 def final_step(estimator):
     """The model that learns: `estimator`, or a Pipeline's last step."""
     return learner_and_steps(estimator)[0]
+
+
+def with_final_step(estimator, learner):
+    """`estimator` with `learner` as its model that learns: a Pipeline of the same
+    steps before it, or `learner` itself."""
+    if isinstance(estimator, Pipeline):
+        return Pipeline([*estimator.steps[:-1], (estimator.steps[-1][0], learner)])
+    return learner
+
+
+def stateful_steps(estimator):
+    """The names of the steps before a Pipeline's last that learn from the rows they
+    see: any but a FunctionTransformer, None or ``"passthrough"`` (none for a bare
+    model)."""
+    if not isinstance(estimator, Pipeline):
+        return []
+    return [name for name, step in estimator.steps[:-1]
+            if not isinstance(step, FunctionTransformer) and step not in (None, "passthrough")]
 
 
 def _skorch_class(name):

@@ -3,8 +3,8 @@ after the other, and the rows a clone learns from, taken without copying the res
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples
+
+from ._compat import num_samples, safe_indexing
 
 
 def stack_rows(*blocks):
@@ -30,19 +30,19 @@ class StackedRows:
 
     def __init__(self, *blocks):
         self.blocks = blocks
-        self.starts = np.cumsum([0] + [_num_samples(block) for block in blocks])
+        self.starts = np.cumsum([0] + [num_samples(block) for block in blocks])
 
     def take(self, rows):
         """The rows `rows` (indices into the stack), in their order, as one matrix."""
         block_of = np.searchsorted(self.starts, rows, side="right") - 1
         order = np.argsort(block_of, kind="stable")
         parts = [
-            _safe_indexing(block, rows[order][block_of[order] == b] - start)
+            safe_indexing(block, rows[order][block_of[order] == b] - start)
             for b, (block, start) in enumerate(zip(self.blocks, self.starts))
         ]
         stacked = stack_rows(*parts)
         if np.any(np.diff(block_of) < 0):  # rows interleave blocks: restore their order
-            stacked = _safe_indexing(stacked, np.argsort(order, kind="stable"))
+            stacked = safe_indexing(stacked, np.argsort(order, kind="stable"))
         return stacked
 
 
@@ -50,4 +50,4 @@ def take_rows(X, rows):
     """Rows `rows` of `X` (every row if None): a matrix, DataFrame or `StackedRows`."""
     if isinstance(X, StackedRows):
         return X.take(np.arange(X.starts[-1]) if rows is None else np.asarray(rows))
-    return X if rows is None else _safe_indexing(X, rows)
+    return X if rows is None else safe_indexing(X, rows)

@@ -56,14 +56,14 @@ def check_validation_splits(net, tasks, tier, targets_of):
                 failed.append((task, exc))
     if not failed:
         return
-    task, exc = failed[0]
-    who = task.name or "a clone"
+    first, error = failed[0]
+    who = first.name or "a clone"
     raise ValueError(
         f"Tier {tier!r}: the skorch net's train_split={_split_in_words(net.train_split)} "
         f"cannot hold out validation rows for {len(failed)} of its {len(trained)} clones "
-        f"({str(exc).rstrip('.')}). {who[0].upper() + who[1:]} has {len(task.y)} rows, "
+        f"({str(error).rstrip('.')}). {who[0].upper() + who[1:]} has {len(first.y)} rows, "
         f"of classes (positions in "
-        f"classes_) {_classes_in_words(task.y)}. Set the net's train_split=None (skorch "
+        f"classes_) {_classes_in_words(first.y)}. Set the net's train_split=None (skorch "
         f"then trains on all of a clone's rows and validates on none)"
         f"{_settings_that_work(net.train_split, trained)}, or give each clone more rows "
         "(fewer clones per party).")

@@ -14,6 +14,7 @@ import threading
 import types
 import warnings
 from contextlib import contextmanager
+from typing import Optional
 
 try:  # the cloudpickle loky sends calls with: joblib's own copy before joblib 1.5
     from joblib.externals import cloudpickle
@@ -23,10 +24,12 @@ from sklearn.utils.parallel import Parallel, delayed
 from threadpoolctl import ThreadpoolController
 
 from .. import _config
+from ._compat import classes_received_by_value
 
 # the kinds of warning already issued from worker processes in the current call of a
 # meta-estimator's method (see `warnings_once_per_call`)
-_issued = contextvars.ContextVar("skfedkt_worker_warnings", default=None)
+_issued: contextvars.ContextVar[Optional[set]] = contextvars.ContextVar(
+    "skfedkt_worker_warnings", default=None)
 
 
 def warnings_once_per_call(method):
@@ -53,14 +56,14 @@ def _caught_in_worker(main_pid):
     the user's filters do not reach; in the calling process and its threads (whose
     filters are the caller's) let them through. Yields the list it fills with one
     ``(category, message)`` per kind."""
-    caught = []
+    caught: list[tuple[type, str]] = []
     if os.getpid() == main_pid or threading.current_thread() is not threading.main_thread():
         yield caught
         return
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
         yield caught
-    kinds = {}
+    kinds: dict[tuple[type, str], tuple[type, str]] = {}
     for record in records:
         kinds.setdefault(_kind(record.category, str(record.message)),
                          (record.category, str(record.message)))
@@ -96,7 +99,7 @@ class _MainByName(cloudpickle.CloudPickler):
 
 
 # the names this worker gave in its __main__ to objects of the caller's __main__
-_named_in_main = set()
+_named_in_main: set[str] = set()
 
 
 def _name_in_main(obj):
@@ -119,9 +122,7 @@ def _name_main_classes():
     (`_name_in_main`) before anything is pickled: skorch pickles a net's module with
     pickle itself, by reference, which then finds them here and, in the caller, the
     caller's own class."""
-    tracked = getattr(getattr(cloudpickle, "cloudpickle", cloudpickle),
-                      "_DYNAMIC_CLASS_TRACKER_BY_CLASS", {})
-    for cls in list(tracked):
+    for cls in classes_received_by_value(cloudpickle):
         _name_in_main(cls)
 
 
@@ -219,14 +220,14 @@ def one_thread():
         yield
         return
     torch = sys.modules.get("torch")
-    threads = None if torch is None else torch.get_num_threads()
+    threads = 1 if torch is None else torch.get_num_threads()
     with _thread_pools().limit(limits=1):
-        if threads not in (None, 1):
+        if torch is not None and threads != 1:
             torch.set_num_threads(1)
         try:
             yield
         finally:
-            if threads not in (None, 1):
+            if torch is not None and threads != 1:
                 torch.set_num_threads(threads)
 
 

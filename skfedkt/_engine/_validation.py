@@ -6,6 +6,8 @@ import sys
 import warnings
 import weakref
 from dataclasses import dataclass
+from types import FrameType
+from typing import Optional
 
 import re
 
@@ -213,7 +215,8 @@ def _pipelines_around(estimator):
     directly or through pipelines nested as last steps: those fitting it now."""
     from sklearn.pipeline import Pipeline
 
-    found, frame = [], sys._getframe(1)
+    found: list[Pipeline] = []
+    frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None:
         owner = frame.f_locals.get("self")
         if isinstance(owner, Pipeline) and all(owner is not other for other in found):
@@ -255,11 +258,11 @@ def refuse_an_untransformed_public_set(estimator, X_unlabeled):
 
 # the searches (or the estimators a cross_validate call was given) already warned about,
 # for the assumptions and for a public set far from X
-_warned_searches = weakref.WeakSet()
-_warned_shift_searches = weakref.WeakSet()
+_warned_searches: "weakref.WeakSet[object]" = weakref.WeakSet()
+_warned_shift_searches: "weakref.WeakSet[object]" = weakref.WeakSet()
 # in a worker process of a parallel search, where the search itself is out of reach
-_warned_in_this_process = []
-_warned_shift_in_this_process = []
+_warned_in_this_process: list[bool] = []
+_warned_shift_in_this_process: list[bool] = []
 
 _CROSS_VALIDATORS = ("cross_validate", "cross_val_score", "cross_val_predict",
                      "learning_curve", "validation_curve", "permutation_test_score")
@@ -269,7 +272,8 @@ def _running_search():
     """The scikit-learn search, or the estimator a cross_validate-like call was given,
     that is fitting us; True inside cross-validation whose caller is out of reach (a
     worker process); None outside cross-validation."""
-    search, frame = None, sys._getframe(2)
+    search = None
+    frame: Optional[FrameType] = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
         if "model_selection" in code.co_filename:
@@ -338,7 +342,8 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _stacklevel_of_the_caller():
     """The ``stacklevel`` that makes a warning point at the code that called the
     package (past its own frames and scikit-learn's fit wrapper), as a user reads it."""
-    level, frame = 2, sys._getframe(2)
+    level = 2
+    frame: Optional[FrameType] = sys._getframe(2)
     while frame is not None and (
         frame.f_code.co_filename.startswith(_PACKAGE)
         or frame.f_code.co_name == "wrapper" and frame.f_code.co_filename.endswith(

@@ -25,10 +25,16 @@ from numbers import Integral
 import numpy as np
 from sklearn.linear_model import SGDClassifier
 from sklearn.neural_network import MLPClassifier
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import FunctionTransformer
 
-from ._nets import final_step, is_skorch_net, targets_for
+from ._compat import MLPClassifierWithGradientTerm, forget_mlp_optimizer
+from ._nets import (
+    final_step,
+    is_skorch_net,
+    learner_and_steps,
+    stateful_steps,
+    targets_for,
+    with_final_step,
+)
 from ._rows import take_rows
 from ._seeds import seeded_clone
 
@@ -36,7 +42,7 @@ from ._seeds import seeded_clone
 _WEIGHT_NAMES = {MLPClassifier: ("coefs_", "intercepts_"), SGDClassifier: ("coef_", "intercept_")}
 
 
-class ProximalMLPClassifier(MLPClassifier):
+class ProximalMLPClassifier(MLPClassifierWithGradientTerm):
     """An MLPClassifier whose training loss adds FedProx's proximal term
     ``proximal_mu / 2 * ||w - w_global||^2`` over every weight and bias, so that local
     training stays near the global weights `anchor` (Li et al., 2020).
@@ -45,18 +51,19 @@ class ProximalMLPClassifier(MLPClassifier):
     ``partial_fit`` epochs minimise the extended loss with the clone's own solver.
     """
 
-    def _backprop(self, *args):
-        # scikit-learn's gradient of the mean loss (and its L2 penalty), extended by the
-        # proximal term's gradient mu * (w - w_global)
-        loss, coef_grads, intercept_grads = super()._backprop(*args)
+    proximal_mu: float
+    anchor: list
+
+    def added_loss(self, coef_grads, intercept_grads):
+        # the proximal term's gradient mu * (w - w_global), added to scikit-learn's of
+        # the mean loss (and its L2 penalty); its loss returned
         mu = self.proximal_mu
         layers = [*self.coefs_, *self.intercepts_]
         for grad, weight, anchor in zip([*coef_grads, *intercept_grads], layers,
                                         self.anchor):
             grad += mu * (weight - anchor)
-        loss += mu / 2 * sum(np.sum((weight - anchor) ** 2)
-                             for weight, anchor in zip(layers, self.anchor))
-        return loss, coef_grads, intercept_grads
+        return mu / 2 * sum(np.sum((weight - anchor) ** 2)
+                            for weight, anchor in zip(layers, self.anchor))
 
 
 def check_averageable(estimator, name, proximal_mu=0.0):
@@ -71,18 +78,15 @@ def check_averageable(estimator, name, proximal_mu=0.0):
             "(trees, forests, boosting), use FedKTClassifier or OneShotEnsembleClassifier, "
             "which transfer knowledge through votes instead."
         )
-    if isinstance(estimator, Pipeline):
-        stateful = [step for step, transformer in estimator.steps[:-1]
-                    if not isinstance(transformer, FunctionTransformer)
-                    and transformer not in (None, "passthrough")]
-        if stateful:
-            raise TypeError(
-                f"{name} averages the weights of a Pipeline's last step, which every "
-                "party must feed the same features; its steps "
-                f"{', '.join(map(repr, stateful))} learn from each party's own rows. Scale "
-                "the data before the fit (the same transform at every party), or keep only "
-                "stateless steps (FunctionTransformer)."
-            )
+    stateful = stateful_steps(estimator)
+    if stateful:
+        raise TypeError(
+            f"{name} averages the weights of a Pipeline's last step, which every "
+            "party must feed the same features; its steps "
+            f"{', '.join(map(repr, stateful))} learn from each party's own rows. Scale "
+            "the data before the fit (the same transform at every party), or keep only "
+            "stateless steps (FunctionTransformer)."
+        )
     if isinstance(learner, MLPClassifier) and learner.solver == "lbfgs":
         raise ValueError(
             f"{name} trains its MLPClassifier epoch by epoch (partial_fit), which the "
@@ -137,7 +141,8 @@ def _set_weights(learner, weights):
 
 def _transformed(model, X):
     """`X` through a Pipeline's stateless steps (as is for a bare model)."""
-    return model[:-1].transform(X) if isinstance(model, Pipeline) else X
+    steps = learner_and_steps(model)[1]
+    return X if steps is None else steps.transform(X)
 
 
 def train_epoch(model, X, y):
@@ -172,12 +177,10 @@ def started_model(estimator, X, y, n_classes, seed, weights=None, proximal_mu=0.
         learner = ProximalMLPClassifier(**learner.get_params())
         learner.proximal_mu = proximal_mu
         learner.anchor = [np.array(w, dtype=float) for w in weights]
-        model = Pipeline([*model.steps[:-1], (model.steps[-1][0], learner)]) if isinstance(
-            model, Pipeline) else learner
+        model = with_final_step(model, learner)
     _build_layers(learner, _transformed(model, X), y, n_classes)
     _set_weights(learner, weights)
-    if hasattr(learner, "_optimizer"):  # MLPClassifier's Adam or SGD state
-        del learner._optimizer
+    forget_mlp_optimizer(learner)
     return model
 
 
@@ -189,7 +192,7 @@ def _build_layers(learner, X, y, n_classes):
     # without its warning (catch_warnings, in joblib's threads, left its filter behind
     # for the rest of the process)
     batch_size = getattr(learner, "batch_size", None)
-    clipped = isinstance(batch_size, Integral) and batch_size > len(first)
+    clipped = isinstance(batch_size, Integral) and int(batch_size) > len(first)
     if clipped:
         learner.set_params(batch_size=len(first))
     try:

@@ -16,7 +16,8 @@ floating-point tolerance, written into ordinary fitted skorch nets.
   convolutions);
 - `_optimizer`: Adam, AdamW and SGD per copy;
 - `_copies`: each copy's split, draws, history and callbacks;
-- `_stack`: `NetworkStack`, the training loop;
+- `_stack`: `NetworkStack`, the training loop; `_stack_data`: its rows and losses;
+  `_stack_weights`: its weights, stacked and written back;
 - `_tier`: the probe that decides a tier's path, and the chunks the engine fits;
 - here: what the engine calls, re-exported.
 """

@@ -12,6 +12,8 @@ skorch's defaults, `EarlyStopping` and `LRScheduler` act on each copy as on its 
 fit (`SERVED_CALLBACKS`).
 """
 
+from typing import Any
+
 import numpy as np
 import torch
 from skorch import NeuralNetBinaryClassifier, NeuralNetClassifier
@@ -20,6 +22,13 @@ from skorch.dataset import Dataset
 from skorch.utils import to_numpy
 from torch.utils.data import Subset
 
+from .._compat import (
+    is_best_score,
+    mark_optimizer_stepped,
+    predict_nonlinearity,
+    record_epoch_score,
+    skip_log_header,
+)
 from ._forward import CannotStack
 
 
@@ -38,7 +47,7 @@ def _is_own_accuracy(callback, net):
 def _record_passthrough(callback, history, score):
     """What skorch's `PassthroughScoring` records of an epoch whose average is `score`:
     the score, and whether it is the best yet."""
-    is_best = callback._is_best_score(score)
+    is_best = is_best_score(callback, score)
     if is_best:
         callback.best_score_ = score
     history.record(callback.name, score)
@@ -59,6 +68,16 @@ def _loader_options(net, training):
     options = net.get_params_for("iterator_train" if training else "iterator_valid")
     return (options.get("batch_size", net.batch_size), bool(options.get("shuffle", False)),
             bool(options.get("drop_last", False)))
+
+
+def _accuracy(net, valid_output, targets):
+    """The share of validation rows (`targets`) `net`'s ``predict`` gets right, from its
+    output on them (skorch's rule: the largest probability, or a binary net's
+    threshold)."""
+    proba = predict_nonlinearity(net)(valid_output).numpy()
+    predicted = ((proba[:, 1] > net.threshold).astype("uint8")
+                 if isinstance(net, NeuralNetBinaryClassifier) else proba.argmax(axis=1))
+    return float(np.mean(predicted == targets))
 
 
 class CopyRun:
@@ -114,10 +133,11 @@ class CopyRun:
         self.stopped = False
 
     def _rows_of(self, train):
-        if isinstance(train, Subset) and type(train.dataset) is Dataset and (
-                train.dataset.X is self.X):
-            return np.asarray(train.indices)
-        if type(train) is Dataset and train.X is self.X:
+        if isinstance(train, Subset):
+            base: Any = train.dataset  # torch's stubs know no skorch Dataset
+            if type(base) is Dataset and base.X is self.X:
+                return np.asarray(train.indices)
+        elif type(train) is Dataset and train.X is self.X:
             return np.arange(len(self.X))
         raise CannotStack("train_split returns a training set that is not the net's rows")
 
@@ -155,7 +175,7 @@ class CopyRun:
         if len(train_losses):
             # what the net's own optimizer.step sets once it stepped, which torch's
             # learning-rate schedulers read before they step (else they warn)
-            self.net.optimizer_._opt_called = True
+            mark_optimizer_stepped(self.net.optimizer_)
         history = self.net.history
         n_train = self.n_epoch_rows
         batches = history[-1]["batches"]
@@ -199,8 +219,10 @@ class CopyRun:
         net = self.net
         net.on_epoch_end(net, **self.datasets)
         for _, callback in net.callbacks_:
-            if valid_output is not None and _is_own_accuracy(callback, net):
-                callback._record_score(net.history, self._accuracy(valid_output))
+            if (valid_output is not None and self.valid is not None
+                    and _is_own_accuracy(callback, net)):
+                record_epoch_score(callback, net.history,
+                                   _accuracy(net, valid_output, self.valid[1]))
             elif (type(callback) is PassthroughScoring
                   and callback.name == ("train_loss" if callback.on_train else "valid_loss")):
                 losses, sizes = recorded.get(callback.on_train, ([], []))
@@ -208,19 +230,9 @@ class CopyRun:
                     _record_passthrough(callback, net.history,
                                         np.average(losses, weights=sizes))
             elif type(callback) is PrintLog and callback.sink is print and not net.verbose:
-                callback.first_iteration_ = False
+                skip_log_header(callback)
             else:
                 callback.on_epoch_end(net, **self.datasets)
-
-    def _accuracy(self, valid_output):
-        """The share of validation rows the net's ``predict`` gets right, from its
-        output on them (skorch's rule: the largest probability, or a binary net's
-        threshold)."""
-        net = self.net
-        proba = net._get_predict_nonlinearity()(valid_output).numpy()
-        predicted = ((proba[:, 1] > net.threshold).astype("uint8")
-                     if isinstance(net, NeuralNetBinaryClassifier) else proba.argmax(axis=1))
-        return float(np.mean(predicted == self.valid[1]))
 
     def minibatch_size(self, n_rows, batch_size=None):
         """The rows of a minibatch of a loader over `n_rows` rows: its `batch_size`

@@ -31,15 +31,20 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
 
+from .._compat import pytree
+
+_PYTREE = pytree()
+
 # layers that act on each element alone: on the stacked values as they are
 _ELEMENTWISE = (nn.ReLU, nn.ReLU6, nn.LeakyReLU, nn.ELU, nn.SELU, nn.CELU, nn.GELU, nn.SiLU,
                 nn.Mish, nn.Tanh, nn.Sigmoid, nn.Softplus, nn.Hardtanh, nn.Hardswish,
                 nn.Hardsigmoid, nn.Identity)
+# pooling layers of every dimension, max, average and adaptive
+POOLINGS = (nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d,
+            nn.AvgPool3d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+            nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d)
 # layers that act on each row alone and hold nothing: the copies folded into the rows
-_ROW_WISE = _ELEMENTWISE + (
-    nn.Softmax, nn.LogSoftmax, nn.Flatten, nn.Unflatten, nn.modules.pooling._MaxPoolNd,
-    nn.modules.pooling._AvgPoolNd, nn.modules.pooling._AdaptiveAvgPoolNd,
-    nn.modules.pooling._AdaptiveMaxPoolNd)
+_ROW_WISE = _ELEMENTWISE + (nn.Softmax, nn.LogSoftmax, nn.Flatten, nn.Unflatten) + POOLINGS
 # functions of one tensor that act on each element alone
 _ELEMENTWISE_FUNCTIONS = {torch.relu, F.relu, torch.tanh, F.tanh, torch.sigmoid, F.sigmoid,
                           F.gelu, F.silu, F.elu, F.leaky_relu, F.softplus, F.mish,
@@ -53,6 +58,9 @@ _SHAPE_ATTRIBUTES = {"shape", "ndim", "dtype", "device"}
 
 DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout,
             nn.FeatureAlphaDropout)
+# convolutions of every dimension, transposed too (the lazy kinds subclass them)
+CONVOLUTIONS = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+                nn.ConvTranspose3d)
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
 
@@ -366,7 +374,7 @@ class StackedForward:
         """Every copy's output: `params`, `buffers` (dicts of stacked tensors by
         name), on `x` (a `Stacked` value, or rows shared by every copy); in training,
         dropout noise from `draws` and batch statistics over `rows`."""
-        if not self.traced:
+        if self.programs is None:  # untraced
             self.meta.train(training)
             state = {**params, **buffers}
             stacked = isinstance(x, Stacked)
@@ -431,10 +439,10 @@ class StackedForward:
         if isinstance(layer, DROPOUTS) and isinstance(x, Stacked):
             return Stacked(dropout(layer, x.tensor, draws)) if training else x
         if isinstance(layer, BATCH_NORMS) and isinstance(x, Stacked):
-            state = [buffers[called.buffers[name]]
-                     for name in ("running_mean", "running_var", "num_batches_tracked")]
+            running = [buffers[called.buffers[name]]
+                       for name in ("running_mean", "running_var", "num_batches_tracked")]
             return Stacked(batch_norm(layer, x.tensor, own.get("weight"), own.get("bias"),
-                                      state, rows if training else None))
+                                      running, rows if training else None))
         if (self.unfold_convolutions and _unfoldable(layer) and isinstance(x, Stacked)
                 and x.tensor.dim() == 5):
             return Stacked(conv2d(layer, x.tensor, own["weight"], own.get("bias")))
@@ -506,7 +514,7 @@ def _vmapped(function, args, kwargs, state=None):
     tensors given as the function's first argument) take the copies' axis, the others
     are the same for every copy; without a stacked value it runs once. Returns its
     output and whether it ran through vmap."""
-    leaves, spec = torch.utils._pytree.tree_flatten((args, kwargs))
+    leaves, spec = _PYTREE.tree_flatten((args, kwargs))
     positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Stacked)]
     if not positions and state is None:
         return function(*args, **kwargs), False
@@ -515,11 +523,11 @@ def _vmapped(function, args, kwargs, state=None):
         filled = list(leaves)
         for index, value in zip(positions, values):
             filled[index] = value
-        call_args, call_kwargs = torch.utils._pytree.tree_unflatten(filled, spec)
+        call_args, call_kwargs = _PYTREE.tree_unflatten(filled, spec)
         if state is None:
             return function(*call_args, **call_kwargs)
         return function(state_copy, *call_args, **call_kwargs)
 
     out = vmap(per_copy, in_dims=(None if state is None else 0, *[0] * len(positions)))(
         state, *[leaves[i].tensor for i in positions])
-    return torch.utils._pytree.tree_map(Stacked, out), True
+    return _PYTREE.tree_map(Stacked, out), True

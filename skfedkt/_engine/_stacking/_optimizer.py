@@ -3,6 +3,8 @@ count and learning rate: torch's own functional update applied to the copies tha
 step, so that a copy whose epoch is over (or that stopped early) is left exactly as
 it is."""
 
+from typing import Any, Optional
+
 import numpy as np
 import torch
 from torch.optim.adam import adam
@@ -52,7 +54,8 @@ class StackedOptimizer:
 
     def __init__(self, optimizer, params, rates):
         group = optimizer.param_groups[0]
-        self.options = {key: (float(value) if torch.is_tensor(value) else value)
+        # the group's options: numbers, flags and pairs (Adam's betas)
+        self.options: dict[str, Any] = {key: (float(value) if torch.is_tensor(value) else value)
                         for key, value in group.items() if key != "params"}
         self.adam = isinstance(optimizer, torch.optim.Adam)
         n_copies = len(params[0])
@@ -70,7 +73,7 @@ class StackedOptimizer:
         self.step_device = params[0].device if self.fused else torch.device("cpu")
         # while every copy steps every time: the count of every copy, which torch's
         # update advances itself
-        self.in_step = list(torch.zeros(len(params), device=self.step_device).unbind(0))
+        self.in_step: Optional[list[torch.Tensor]] = list(torch.zeros(len(params), device=self.step_device).unbind(0))
         if self.adam:
             self.moments = [[torch.zeros_like(p) for p in self.params] for _ in range(2)]
             self.max_moments = ([torch.zeros_like(p) for p in self.params]

@@ -15,6 +15,7 @@ from skorch.dataset import Dataset
 from torch import nn
 from torch.utils.data import DataLoader
 
+from .._compat import version_of
 from .._nets import learner_and_steps
 from .._torch_weights import ProximalTerm
 from ._forward import BATCH_NORMS
@@ -41,10 +42,6 @@ def _name(value):
     return getattr(value, "__name__", type(value).__name__)
 
 
-def torch_version():
-    return tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
-
-
 def stacking_refusal(estimator):
     """Why clones of `estimator` cannot be trained together as separate fits would
     train them, or None when they can (the module, the optimizer and the callbacks are
@@ -62,7 +59,7 @@ def stacking_refusal(estimator):
         return (f"{kind.__name__} is not skorch's NeuralNetClassifier or "
                 "NeuralNetBinaryClassifier, whose training steps the stacked path "
                 "reproduces")
-    if torch_version() < OLDEST_TORCH:
+    if version_of("torch")[:2] < OLDEST_TORCH:
         return (f"torch {torch.__version__}: the stacked path is tested from torch "
                 f"{'.'.join(map(str, OLDEST_TORCH))} on")
     if net.optimizer not in OPTIMIZERS:

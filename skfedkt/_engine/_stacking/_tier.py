@@ -3,18 +3,30 @@ engine fits: clones started as their own fits would start, trained together, the
 votes and weights read back."""
 
 import threading
-from typing import NamedTuple
+from typing import Any, NamedTuple, Optional, Union
 
 import numpy as np
 import torch
 from joblib import cpu_count
-from torch import nn
 
 from .._class_codes import ClassCodeModel, code_dtype
-from .._nets import explained_module_error, is_binary_net, learner_and_steps, targets_for
+from .._compat import set_inferred_classes
+from .._nets import (
+    explained_module_error,
+    is_binary_net,
+    learner_and_steps,
+    stateful_steps,
+    targets_for,
+)
 from .._rows import take_rows
 from ._copies import CopyRun
-from ._forward import CannotStack, StackedForward, untraceable_refusal
+from ._forward import (
+    CONVOLUTIONS,
+    DROPOUTS,
+    CannotStack,
+    StackedForward,
+    untraceable_refusal,
+)
 from ._refusals import acts_between_epochs, module_refusal
 from ._stack import NetworkStack
 
@@ -37,7 +49,7 @@ VOTE_BLOCK_BYTES = 64 * 2**20
 # modules the CPU trains no faster stacked than one by one: convolutions (skorch's
 # tutorial CNN, 100 teachers: 19 s one by one, 28 s stacked through vmap, 47 s as
 # unfolded patches; bench_networks.py --device cpu --device-tables convolutions)
-CPU_UNHELPED_MODULES = (nn.modules.conv._ConvNd,)
+CPU_UNHELPED_MODULES = CONVOLUTIONS
 # how a stack of 2-D convolutions runs on each kind of device: through vmap, a grouped
 # convolution (False), or as unfolded patches times kernels (True), which measured
 # slower on both (the same table)
@@ -47,7 +59,7 @@ UNFOLD_CONVOLUTIONS = {"cpu": False, "cuda": False}
 class Probe(NamedTuple):
     """What one clone of a tier tells before the tier is stacked."""
 
-    refusal: str
+    refusal: Optional[str]
     """Why the tier cannot be stacked, or None."""
     copies_per_chunk: int
     """How many copies one chunk holds."""
@@ -55,7 +67,7 @@ class Probe(NamedTuple):
     """Where the copies train."""
     row_bytes: int = 0
     """What one row holds in one copy's forward pass (its activations)."""
-    graphs: dict = None
+    graphs: Optional[dict] = None
     """The module's traces, which every chunk of the tier runs (`StackedForward`)."""
     step_flops: float = 0.0
     """The arithmetic of one copy's training step: six per weight and row."""
@@ -84,11 +96,11 @@ class Started(NamedTuple):
     """A clone ready to train: its estimator, its net (initialised), the rows its net
     learns from, and its generators (see `CopyRun`)."""
 
-    estimator: object
-    net: object
+    estimator: Any
+    net: Any  # a skorch net (skorch has no type hints)
     rows: np.ndarray
-    generator: object
-    noise_generator: object
+    generator: Optional[torch.Generator]
+    noise_generator: Optional[torch.Generator]
 
 
 def _draws(net):
@@ -96,7 +108,7 @@ def _draws(net):
     base seeds: shuffled minibatches or dropout noise."""
     shuffled = bool(net.get_params_for("iterator_train").get("shuffle", False))
     return shuffled or any(
-        isinstance(part, nn.modules.dropout._DropoutNd) and 0 < part.p
+        isinstance(part, DROPOUTS) and 0 < part.p
         for part in net.module_.modules())
 
 
@@ -233,7 +245,7 @@ def _activation_elements(module, output):
     """Elements a layer's forward pass holds: its output, and for a convolution the
     unfolded input it multiplies (input channels x kernel area per output position)."""
     elements = output.numel() if torch.is_tensor(output) else 0
-    if isinstance(module, nn.modules.conv._ConvNd):
+    if isinstance(module, CONVOLUTIONS):
         per_position = module.in_channels // module.groups * int(np.prod(module.kernel_size))
         elements += output.numel() // module.out_channels * per_position
     return elements
@@ -281,12 +293,11 @@ def train_from_weights(start, estimator, items, epochs, proximal_mu, block_rows,
         targets.append(targets_for(net, y))
     nets = [one.net for one in started]
     stack = NetworkStack(nets, _unfold_convolutions(str(nets[0].device or "cpu")), graphs)
-    anchor = [p.detach().clone() for p, train in zip(stack.params, stack.trainable) if train]
     stack.train(_runs_of(started, targets, [False] * len(started)), [1] * epochs,
-                proximal=(proximal_mu, anchor) if proximal_mu > 0 else None)
+                proximal=(proximal_mu, stack.weights.anchor()) if proximal_mu > 0 else None)
     own = stack.predictions(stack.predict_proba([one.rows for one in started],
                                                 block_rows=block_rows))
-    results = [None] * len(items)
+    results: list[Optional[tuple[list, float]]] = [None] * len(items)
     for position, index in enumerate(order):
         n = len(targets[position])
         accuracy = float(np.mean(own[position][:n] == targets[position]))
@@ -336,7 +347,7 @@ def _fit_ordered(template, tasks, seeds, job, block_rows, graphs):
         model = None
         if keep[index]:
             stack.write_back(index, one.net)
-            one.net.classes_inferred_ = np.unique(targets[index])
+            set_inferred_classes(one.net, np.unique(targets[index]))
             model = ClassCodeModel(one.estimator, np.arange(n_classes))
         score = None if task.score is None else task.score(model, X)
         results.append((model if keep_models else None, votes[index], accuracies[index],
@@ -347,12 +358,8 @@ def _fit_ordered(template, tasks, seeds, job, block_rows, graphs):
 def _votes(stack, template, started, X_predict, n_classes, soft_votes, block_rows):
     """Each copy's votes on `X_predict`: through each clone's own steps before its
     net (one transform for all where the steps learn nothing)."""
-    from sklearn.preprocessing import FunctionTransformer
-
-    _, steps = learner_and_steps(template.template)
-    shared = steps is None or all(
-        isinstance(step, FunctionTransformer) or step in (None, "passthrough")
-        for _, step in steps.steps)
+    shared = not stateful_steps(template.template)
+    rows: Union[np.ndarray, list]
     if shared:
         first_steps = learner_and_steps(started[0].estimator)[1]
         rows = np.asarray(X_predict if first_steps is None
