@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples
 
+from ._engine._compat import num_samples, safe_indexing
 from ._deployment._archive import UploadLimits
 from ._deployment._upload import honest_limits, read_upload
 
@@ -24,13 +23,13 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
     if not margin >= 1:
         raise ValueError(f"margin must be at least 1, got {margin!r}.")
     X_public, classes = X_unlabeled, np.asarray(classes)
-    n_rows = _num_samples(X_public) if party_rows is None else party_rows
+    n_rows = num_samples(X_public) if party_rows is None else party_rows
     if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < len(
             classes):
         raise ValueError(f"party_rows must be an integer of at least one row per class "
                          f"({len(classes)}), got {party_rows!r}.")
     rng = np.random.RandomState(0)
-    X = _safe_indexing(X_public, rng.randint(_num_samples(X_public), size=n_rows))
+    X = safe_indexing(X_public, rng.randint(num_samples(X_public), size=n_rows))
     y = rng.permutation(np.resize(classes, n_rows))
     party = clone(estimator)
     name = type(estimator).__name__.removesuffix("Classifier")

@@ -28,10 +28,10 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, validate_params
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
+from ._engine._compat import HasMethods, Interval, num_samples, safe_indexing, validate_params
 from ._audit_results import MembershipAudit, attack_result
 from ._base import BaseFederatedClassifier
 from ._deployment._protocol import PartyData
@@ -151,7 +151,7 @@ def _run_audit(name, fit, target_releases, X, y, party_codes, attacked, X_holdou
                 "X_holdout and y_holdout with rows of every class."
             )
     candidate_rows = [
-        stack_rows(_safe_indexing(X, c.members), _safe_indexing(X_holdout, c.nonmembers))
+        stack_rows(safe_indexing(X, c.members), safe_indexing(X_holdout, c.nonmembers))
         for c in candidates
     ]
 
@@ -166,14 +166,14 @@ def _run_audit(name, fit, target_releases, X, y, party_codes, attacked, X_holdou
 
     target = statistics(target_releases)
     references, reuse = [], []
-    X_with_pool = stack_rows(X, _safe_indexing(X_holdout, pool_rows))
+    X_with_pool = stack_rows(X, safe_indexing(X_holdout, pool_rows))
     for seed in rng.randint(np.iinfo(np.int32).max, size=n_reference):
         mapping, reused = _replacement_rows(candidates, y, y_holdout, pool_rows, rng)
         reuse.append(reused)
         with warnings.catch_warnings():
             # the reference fits repeat the audited fit's warnings
             warnings.simplefilter("ignore")
-            releases = fit(_safe_indexing(X_with_pool, mapping), int(seed))
+            releases = fit(safe_indexing(X_with_pool, mapping), int(seed))
         references.append(statistics(releases))
 
     results = []
@@ -229,8 +229,8 @@ def _labelled_rows(validator, classes, X, y, name):
     """`X` validated like the estimator's input, and the class codes of `y`."""
     X = validator._validate_predict_data(X)
     codes = _class_codes(y, classes, f"y{name[1:]}")
-    if _num_samples(X) != len(codes):
-        raise ValueError(f"{name} has {_num_samples(X)} rows but its labels {len(codes)}.")
+    if num_samples(X) != len(codes):
+        raise ValueError(f"{name} has {num_samples(X)} rows but its labels {len(codes)}.")
     return X, codes
 
 

@@ -7,7 +7,8 @@ from numbers import Real
 import numpy as np
 from scipy.special import expit
 from sklearn.metrics import roc_auc_score, roc_curve
-from sklearn.utils._param_validation import Interval, Options, validate_params
+
+from ._engine._compat import Interval, Options, validate_params
 
 # false-positive rates at which the true-positive rate is reported
 LOW_FPRS = (0.01, 0.001)

@@ -15,7 +15,6 @@ from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
     MetaEstimatorMixin,
-    _fit_context,
     clone,
     is_regressor,
 )
@@ -23,6 +22,7 @@ from sklearn.utils import get_tags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ._engine._compat import constructor_parameters, fit_context
 from ._agreed_limits import reference_party_limits
 from ._declarations import _COMMON_PARAMETERS, _DECLARATIONS, Releases, Uploads
 from ._deployment._protocol import (
@@ -113,7 +113,8 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         if missing:
             raise TypeError(f"{cls.__name__} does not declare {', '.join(missing)}: see "
                             "BaseFederatedClassifier's declarations.")
-        absent = [name for name in _COMMON_PARAMETERS if name not in cls._get_param_names()]
+        absent = [name for name in _COMMON_PARAMETERS
+                  if name not in constructor_parameters(cls)]
         if absent:
             raise TypeError(f"{cls.__name__}.__init__ does not take {', '.join(absent)}: "
                             f"every algorithm's constructor takes {', '.join(_COMMON_PARAMETERS)} "
@@ -272,7 +273,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
 
     # --- the algorithm's steps composed in one process ---------------------------------
 
-    @_fit_context(prefer_skip_nested_validation=False)
+    @fit_context(prefer_skip_nested_validation=False)
     @shared_docs
     @warnings_once_per_call
     def fit(self, X, y, groups=None, X_unlabeled=None):

@@ -5,6 +5,7 @@ that nothing else in the package reaches them."""
 import pathlib
 import re
 import warnings
+from numbers import Integral
 
 import numpy as np
 import pytest
@@ -34,6 +35,67 @@ def test_num_samples_and_safe_indexing_take_every_kind_of_rows():
         assert _compat.num_samples(taken) == 2
         assert np.array_equal(np.asarray(taken.toarray() if sp.issparse(taken) else taken),
                               dense[[4, 1]])
+
+
+def test_parameter_validation_refuses_with_the_error_it_exports():
+    @_compat.validate_params({"n": [_compat.Interval(Integral, 1, None, closed="left")],
+                              "kind": [_compat.StrOptions({"a"}),
+                                       _compat.HasMethods(["fit"]),
+                                       _compat.Options(float, {0.5})]},
+                             prefer_skip_nested_validation=True)
+    def sized(n, kind):
+        return n
+
+    assert sized(2, "a") == 2 and sized(1, 0.5) == 1
+    with pytest.raises(_compat.InvalidParameterError, match="'n' parameter"):
+        sized(0, "a")
+
+
+def test_fit_context_validates_the_parameters_once_per_fit():
+    from sklearn.base import BaseEstimator
+
+    class Counted(BaseEstimator):
+        _parameter_constraints = {"size": [_compat.Interval(Integral, 1, None, closed="left")]}
+
+        def __init__(self, size=1):
+            self.size = size
+
+        @_compat.fit_context(prefer_skip_nested_validation=True)
+        def fit(self, X=None):
+            return self
+
+    Counted().fit()
+    with pytest.raises(_compat.InvalidParameterError, match="'size' parameter"):
+        Counted(size=0).fit()
+
+
+def test_constructor_parameters_are_what_get_params_reads():
+    assert list(_compat.constructor_parameters(MLPClassifier)) == sorted(
+        MLPClassifier().get_params())
+
+
+def test_native_structures_are_what_fitted_models_hold_and_skops_names():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.svm import SVC
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = np.random.RandomState(0).normal(size=(40, 3)), np.arange(40) % 3
+    assert isinstance(DecisionTreeClassifier().fit(X, y).tree_, _compat.NATIVE_TREE)
+    predictors = HistGradientBoostingClassifier(max_iter=2).fit(X, y)._predictors
+    assert isinstance(predictors[0][0], _compat.NATIVE_BOOSTING_PREDICTOR)
+    names = {f"{type(value).__module__}.{type(value).__qualname__}"
+             for value in (DecisionTreeClassifier().fit(X, y).tree_, predictors[0][0])}
+    assert names <= set(_compat.SKOPS_INTERNAL_TYPES)
+    svc = SVC().fit(X, y)
+    assert isinstance(svc, _compat.NATIVE_LIBSVM)
+    n_support, dual_coef, intercept = _compat.libsvm_arrays(svc)
+    assert n_support.sum() == len(svc.support_) and dual_coef.shape == (2, len(svc.support_))
+    assert intercept.shape == (3,) and _compat.libsvm_arrays(SVC()) is None
+    neighbors = KNeighborsClassifier(algorithm="kd_tree").fit(X, y)
+    tree = _compat.neighbors_tree(neighbors)
+    assert f"{type(tree).__module__}.{type(tree).__qualname__}" in _compat.SKOPS_INTERNAL_TYPES
+    assert np.array_equal(_compat.neighbors_rows(neighbors), X)
 
 
 class _ConstantTerm(_compat.MLPClassifierWithGradientTerm):
@@ -217,7 +279,9 @@ def test_classes_received_by_value_lists_a_class_pickled_by_value():
 _PRIVATE_NAMES = ("_ConvNd", "_DropoutNd", "_MaxPoolNd", "_AvgPoolNd", "_AdaptiveAvgPoolNd",
                   "_AdaptiveMaxPoolNd", "_pytree", "_opt_called", "_get_predict_nonlinearity",
                   "_is_best_score", "_record_score", "first_iteration_", "classes_inferred_",
-                  "_DYNAMIC_CLASS_TRACKER_BY_CLASS", "_backprop")
+                  "_DYNAMIC_CLASS_TRACKER_BY_CLASS", "_backprop", "_get_param_names",
+                  "_fit_X", "_n_support", "_dual_coef_", "_intercept_", "_fit_context",
+                  "_safe_indexing", "_num_samples")
 # attribute access to an object's private state: an MLP's solver, an optimizer's state
 _PRIVATE_STATE = re.compile(r"\w\._optimizer\b|optimizer_?\.state\[")
 # a private module or name of those libraries, reached by attribute or imported
@@ -237,6 +301,6 @@ def test_no_private_touch_outside_compat():
              if any(name in line for name in _PRIVATE_NAMES)
              or _PRIVATE_STATE.search(line)]
     assert named == []
-    in_engine = [f"{where}: {line.strip()}" for where, line in _lines(PACKAGE / "_engine")
-                 if _PRIVATE_USE.search(line)]
-    assert in_engine == []
+    private_modules = [f"{where}: {line.strip()}" for where, line in _lines(PACKAGE)
+                       if _PRIVATE_USE.search(line)]
+    assert private_modules == []

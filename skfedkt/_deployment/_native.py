@@ -10,11 +10,17 @@ the model's feature count, finite thresholds and values, consistent shapes.
 """
 
 import numpy as np
-from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
 from sklearn.neighbors import BallTree, KDTree
-from sklearn.svm._base import BaseLibSVM
-from sklearn.tree._tree import Tree
 
+from .._engine._compat import (
+    NATIVE_BOOSTING_PREDICTOR,
+    NATIVE_LIBSVM,
+    NATIVE_TREE,
+    NEIGHBORS_TREE,
+    libsvm_arrays,
+    neighbors_rows,
+    neighbors_tree,
+)
 from ._archive import UploadError
 
 
@@ -88,9 +94,9 @@ def check_predictor(predictor, n_features, who, where):
 
 def check_neighbor_tree(estimator, who, where):
     """A neighbour tree must be the one its estimator's rows build: rebuilt and compared."""
-    loaded = estimator._tree
+    loaded = neighbors_tree(estimator)
     try:
-        rebuilt = type(loaded)(estimator._fit_X, leaf_size=estimator.leaf_size,
+        rebuilt = type(loaded)(neighbors_rows(estimator), leaf_size=estimator.leaf_size,
                                metric=estimator.effective_metric_,
                                **(estimator.effective_metric_params_ or {}))
     except (AttributeError, TypeError, ValueError) as exc:
@@ -133,9 +139,10 @@ def check_booster(booster, n_features, who, where):
                       f"{where}.trees[{index}]")
 
 
-def check_libsvm(model, who, where):
-    """A support vector machine's arrays, which libsvm indexes by its support counts."""
-    n_support = np.asarray(model._n_support)
+def check_libsvm(model, arrays, who, where):
+    """A support vector machine's arrays (`libsvm_arrays`), which libsvm indexes by its
+    support counts."""
+    n_support, dual_coef, intercept = (np.asarray(array) for array in arrays)
     vectors = model.support_vectors_
     n_vectors = vectors.shape[0]
     n_classes = len(n_support)
@@ -143,13 +150,13 @@ def check_libsvm(model, who, where):
             or len(model.support_) != n_vectors):
         _refuse(who, where, f"support counts {n_support.tolist()} do not match its "
                 f"{n_vectors} support vectors")
-    dual = np.asarray(model._dual_coef_)
+    dual = dual_coef
     n_pairs = n_classes * (n_classes - 1) // 2
     if (n_classes > 1 and dual.shape != (n_classes - 1, n_vectors)) or (
-            n_classes > 1 and np.asarray(model._intercept_).shape != (n_pairs,)):
+            n_classes > 1 and intercept.shape != (n_pairs,)):
         _refuse(who, where, "its dual coefficients or intercepts do not match its classes")
-    for name in ("_dual_coef_", "_intercept_"):
-        _check_finite(np.asarray(getattr(model, name), dtype=float), name, who, where)
+    for name, array in (("dual coefficients", dual_coef), ("intercepts", intercept)):
+        _check_finite(np.asarray(array, dtype=float), name, who, where)
     if not hasattr(vectors, "toarray"):
         _check_finite(np.asarray(vectors, dtype=float), "a support vector", who, where)
 
@@ -183,9 +190,9 @@ def check_native_structures(value, who, where="payload"):
         if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float)):
             continue
         seen.add(id(value))
-        if isinstance(value, Tree):
+        if isinstance(value, NATIVE_TREE):
             check_tree(value, n_features, who, path)
-        elif isinstance(value, TreePredictor):
+        elif isinstance(value, NATIVE_BOOSTING_PREDICTOR):
             check_predictor(value, n_features, who, path)
         elif isinstance(value, (KDTree, BallTree)):
             _refuse(who, path, "a neighbour tree outside a neighbours estimator")
@@ -199,11 +206,12 @@ def check_native_structures(value, who, where="payload"):
             stack.extend((item, f"{path}[{i}]", n_features)
                          for i, item in enumerate(value.ravel()))
         elif hasattr(value, "__dict__") and not isinstance(value, type):
-            if isinstance(value, BaseLibSVM) and hasattr(value, "_n_support"):
-                check_libsvm(value, who, path)
-            if isinstance(getattr(value, "_tree", None), (KDTree, BallTree)):
+            arrays = libsvm_arrays(value) if isinstance(value, NATIVE_LIBSVM) else None
+            if arrays is not None:
+                check_libsvm(value, arrays, who, path)
+            if isinstance(neighbors_tree(value), (KDTree, BallTree)):
                 check_neighbor_tree(value, who, path)
-                attributes = {k: v for k, v in vars(value).items() if k != "_tree"}
+                attributes = {k: v for k, v in vars(value).items() if k != NEIGHBORS_TREE}
             else:
                 attributes = vars(value)
             features = getattr(value, "n_features_in_", n_features)

@@ -18,26 +18,19 @@ import json
 
 import numpy as np
 
+from .._engine._compat import SKOPS_INTERNAL_TYPES
 from ._archive import UploadError
 
-TREE = "sklearn.tree._tree.Tree"
 BOOSTER = "xgboost.core.Booster"
 
 # The loader skops writes for each type trusted by default: all but Tree are made empty
 # and given their state; Tree is called with three numbers checked below.
 HONEST_LOADERS = {
-    TREE: "TreeNode",
-    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor": "ObjectNode",
-    "sklearn.neighbors._kd_tree.KDTree": "ObjectNode",
-    "sklearn.neighbors._ball_tree.BallTree": "ObjectNode",
-    "sklearn.metrics._dist_metrics.EuclideanDistance64": "ObjectNode",
-    "sklearn.metrics._dist_metrics.ManhattanDistance64": "ObjectNode",
-    "sklearn.metrics._dist_metrics.MinkowskiDistance64": "ObjectNode",
-    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer": "ObjectNode",
-    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer": "ObjectNode",
+    **SKOPS_INTERNAL_TYPES,
     BOOSTER: "ObjectNode",
     "xgboost.sklearn.XGBClassifier": "ObjectNode",
 }
+TREE = next(name for name, loader in HONEST_LOADERS.items() if loader == "TreeNode")
 
 # skops loaders that call a type with arguments read from the file
 CALLING_LOADERS = frozenset({"ReduceNode", "TreeNode", "LossNode",

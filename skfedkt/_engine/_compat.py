@@ -16,8 +16,20 @@ them): a function that needs one imports it when called.
 import importlib
 import re
 
+from sklearn.base import _fit_context
+from sklearn.ensemble._hist_gradient_boosting.predictor import TreePredictor
 from sklearn.neural_network import MLPClassifier
+from sklearn.svm._base import BaseLibSVM
+from sklearn.tree._tree import Tree
 from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import (  # noqa: F401  (the validation, below)
+    HasMethods,
+    Interval,
+    InvalidParameterError,
+    Options,
+    StrOptions,
+    validate_params,
+)
 from sklearn.utils.validation import _num_samples
 
 # the oldest versions the package supports (pyproject.toml); the private names below
@@ -56,6 +68,67 @@ def _require(owner, name, library):
 # (checked on 1.6 to 1.9)
 num_samples = _num_samples
 safe_indexing = _safe_indexing
+
+# scikit-learn's parameter validation: the constraints an estimator's
+# ``_parameter_constraints`` and a function's `validate_params` declare, the error they
+# raise, and the decorator of ``fit`` that validates once per call (nested estimators
+# skip theirs); scikit-learn's own estimators and the contributors' guide use them, from
+# a private module (checked on 1.6 to 1.9)
+fit_context = _fit_context
+
+# scikit-learn's fitted structures that compiled code walks, trusting their arrays: a
+# payload holding one is checked before it predicts (``_deployment/_native.py``). Their
+# classes live in private modules, and skops names them so in a file (checked on 1.6 to
+# 1.9).
+NATIVE_TREE = Tree
+NATIVE_BOOSTING_PREDICTOR = TreePredictor
+NATIVE_LIBSVM = BaseLibSVM
+#: the type names skops writes for them and for the other fitted internals of the
+#: estimators skfedkt trusts by default, with the skops loader each is written with
+SKOPS_INTERNAL_TYPES = {
+    "sklearn.tree._tree.Tree": "TreeNode",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor": "ObjectNode",
+    "sklearn.neighbors._kd_tree.KDTree": "ObjectNode",
+    "sklearn.neighbors._ball_tree.BallTree": "ObjectNode",
+    "sklearn.metrics._dist_metrics.EuclideanDistance64": "ObjectNode",
+    "sklearn.metrics._dist_metrics.ManhattanDistance64": "ObjectNode",
+    "sklearn.metrics._dist_metrics.MinkowskiDistance64": "ObjectNode",
+    "sklearn.neural_network._stochastic_optimizers.AdamOptimizer": "ObjectNode",
+    "sklearn.neural_network._stochastic_optimizers.SGDOptimizer": "ObjectNode",
+}
+# the private attribute in which a fitted neighbours estimator keeps its tree
+NEIGHBORS_TREE = "_tree"
+
+
+def neighbors_tree(estimator):
+    """A fitted neighbours estimator's KDTree or BallTree (None for others): kept in
+    the private ``_tree``, built from ``_fit_X``, its training rows (checked on 1.6 to
+    1.9; no public attribute holds either)."""
+    return getattr(estimator, NEIGHBORS_TREE, None)
+
+
+def neighbors_rows(estimator):
+    """The training rows a fitted neighbours estimator built its tree from."""
+    return _require(estimator, "_fit_X", "sklearn")
+
+
+def libsvm_arrays(model):
+    """A fitted support vector machine's arrays as libsvm reads them, indexed by its
+    support counts: ``(n_support, dual_coef, intercept)``, its private ``_n_support``,
+    ``_dual_coef_`` and ``_intercept_`` (the public ``n_support_``, ``dual_coef_`` and
+    ``intercept_`` are views that flip signs for two classes; checked on 1.6 to 1.9).
+    None where the model is not fitted."""
+    if not hasattr(model, "_n_support"):
+        return None
+    return (model._n_support, _require(model, "_dual_coef_", "sklearn"),
+            _require(model, "_intercept_", "sklearn"))
+
+
+def constructor_parameters(estimator_class):
+    """The names of an estimator class's constructor parameters, as ``get_params``
+    reads them: scikit-learn's ``_get_param_names`` (checked on 1.6 to 1.9), which
+    needs no instance."""
+    return _require(estimator_class, "_get_param_names", "sklearn")()
 
 
 class MLPClassifierWithGradientTerm(MLPClassifier):

@@ -5,10 +5,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.metrics import accuracy_score
-from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from .._engine._compat import HasMethods, Interval
 from .._base import BaseFederatedClassifier, Releases, Uploads, _if_offered, shared_docs
 from .._engine._context import PartyStepResult
 from .._engine._class_codes import ClassCodeModel

@@ -7,9 +7,8 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import _num_samples
 
+from .._engine._compat import HasMethods, Interval, StrOptions, num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._received import UploadChecker
 from .._deployment._upload import PartyUpload
@@ -38,12 +37,12 @@ from ._server import (
 
 def _upload_check(context: ServerContext[FedCTPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
-    plan, root, n_public = context.plan, context.root, _num_samples(context.X_public)
+    plan, root, n_public = context.plan, context.root, num_samples(context.X_public)
     return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
 
 
 def _message_check(context: ServerContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
-    n_public, n_rounds = _num_samples(context.X_public), context.plan.n_rounds
+    n_public, n_rounds = num_samples(context.X_public), context.plan.n_rounds
     return lambda checker: check_server_message(checker, n_public, n_rounds)
 
 
@@ -334,7 +333,7 @@ class FedCTClassifier(BaseFederatedClassifier):
 
     def _server_round(self, context: ServerContext[FedCTPlan],
                       uploads: list[Message]) -> PartyUpload:
-        server = FedCTServer(context.plan, _num_samples(context.X_public),
+        server = FedCTServer(context.plan, num_samples(context.X_public),
                              len(context.known_classes), context.root)
         return server.round(uploads, context.message)
 

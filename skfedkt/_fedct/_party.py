@@ -6,8 +6,8 @@ parties in one batch and returns their uploads; `share_labels` is the bit-flip m
 """
 
 import numpy as np
-from sklearn.utils.validation import _num_samples
 
+from .._engine._compat import num_samples
 from .._deployment._upload import PartyUpload
 from .._engine._class_codes import code_dtype
 from .._engine._fitting import Task, TierJob, fit_clones
@@ -104,7 +104,7 @@ def party_round(plan, parties, data, root, message, manifests, share_model=True)
     Parties that fit this very round already (in ``fit``, where the last round's models
     are final) are not fit again.
     """
-    n_rows, n_public, n_classes = len(data.y), _num_samples(data.X_public), len(data.classes)
+    n_rows, n_public, n_classes = len(data.y), num_samples(data.X_public), len(data.classes)
     consensus, round_ = instructions(message, n_public)
     if any(party.round != round_ for party in parties):
         public_rows = n_rows + np.arange(n_public)

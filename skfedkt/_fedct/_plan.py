@@ -4,8 +4,8 @@ the server step read the plan and nothing else of the estimator."""
 from dataclasses import dataclass
 
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils._param_validation import InvalidParameterError
 
+from .._engine._compat import InvalidParameterError
 from .._engine._plan import Plan
 from .._engine._seeds import public_queries
 from .._privacy._accounting import ONE_VOTE_L2

@@ -3,8 +3,8 @@
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
+from .._engine._compat import HasMethods, Interval, StrOptions
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._context import PartyStepResult

@@ -8,9 +8,8 @@ from itertools import islice
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples
 
+from .._engine._compat import num_samples, safe_indexing
 from .._deployment._upload import PartyUpload
 from .._engine._class_codes import code_dtype
 from .._engine._fitting import Task, TierJob, fit_clones, group_votes, iter_clone_fits
@@ -220,12 +219,12 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
     `StudentLabels`, and the students' votes on `X_public`, stacked
     (n_parties * n_students, n_labelled, ...).
     """
-    n_public = _num_samples(X_public)
+    n_public = num_samples(X_public)
     teacher_fits = iter_clone_fits(
         [task for party in parties for task in party.teacher_tasks()],
         TierJob(X, n_classes,
                 X_predict=(X_public if len(party_queries) == n_public
-                           else _safe_indexing(X_public, party_queries)),
+                           else safe_indexing(X_public, party_queries)),
                 soft_votes=plan.soft_votes, keep_models=False),
         np.concatenate([party.teacher_seeds for party in parties]),
         tier="teachers",

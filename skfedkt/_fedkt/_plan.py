@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.tree import DecisionTreeClassifier
-from sklearn.utils.validation import _num_samples
 
+from .._engine._compat import num_samples
 from .._engine._augment import jittered_rows
 from .._engine._class_codes import sample_weight_param, soft_label_rows
 from .._engine._fitting import Task
@@ -175,10 +175,10 @@ class FedKTPlan(Plan):
         synthetic = jittered_rows(X_public, self.votes.min_public_rows,
                                   derived_random_state(root, "synthetic"))
         X_labelled = X_public if synthetic is None else stack_rows(X_public, synthetic)
-        every_row = np.arange(_num_samples(X_labelled))
+        every_row = np.arange(num_samples(X_labelled))
         if self.privacy is None:
             return X_labelled, every_row, every_row
-        n_public = _num_samples(X_public)
+        n_public = num_samples(X_public)
         queries = public_queries(n_public, self.n_queries(n_public), root)
         if self.level == "L2":
             return X_labelled, queries, every_row

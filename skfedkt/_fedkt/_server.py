@@ -8,9 +8,8 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples
 
+from .._engine._compat import num_samples, safe_indexing
 from .._engine._class_codes import ClassCodeModel
 from .._engine._fitting import TierJob, fit_clones, predict_votes
 from .._engine._seeds import derived_random_state, draw_seeds
@@ -125,11 +124,11 @@ def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=Tru
     the parties' class counts, the pooled vote, the final model's labels, the final
     model, what it learned, and the privacy report.
     """
-    n_classes, n_public = len(classes), _num_samples(X_public)
+    n_classes, n_public = len(classes), num_samples(X_public)
     student_votes, (X_labelled, _, server_rows) = (
         _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
         else reused)
-    n_labelled = _num_samples(X_labelled)
+    n_labelled = num_samples(X_labelled)
     parties = np.array([upload.party for upload in uploads])
     party_counts = _party_counts(uploads, parties, claimed)
     votes = server_votes(
@@ -329,7 +328,7 @@ def warn_after_fit(plan, fitted, classes, parties, X_public, public_set_shifted=
     example = (f" ({name}'s min_samples_leaf={leaf!r}, for example)"
                if isinstance(leaf, Integral) and leaf > 1 else "")
     warn_if_classes_lost(
-        classes, fitted["_final_model"].predict(_safe_indexing(X_public, learned_rows)),
+        classes, fitted["_final_model"].predict(safe_indexing(X_public, learned_rows)),
         f"The final model {name} predicts on the {len(learned_rows)} public rows it "
         "learned", np.searchsorted(classes, fitted["public_labels_"]), "their labels",
         f"it cannot learn from so few rows with its parameters{example}. Pass a "

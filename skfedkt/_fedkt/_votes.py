@@ -7,7 +7,8 @@ parts. Each object holds only what means something for its kind of vote.
 from numbers import Integral
 
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
+
+from .._engine._compat import Interval, StrOptions
 
 # rows the tiers without noise label at least, by default with soft votes; measured on
 # the label-skew benchmark (benchmarks/bench_label_skew.py --ablation)

@@ -4,9 +4,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import is_regressor
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import _num_samples
 
+from .._engine._compat import HasMethods, Interval, StrOptions, num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._upload import payloads_bytes
 from .._engine._context import PartyStepResult
@@ -257,7 +256,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     def _regressor_outputs(self, X):
         """A regressor final model's per-class outputs, shape (n_samples, n_classes)."""
         return np.asarray(self.final_estimator_.predict(X),
-                          dtype=float).reshape(_num_samples(X), -1)
+                          dtype=float).reshape(num_samples(X), -1)
 
     def _predict_codes(self, X):
         # the final model if distilled, else the ensemble

@@ -12,8 +12,8 @@ from functools import partial
 import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import get_scorer
-from sklearn.utils import _safe_indexing
 
+from .._engine._compat import safe_indexing
 from .._deployment._upload import PartyUpload
 from .._engine._class_codes import GlobalLabelClassifier
 from .._engine._fitting import Task, TierJob, fit_clones
@@ -115,7 +115,7 @@ def _validation_score(model, X, *, y, rows, classes, scorer):
     view = GlobalLabelClassifier(model, classes)
     with _undefined_metrics_ignored():
         try:
-            return float(scorer(view, _safe_indexing(X, rows), classes[y[rows]]))
+            return float(scorer(view, safe_indexing(X, rows), classes[y[rows]]))
         except ValueError:
             return np.nan
 

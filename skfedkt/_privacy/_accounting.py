@@ -23,7 +23,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit
-from sklearn.utils._param_validation import Interval, validate_params
+
+from .._engine._compat import Interval, validate_params
 
 # every order to 32, then sparser up to 1024: strongly agreeing votes reach their bound
 # at large orders

@@ -6,7 +6,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit
-from sklearn.utils._param_validation import Interval, validate_params
+
+from .._engine._compat import Interval, validate_params
 
 
 def bit_flip_probability(epsilon, sensitivity):

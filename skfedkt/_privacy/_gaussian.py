@@ -9,8 +9,8 @@ from scipy.integrate import quad
 from scipy.optimize import brentq
 from scipy.special import logsumexp
 from scipy.stats import norm
-from sklearn.utils._param_validation import Interval, validate_params
 
+from .._engine._compat import Interval, validate_params
 from ._accounting import DEFAULT_ORDERS, ONE_VOTE_L2, epsilon_from_log_moments, checked_orders
 
 

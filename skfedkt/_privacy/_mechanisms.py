@@ -8,8 +8,8 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._engine._compat import Interval, StrOptions
 from ._reports import BitFlipPrivacyReport, PrivacyReport, TeacherVotesPrivacyReport
 
 

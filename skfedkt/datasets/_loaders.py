@@ -18,9 +18,9 @@ from sklearn.datasets import (
 )
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch, check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.multiclass import type_of_target
 
+from .._engine._compat import Interval, StrOptions, validate_params
 from ._images import IMAGE_LOADERS
 from ._partition import dirichlet_partition, iid_partition
 

@@ -4,8 +4,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, validate_params
 from sklearn.utils.validation import column_or_1d
+
+from .._engine._compat import Interval, validate_params
 
 _MAX_ATTEMPTS = 1000
 # rows drawn over all attempts before the last draw is repaired instead: a thousand
