@@ -25,7 +25,7 @@ def in_process_grid(client: Callable[[Any, Any], Any]) -> Any:
                              state=RecordDict(), run_config={})
             for i in range(N_PARTIES)
         }
-        run = None
+        run = None  # type: ignore[assignment]  # no run: the apps read none
 
         def set_run(self, run_id):
             pass
@@ -63,8 +63,8 @@ def flower_task_identity() -> Iterator[None]:
     from flwr.supercore.task_identity import TaskIdentity
 
     # Flower's private task identity: the one thing its runtime sets that messages read
-    values = {"_run_id": 1, "_node_id": 0, "_task_id": 1}
-    saved = {name: vars(TaskIdentity).get(name) for name in values}
+    values: dict[str, Any] = {"_run_id": 1, "_node_id": 0, "_task_id": 1}
+    saved: dict[str, Any] = {name: vars(TaskIdentity).get(name) for name in values}
     for name, value in values.items():
         setattr(TaskIdentity, name, value)
     try:
