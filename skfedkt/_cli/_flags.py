@@ -10,7 +10,7 @@ run one algorithm, a flag that only other algorithms declare is refused.
 import argparse
 from types import SimpleNamespace
 
-from .._registry import OptionError, algorithms
+from .._registry import Algorithm, Flag, OptionError, algorithms
 
 
 def argparse_type(parse):
@@ -30,7 +30,7 @@ def argparse_type(parse):
 
 def _declared(deployed):
     """Each flag name, with the algorithms that declare it and their `Flag`s."""
-    owners = {}
+    owners: dict[str, list[tuple[Algorithm, Flag]]] = {}
     for algorithm in algorithms(deployed=deployed):
         for flag in algorithm.flags:
             owners.setdefault(flag.name, []).append((algorithm, flag))
@@ -108,7 +108,7 @@ def parameter_flags():
     the runner's errors: only names with an underscore, which no prose uses (``voting``
     stays a word), and not a parameter that flags of several algorithms set (the error
     does not say whose it is)."""
-    flags = {}
+    flags: dict[str, set[str]] = {}
     for algorithm in algorithms():
         for flag in algorithm.flags:
             if flag.parameter is not None and "_" in flag.parameter:

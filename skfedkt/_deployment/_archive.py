@@ -13,7 +13,9 @@ import json
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 _CHUNK = 1 << 20
 # what is kept of a member read only to be counted: a numpy file's header fits
@@ -274,6 +276,7 @@ def depth_and_nodes(value, max_depth, max_nodes, who, what, source="UploadLimits
     stack, nodes = [(value, 1)], 0
     while stack:
         value, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list):

@@ -179,10 +179,12 @@ def _check_acyclic(left, right, is_leaf, who, where):
 def check_native_structures(value, who, where="payload"):
     """Check every native structure reachable from `value` (payload dicts, lists,
     estimators and their fitted attributes)."""
+    boosters: tuple[type, ...]
     try:
         from xgboost import Booster
+        boosters = (Booster,)
     except ImportError:  # without XGBoost, skops cannot have built a booster
-        Booster = ()
+        boosters = ()
     seen = set()
     stack = [(value, where, None)]
     while stack:
@@ -196,7 +198,7 @@ def check_native_structures(value, who, where="payload"):
             check_predictor(value, n_features, who, path)
         elif isinstance(value, (KDTree, BallTree)):
             _refuse(who, path, "a neighbour tree outside a neighbours estimator")
-        elif Booster and isinstance(value, Booster):
+        elif isinstance(value, boosters):
             check_booster(value, n_features, who, path)
         elif isinstance(value, dict):
             stack.extend((item, f"{path}[{key!r}]", n_features) for key, item in value.items())

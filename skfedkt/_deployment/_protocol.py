@@ -9,6 +9,7 @@ import json
 import warnings
 from numbers import Integral
 from os import PathLike
+from typing import Any
 
 import numpy as np
 from sklearn.base import clone
@@ -181,13 +182,14 @@ _INFERRED = ("classes", "n_features", "feature_names")
 def _majority(uploads, key):
     """The value of manifest field `key` that most uploads share (the first seen among
     equals), and how many share it."""
-    counts, first = {}, {}
+    counts: dict[str, int] = {}
+    first: dict[str, Any] = {}
     for upload in uploads:
         value = upload.manifest.get(key)
         text = json.dumps(value, sort_keys=True, default=str)
         counts[text] = counts.get(text, 0) + 1
         first.setdefault(text, value)
-    text = max(counts, key=counts.get)
+    text = max(counts, key=counts.__getitem__)
     return first[text], counts[text]
 
 
@@ -235,7 +237,9 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=N
             f"objects, one per party; got a single {type(sources).__name__}. Wrap it in "
             "a list."
         )
-    accepted, left_out, files_of = {}, {}, {}
+    accepted: dict[Any, PartyUpload] = {}
+    left_out: dict[Any, str] = {}
+    files_of: dict[Any, list[str]] = {}
 
     def refuse(error, key):
         if min_parties is None:

@@ -5,52 +5,73 @@ votes), and its payload's models run in the server's process: every refusal here
 `UploadError` naming the party, the file and the field.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
 from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import numpy as np
 
 from ._archive import UploadError
 
+if TYPE_CHECKING:
+    from ._upload import PartyUpload
+
 
 class UploadChecker:
     """Checks one upload's fields; ``refuse`` raises naming party, file and field."""
 
-    def __init__(self, upload, n_classes, n_features=None):
+    def __init__(self, upload: PartyUpload, n_classes: int,
+                 n_features: int | None = None) -> None:
         self.upload = upload
         self.n_classes = n_classes
         self.n_features = n_features
 
-    def refuse(self, field, reason):
+    def refuse(self, field: str, reason: str) -> NoReturn:
         """Raise an `UploadError` naming the party, the file and `field`."""
         upload = self.upload
         raise UploadError(f"Party {upload.party!r}{_file_of(upload)} refused: {field}: "
                           f"{reason}.", party=upload.party, field=field)
 
-    def manifest(self, key):
+    def manifest(self, key: str) -> Any:
         """A manifest field's value, None when missing."""
         return self.upload.manifest.get(key)
 
-    def count(self, key, *, positive=False, at_most=None, value=None):
+    def count(self, key: str, *, positive: bool = False, at_most: int | None = None,
+              value: Any = None) -> int:
         """A manifest field that must be an integer count."""
         value = self.manifest(key) if value is None else value
         low = 1 if positive else 0
-        if (isinstance(value, bool) or not isinstance(value, Integral) or value < low
-                or (at_most is not None and value > at_most)):
+        if (isinstance(value, bool) or not isinstance(value, Integral) or int(value) < low
+                or (at_most is not None and int(value) > at_most)):
             bound = "" if at_most is None else f" and at most {at_most}"
             self.refuse(key, f"{value!r} is not an integer of at least {low}{bound}")
         return int(value)
 
-    def number(self, key, low, high, *, value=None, optional=False):
-        """A finite number within [low, high]."""
+    @overload
+    def number(self, key: str, low: float, high: float, *, value: Any = None,
+               optional: Literal[False] = False) -> float: ...
+
+    @overload
+    def number(self, key: str, low: float, high: float, *, value: Any = None,
+               optional: bool) -> float | None: ...
+
+    def number(self, key: str, low: float, high: float, *, value: Any = None,
+               optional: bool = False) -> float | None:
+        """A finite number within [low, high] (None where `optional` and missing)."""
         value = self.manifest(key) if value is None else value
         if optional and value is None:
             return None
+        # typeshed's numbers.Real declares neither comparisons nor numpy's ufunc input
         if (isinstance(value, bool) or not isinstance(value, Real)
-                or not np.isfinite(value) or not low <= value <= high):
+                or not np.isfinite(value)  # type: ignore[call-overload]
+                or not low <= value <= high):  # type: ignore[operator]
             self.refuse(key, f"{value!r} is not a finite number in [{low}, {high}]")
         return float(value)
 
-    def rows_and_counts(self, *, counts_required=True):
+    def rows_and_counts(self, *, counts_required: bool = True,
+                        ) -> tuple[int, list[int] | None]:
         """``n_rows``, a positive integer, and ``class_counts``, one non-negative integer
         per agreed class summing to it (None allowed where the algorithm sends none)."""
         n_rows = self.count("n_rows", positive=True)
@@ -65,7 +86,7 @@ class UploadChecker:
             self.refuse("class_counts", f"they sum to {sum(counts)}, not to n_rows={n_rows}")
         return n_rows, counts
 
-    def shares(self, key, n_rows_expected):
+    def shares(self, key: str, n_rows_expected: int) -> np.ndarray:
         """A matrix of class shares: rows of n_classes finite values in [0, 1]."""
         value = self.manifest(key)
         try:
@@ -79,7 +100,7 @@ class UploadChecker:
             self.refuse(key, "shares must be finite and within [0, 1]")
         return shares
 
-    def labels(self, key, n_public, *, low=0):
+    def labels(self, key: str, n_public: int, *, low: int = 0) -> np.ndarray:
         """A payload vector of class codes, one per public row, in [low, n_classes)."""
         labels = self.upload.payload.get(key)
         if (not isinstance(labels, np.ndarray) or labels.ndim != 1
@@ -91,7 +112,8 @@ class UploadChecker:
             self.refuse(key, f"codes outside [{low}, {self.n_classes})")
         return labels
 
-    def floats(self, key, shape, *, bound=None, value=None):
+    def floats(self, key: str, shape: Sequence[int], *, bound: float | None = None,
+               value: Any = None) -> np.ndarray:
         """A payload array of finite floating-point numbers of `shape`, none beyond
         `bound` in magnitude where one is given; `value`: the array to check where it
         is not the payload's `key` (one of a list, say), `key` naming it."""
@@ -106,13 +128,13 @@ class UploadChecker:
             self.refuse(key, f"values must be within [-{bound:.4g}, {bound:.4g}]")
         return array
 
-    def vote_counts(self, key, n_rows_expected, bound):
+    def vote_counts(self, key: str, n_rows_expected: int, bound: float) -> np.ndarray:
         """A payload matrix of noisy vote counts: one row of n_classes finite numbers
         per queried public row, none beyond `bound` in magnitude (a count plus any
         plausible noise), so that no party outweighs the others."""
         return self.floats(key, (n_rows_expected, self.n_classes), bound=bound)
 
-    def model(self, model, codes, field):
+    def model(self, model: Any, codes: Any, field: str) -> None:
         """A fitted model of some of the agreed classes: it predicts, its class codes
         are sorted distinct codes of the agreed classes, as many as its own classes,
         and it takes the agreed feature count."""
@@ -133,7 +155,7 @@ class UploadChecker:
             self.refuse(field, f"the model takes {n_features} features, the agreed data "
                         f"{self.n_features}")
 
-    def optional_model(self):
+    def optional_model(self) -> Any:
         """A payload's ``model`` and ``codes``: both None, or a checked model."""
         model, codes = self.upload.payload.get("model"), self.upload.payload.get("codes")
         if model is None and codes is None:
@@ -143,7 +165,7 @@ class UploadChecker:
         self.model(model, codes, "model")
         return model
 
-    def models(self, key, count):
+    def models(self, key: str, count: int) -> None:
         """Exactly `count` models under payload `key` with their codes."""
         models, codes = self.upload.payload.get(key), self.upload.payload.get("codes")
         if (not isinstance(models, list) or not isinstance(codes, list)
@@ -153,6 +175,6 @@ class UploadChecker:
             self.model(model, model_codes, f"{key}[{index}]")
 
 
-def _file_of(upload):
+def _file_of(upload: PartyUpload) -> str:
     source = getattr(upload, "source", None)
     return "" if source is None else f" ({source})"

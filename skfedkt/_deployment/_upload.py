@@ -14,6 +14,7 @@ import struct
 import warnings
 import zipfile
 from dataclasses import dataclass, field
+from os import PathLike
 from types import FunctionType
 from typing import Any
 from numbers import Integral, Real
@@ -73,7 +74,8 @@ def _canonical(value):
     if isinstance(value, Real):
         # NaN never equals NaN: a parameter such as XGBoost's missing=nan is compared
         # by its text
-        return float(value) if np.isfinite(value) else repr(float(value))
+        number = float(value)
+        return number if np.isfinite(number) else repr(number)
     if isinstance(value, type):
         return f"{value.__module__}.{value.__qualname__}"
     if callable(value) and hasattr(value, "__qualname__"):
@@ -143,9 +145,9 @@ class PartyUpload:
         What the algorithm sends (models, labels, scores), serialised with skops.
     """
 
-    manifest: dict
-    payload: dict = field(repr=False)
-    n_bytes: int = None
+    manifest: dict[str, Any]
+    payload: dict[str, Any] = field(repr=False)
+    n_bytes: int | None = None
     """Size of the file it was read from (None until written or read)."""
     local_model: Any = field(default=None, repr=False)
     """What the party keeps and does not send: FedCT's model of the round, a classifier
@@ -153,20 +155,20 @@ class PartyUpload:
     teachers: Any = field(default=None, repr=False)
     """What the party keeps and does not send, for the membership audit of its upload
     in `fit`: FedCT's teachers, whose noisy votes it shares (None elsewhere)."""
-    source: str = field(default=None, repr=False)
+    source: str | None = field(default=None, repr=False)
     """The file it was read from, as errors name it (None if not read from one)."""
 
     @property
-    def party(self):
+    def party(self) -> Any:
         """The party's name."""
         return self.manifest["party"]
 
-    def model(self):
+    def model(self) -> ClassCodeModel:
         """The party's uploaded model (``payload["model"]``, one-shot and FedCT), ready
         to predict class codes among the agreed classes."""
         return ClassCodeModel(self.payload["model"], self.payload["codes"])
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         """The upload file's bytes: a zip of the manifest and the skops payload."""
         payload = _skops_bytes(self.payload)
         manifest = dict(self.manifest, payload_sha256=hashlib.sha256(payload).hexdigest())
@@ -176,7 +178,7 @@ class PartyUpload:
             archive.writestr(_PAYLOAD, payload)
         return buffer.getvalue()
 
-    def save(self, path):
+    def save(self, path: str | PathLike[str]) -> int:
         """Write the upload file; returns its size in bytes."""
         self.n_bytes = write_atomically(path, self.to_bytes())
         return self.n_bytes

@@ -51,8 +51,11 @@ class Plan:
 
     # --- what the parameters imply for the steps, which the base class reads ------------
 
-    # what a party's upload holds, in messages ("students", "local model")
-    upload_kind: ClassVar[str] = "upload"
+    @property
+    def upload_kind(self) -> str:
+        """What a party's upload holds, in messages ("students", "local model"); a plan
+        may set it as a constant."""
+        return "upload"
 
     @property
     def public_set_use(self) -> str | None:

@@ -3,6 +3,7 @@
 
 - `_party`: what runs at a party in every round: its clone started from the global
   weights (the shared initialisation in round 0), trained for a few epochs on its rows.
+- `_payloads`: what crosses, typed: a party's weights and the server's message.
 - `_server`: what runs at the server: the average of the parties' weights, weighted by
   their rows, and when to stop; the final model carries the last average.
 - `_classifier`: `FedAvgClassifier`, its parameters, and `fit`, which runs the rounds of

@@ -1,7 +1,11 @@
 """FedAvgClassifier: its parameters, and `fit`, which runs the rounds of both steps."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.metrics import accuracy_score
@@ -10,38 +14,50 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._engine._compat import HasMethods, Interval
 from .._base import BaseFederatedClassifier, Releases, Uploads, _if_offered, shared_docs
-from .._engine._context import PartyStepResult
+from .._deployment._received import UploadChecker
+from .._deployment._upload import PartyUpload
+from .._engine._context import (
+    CheckContext,
+    Message,
+    PartyContext,
+    PartyStepResult,
+    ServerContext,
+)
 from .._engine._class_codes import ClassCodeModel
-from .._engine._validation import warn_if_classes_lost
+from .._engine._validation import FederatedData, warn_if_classes_lost
 from .._engine._weights import model_of, weight_shapes_of
-from .._privacy._release import final_model_release, models_release
+from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedAvgParty, first_round, party_round
+from ._payloads import fedavg_upload
 from ._plan import FedAvgPlan, base_estimator
 from ._server import check_party_upload, check_server_message, finished, server_round
 
 
-def _upload_check(context, final):
+def _upload_check(context: CheckContext[FedAvgPlan],
+                  final: bool) -> Callable[[UploadChecker], Any]:
     plan = context.plan
     own = partial(check_party_upload, shapes_of=weight_shapes_of(plan.estimator),
                   final=final)
-    if plan.init is None or final:
+    if plan.init is None or plan.init_plan is None or final:
         return own
-    # round 0's uploads are the first round's, checked as that algorithm checks them
-    first = plan.init._uploads.check(context.with_plan(plan.init_plan), True)
+    # round 0's uploads are the first round's, checked as that algorithm checks them:
+    # with its own plan and what else a check reads (`CheckContext`)
+    first = plan.init._uploads.check(
+        ServerContext(plan.init_plan, context.X_public, context.root, context.classes), True)
     return lambda checker: (first if checker.manifest("round") == 0 else own)(checker)
 
 
-def _message_check(context):
+def _message_check(context: CheckContext[FedAvgPlan]) -> Callable[[UploadChecker], Any]:
     plan = context.plan
     return partial(check_server_message, plan=plan, shapes_of=weight_shapes_of(plan.estimator))
 
 
-def _sent_bytes(clf):
+def _sent_bytes(clf: FedAvgClassifier) -> np.ndarray:
     # every round, the weights
     return np.full(len(clf.parties_), sum(entry["bytes_sent"] for entry in clf.history_))
 
 
-def _fit_releases(clf):
+def _fit_releases(clf: FedAvgClassifier) -> list[Release]:
     """What FedAvg lets out (see `skfedkt.privacy.membership_audit`): the final model.
     Every party's weights of every round reach the server too; the fitted estimator
     does not keep them: `skfedkt.privacy.party_membership_audit` attacks a party's
@@ -49,9 +65,10 @@ def _fit_releases(clf):
     return [final_model_release(clf)]
 
 
-def _upload_releases(clf, upload, n_classes):
+def _upload_releases(clf: FedAvgClassifier, upload: PartyUpload,
+                     n_classes: int) -> list[Release]:
     """What one party's upload of a round lets out: the model its weights make."""
-    weights = upload.payload["weights"]
+    weights = fedavg_upload(upload)["weights"]
     if weights is None:
         return []
     model = model_of(FedAvgPlan.of(clf).estimator, weights, n_classes)
@@ -235,37 +252,46 @@ class FedAvgClassifier(BaseFederatedClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _base_estimators(self):
+    def _base_estimators(self) -> list[Any]:
         # an init that is no algorithm of this package is refused by the plan
-        first_round = getattr(self.init, "_base_estimators", list)()
+        first_round: list[Any] = getattr(self.init, "_base_estimators", list)()
         return [base_estimator(self.estimator), *first_round]
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _parties(self, context, random_state_of):
+    def _parties(self, context: PartyContext[FedAvgPlan],
+                 random_state_of: Callable[[Any], np.random.RandomState],
+                 ) -> list[FedAvgParty]:
         plan, data = context.plan, context.data
         # the first round's parties draw from the streams its own fit gives them
-        init_parties = ([None] * len(data.parties) if plan.init is None else
+        init_parties = ([None] * len(data.parties)
+                        if plan.init is None or plan.init_plan is None else
                         plan.init._parties(context.with_plan(plan.init_plan),
                                            random_state_of))
         return [FedAvgParty(plan, party, rows, random_state_of(party), init_party)
                 for party, rows, init_party in zip(data.parties, data.party_rows,
                                                    init_parties)]
 
-    def _party_step(self, context, parties):
+    def _party_step(self, context: PartyContext[FedAvgPlan],
+                    parties: Sequence[FedAvgParty]) -> PartyStepResult:
         if context.message is None and context.plan.init is not None:
             return PartyStepResult(first_round(context, parties))
         return PartyStepResult(party_round(context.plan, parties, context.data, context.root,
                                            context.message, context.manifests))
 
-    def _server_round(self, context, uploads):
+    def _server_round(self, context: ServerContext[FedAvgPlan],
+                      uploads: Sequence[Message]) -> PartyUpload:
         return server_round(context, uploads)
 
-    def _server_step(self, context, uploads, reused):
+    def _server_step(self, context: ServerContext[FedAvgPlan], uploads: Sequence[Message],
+                     reused: Any) -> dict[str, Any]:
+        assert context.message is not None  # the rounds end on the server's message
         # in fit every round's global weights, for the staged predictions
-        return finished(context.plan, context.message, context.classes, context.rounds)
+        return finished(context.plan, context.message, context.known_classes,
+                        context.rounds)
 
-    def _after_fit(self, context, uploads, data):
+    def _after_fit(self, context: ServerContext[FedAvgPlan], uploads: Sequence[Message],
+                   data: FederatedData | None) -> None:
         if data is None:
             return  # a deployed server holds no labelled rows
         predicted = self._predict_codes(data.X)
@@ -281,7 +307,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     # --- the predict side ---------------------------------------------------------------
 
-    def _round_models(self):
+    def _round_models(self) -> Iterator[ClassCodeModel]:
         """The global model after each round, as `fit` saw them (after `fit_server`,
         the last)."""
         n_classes = len(self.classes_)
@@ -353,15 +379,15 @@ class FedAvgClassifier(BaseFederatedClassifier):
         for y_pred in self.staged_predict(X):
             yield accuracy_score(y, y_pred, sample_weight=sample_weight)
 
-    def _offers(self, method):
+    def _offers(self, method: str) -> bool:
         # SGDClassifier offers probabilities only with a probabilistic loss
         return hasattr(base_estimator(self.estimator), method)
 
-    def _proba(self, X):
+    def _proba(self, X: Any) -> np.ndarray:
         return self._model.predict_proba(X, len(self.classes_))
 
-    def _decision_scores(self, X):
+    def _decision_scores(self, X: Any) -> np.ndarray:
         return self._model.decision_function(X, len(self.classes_))
 
-    def _predict_codes(self, X):
+    def _predict_codes(self, X: Any) -> np.ndarray:
         return self._model.predict(X)

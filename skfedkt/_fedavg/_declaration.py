@@ -3,6 +3,9 @@ run`` compares on the MLP (FedAvg, FedProx, FedDF, FedKT-Prox). The deployment
 commands do not run it: its parties need the same feature scaling, which the runner
 takes from the public set (`averaged_model`)."""
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -28,11 +31,11 @@ FLAGS = (
 )
 
 
-def _standardize(X, mean, scale):
+def _standardize(X: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return (X - mean) / scale
 
 
-def public_scaling(X_public):
+def public_scaling(X_public: np.ndarray) -> FunctionTransformer:
     """Standardisation by the public set's statistics: the same transform at every party
     (a scaler fit on each party's rows would feed every party's weights other
     features), and stateless, so that FedAvg can average the model after it."""
@@ -41,14 +44,15 @@ def public_scaling(X_public):
                                                           scale=np.where(scale > 0, scale, 1)))
 
 
-def averaged_model(estimator, X_public):
+def averaged_model(estimator: Any, X_public: np.ndarray) -> Pipeline:
     """The runner's model for the iterative algorithms: its MLP after the public set's
     standardisation instead of its own scaler."""
     learner = estimator[-1] if isinstance(estimator, Pipeline) else estimator
     return make_pipeline(public_scaling(X_public), learner)
 
 
-def first_round(estimator, fedkt_options, local_epochs):
+def first_round(estimator: Any, fedkt_options: dict[str, Any],
+                local_epochs: int) -> FedKTClassifier:
     """FedKT-Prox's first round: FedKT, whose final model (where the rounds start, an
     MLP or a Pipeline ending in one) trains only as long as a round's local training,
     `local_epochs` epochs; a model fitted longer to the public set is a worse start
@@ -58,8 +62,10 @@ def first_round(estimator, fedkt_options, local_epochs):
     return FedKTClassifier(estimator, **fedkt_options, final_estimator=final)
 
 
-def _iterative(proximal=False, distill=False, fedkt_first=False):
-    def make(estimator, options, common):
+def _iterative(proximal: bool = False, distill: bool = False,
+               fedkt_first: bool = False) -> Callable[..., FedAvgClassifier]:
+    def make(estimator: Any, options: dict[str, dict[str, Any]],
+             common: dict[str, Any]) -> FedAvgClassifier:
         own = options["fedavg"]
         return FedAvgClassifier(
             estimator, n_rounds=own["n_rounds"], local_epochs=own["local_epochs"],
@@ -73,9 +79,9 @@ def _iterative(proximal=False, distill=False, fedkt_first=False):
     return make
 
 
-_ITERATIVE = dict(needs_estimator=("mlp", "the iterative algorithms ({names}) average the weights "
-                                                 "of an MLP"),
-                  prepare=averaged_model)
+_ITERATIVE: dict[str, Any] = dict(
+    needs_estimator=("mlp", "the iterative algorithms ({names}) average the weights of an MLP"),
+    prepare=averaged_model)
 
 register(Algorithm(
     name="fedavg", estimator_class=FedAvgClassifier,

@@ -8,12 +8,17 @@ toward the global weights. With a one-shot first round (`init`), round 0 is that
 algorithm's own party step (`first_round`).
 """
 
+from __future__ import annotations
+
 import time
+from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 from .._deployment._upload import PartyUpload
+from .._engine._context import Message, PartyContext, PartyRows
 from .._engine._fitting import (
     Task,
     check_tier,
@@ -26,14 +31,19 @@ from .._engine._rows import take_rows
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._transport import in_one_thread, map_in_parallel
 from .._engine._weights import model_weights, started_model, train_epoch
+from ._payloads import FedAvgUpload, fedavg_message
+from ._plan import FedAvgPlan
+
+# a party's trained weights and its training accuracy
+Trained = tuple[list[np.ndarray], float]
 
 
-def instructions(message):
+def instructions(message: Message | None) -> tuple[list[np.ndarray] | None, int]:
     """The global weights and round the server's `message` asks the parties to train
     from; round 0 from the shared initialisation without a message."""
     if message is None:
         return None, 0
-    return message.payload["weights"], int(message.manifest["round"])
+    return fedavg_message(message)["weights"], int(message.manifest["round"])
 
 
 class FedAvgParty:
@@ -46,13 +56,14 @@ class FedAvgParty:
     command.
     """
 
-    def __init__(self, plan, party, rows, random_state, init_party=None):
+    def __init__(self, plan: FedAvgPlan, party: Any, rows: np.ndarray,
+                 random_state: np.random.RandomState, init_party: Any = None) -> None:
         self.plan, self.party, self.rows = plan, party, rows
         # the first round's party (a one-shot algorithm's), if any
         self.init_party = init_party
         (self.base_seed,) = draw_seeds(random_state, 1)
 
-    def round_seed(self, round_, root):
+    def round_seed(self, round_: int, root: int) -> int:
         """The seed of the round's clone: the shared one in round 0, which draws the
         initial weights every party starts from, the party's own after."""
         stream = (derived_random_state(root, "initial weights") if round_ == 0
@@ -60,8 +71,16 @@ class FedAvgParty:
         (seed,) = draw_seeds(stream, 1)
         return int(seed)
 
+    def upload(self, manifest: dict[str, Any], trained: Trained | None) -> PartyUpload:
+        """What the party sends: its `trained` weights and training accuracy, or nothing
+        once the server's message said done (None)."""
+        weights, accuracy = (None, None) if trained is None else trained
+        return PartyUpload(manifest=dict(manifest, training_accuracy=accuracy),
+                           payload=dict(FedAvgUpload(weights=weights)))
 
-def train_party(plan, X, y, n_classes, seed, weights):
+
+def train_party(plan: FedAvgPlan, X: Any, y: np.ndarray, n_classes: int, seed: int,
+                weights: list[np.ndarray] | None) -> Trained:
     """One party's round: its clone, started from `weights` (round 0: the shared
     initial weights), trained `local_epochs` epochs; its weights and its accuracy on
     its rows."""
@@ -76,7 +95,9 @@ def _train_item(plan, item):
     return in_one_thread(train_party, plan, *item)
 
 
-def train_parties(plan, data, parties, seeds, weights, tier):
+def train_parties(plan: FedAvgPlan, data: PartyRows, parties: Sequence[FedAvgParty],
+                  seeds: list[int], weights: list[np.ndarray] | None,
+                  tier: str) -> list[Trained]:
     """`train_party` of every party (its clone seeded with its seed of `seeds`, from
     `weights`): skorch nets trained together as one stacked module, in chunks, where
     the stacked path serves them (`_stacking.train_from_weights`), else one by one in
@@ -89,7 +110,7 @@ def train_parties(plan, data, parties, seeds, weights, tier):
              for task, seed in zip(tasks, seeds)]
     check_tier(tasks, tier)
     probe = stacking_probe(tasks, data.X, seeds, n_classes)
-    fallbacks = []
+    fallbacks: list[str] = []
     if isinstance(probe, str):
         trained = map_in_parallel(partial(_train_item, plan), items, n_jobs=plan.n_jobs)
     else:
@@ -113,29 +134,27 @@ def train_parties(plan, data, parties, seeds, weights, tier):
     return trained
 
 
-def party_round(plan, parties, data, root, message, manifests):
+def party_round(plan: FedAvgPlan, parties: Sequence[FedAvgParty], data: PartyRows, root: int,
+                message: Message | None, manifests: list[dict[str, Any]]) -> list[PartyUpload]:
     """Every party's upload for the round `message` asks for (round 0 without one): its
     trained weights, or nothing once the message says done (the final model is the
     server's average)."""
     weights, round_ = instructions(message)
     if message is not None and message.manifest["done"]:
-        return [PartyUpload(manifest=dict(manifest, training_accuracy=None),
-                            payload={"weights": None})
-                for manifest in manifests]
+        return [party.upload(manifest, None) for party, manifest in zip(parties, manifests)]
     trained = train_parties(plan, data, parties,
                             [party.round_seed(round_, root) for party in parties], weights,
                             f"local training, round {round_}")
-    return [
-        PartyUpload(manifest=dict(manifest, training_accuracy=accuracy),
-                    payload={"weights": party_weights})
-        for manifest, (party_weights, accuracy) in zip(manifests, trained)
-    ]
+    return [party.upload(manifest, party_trained)
+            for party, manifest, party_trained in zip(parties, manifests, trained)]
 
 
-def first_round(context, parties):
+def first_round(context: PartyContext[FedAvgPlan],
+                parties: Sequence[FedAvgParty]) -> Sequence[Message]:
     """Every party's upload of round 0 with a one-shot first round (``plan.init``): that
     algorithm's own party step, whose uploads the server's first round reads."""
     plan = context.plan
+    assert plan.init is not None and plan.init_plan is not None, "a first round's plan"
     # the manifests already say round 0 (`PartyContext.answering`)
     return plan.init._party_step(context.with_plan(plan.init_plan),
                                  [party.init_party for party in parties]).uploads

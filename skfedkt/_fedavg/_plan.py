@@ -1,7 +1,10 @@
 """FedAvg's plan: the parameters of one fit, checked once and frozen. The party step and
 the server step read the plan and nothing else of the estimator."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from sklearn.base import clone
 from sklearn.neural_network import MLPClassifier
@@ -9,6 +12,9 @@ from sklearn.pipeline import Pipeline
 
 from .._engine._plan import Plan
 from .._engine._weights import check_averageable
+
+if TYPE_CHECKING:  # the base class: the algorithm's own would import in a circle
+    from .._base import BaseFederatedClassifier
 
 
 @dataclass(frozen=True)
@@ -19,16 +25,16 @@ class FedAvgPlan(Plan):
 
     estimator_name = "FedAvgClassifier"
 
-    estimator: object
+    estimator: Any
     n_rounds: int
     local_epochs: int
     proximal_mu: float
     distill_epochs: int
-    init: object
-    init_plan: object
+    init: BaseFederatedClassifier | None
+    init_plan: Plan | None
 
     @classmethod
-    def of(cls, estimator):
+    def of(cls, estimator: BaseFederatedClassifier) -> FedAvgPlan:
         """The plan of a `FedAvgClassifier`'s parameters; a model whose parameters
         cannot be averaged, and a first round whose model FedAvg cannot continue, are
         refused here, before any work."""
@@ -52,24 +58,24 @@ class FedAvgPlan(Plan):
                    n_jobs=estimator.n_jobs, verbose=estimator.verbose)
 
     @property
-    def upload_kind(self):
+    def upload_kind(self) -> str:
         # weights, or in a first round that algorithm's upload
-        return "weights" if self.init is None else self.init_plan.upload_kind
+        return "weights" if self.init_plan is None else self.init_plan.upload_kind
 
     @property
-    def public_set_use(self):
+    def public_set_use(self) -> str | None:
         # plain FedAvg and FedProx use none (one given is ignored)
         if self.distill_epochs:
             return "distill_epochs distils on it, as FedDF"
         return None if self.init is None else "init's first round labels it"
 
-    def uploaded_estimators(self, party):
+    def uploaded_estimators(self, party: Any) -> list[Any]:
         # weights are arrays, which any upload file holds; a first round's models are
         # checked as that algorithm checks them
-        return [] if self.init is None else self.init_plan.uploaded_estimators(party)
+        return [] if self.init_plan is None else self.init_plan.uploaded_estimators(party)
 
 
-def base_estimator(estimator):
+def base_estimator(estimator: Any) -> Any:
     """FedAvg's model: the FedKT paper's MLP (two hidden layers of 100 ReLU units, Adam,
     batch 32) by default."""
     if estimator is None:
@@ -82,7 +88,7 @@ def base_estimator(estimator):
 _ARCHITECTURE = ("hidden_layer_sizes", "activation", "loss", "fit_intercept")
 
 
-def check_first_round(init, model):
+def check_first_round(init: Any, model: Any) -> None:
     """Refuse a first round whose final model FedAvg cannot continue: one-round
     algorithms of this package that distil into a model of `model`'s kind and shape."""
     runs_one_round = hasattr(init, "_plan_type") and not init.runs_rounds

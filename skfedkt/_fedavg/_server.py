@@ -7,11 +7,17 @@ the public set; with a one-shot first round, round 0 is that algorithm's server 
 and the checks say what an upload and a message must hold.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from .._deployment._upload import PartyUpload
+from .._deployment._received import UploadChecker
+from .._deployment._upload import PartyUpload, UploadError
+from .._engine._context import Message, ServerContext
 from .._engine._class_codes import ClassCodeModel
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._weights import (
@@ -21,18 +27,24 @@ from .._engine._weights import (
     started_model,
     train_epoch,
 )
+from ._payloads import FedAvgMessage, fedavg_message, fedavg_upload
+from ._plan import FedAvgPlan
+
+# the weight shapes of the agreed model for the agreed features (None: not agreed) and
+# classes (`weight_shapes_of`)
+ShapesOf = Callable[[int | None, int], list[tuple[int, ...]]]
 
 
-def server_round(context, uploads):
+def server_round(context: ServerContext[FedAvgPlan], uploads: Sequence[Message]) -> PartyUpload:
     """The message after the parties' uploads of the round ``context.message`` asked
     for: the average of their weights, weighted by their rows (distilled on the public
     set with FedDF), and whether training is done."""
-    plan, message, classes = context.plan, context.message, context.classes
+    plan, message, classes = context.plan, context.message, context.known_classes
     if message is None and plan.init is not None:
         return first_round_message(context, uploads)
     fitted = 0 if message is None else int(message.manifest["round"])
     counts = [upload.manifest["n_rows"] for upload in uploads]
-    party_weights = [upload.payload["weights"] for upload in uploads]
+    party_weights = [trained_weights(upload) for upload in uploads]
     weights = averaged_weights(party_weights, counts)
     if plan.distill_epochs and len(classes) > 1:  # one class: nothing to distil
         weights = distilled_weights(plan, party_weights, weights, context.X_public,
@@ -45,7 +57,19 @@ def server_round(context, uploads):
         train_accuracy=accuracy, bytes_sent=weight_bytes(weights)))
 
 
-def round_message(plan, message, weights, entry):
+def trained_weights(upload: Message) -> list[np.ndarray]:
+    """The weights of a party's upload of a round before the last, which its check
+    requires."""
+    weights = fedavg_upload(upload)["weights"]
+    if weights is None:
+        party = upload.manifest["party"]
+        raise UploadError(f"Party {party!r} sent no weights in a round it trains.",
+                          party=party, field="weights")
+    return weights
+
+
+def round_message(plan: FedAvgPlan, message: Message | None, weights: list[np.ndarray],
+                  entry: dict[str, Any]) -> PartyUpload:
     """The server's message after the round `message` asked for (round 0 without
     one): the global `weights`, the history with this round's `entry`, and whether
     training is done."""
@@ -54,11 +78,13 @@ def round_message(plan, message, weights, entry):
     history.append(dict(round=fitted + 1, **entry))
     return PartyUpload(
         manifest=dict(round=fitted + 1, done=fitted + 1 == plan.n_rounds, history=history),
-        payload={"weights": weights},
+        payload=dict(FedAvgMessage(weights=weights)),
     )
 
 
-def distilled_weights(plan, party_weights, weights, X_public, n_classes, random_state):
+def distilled_weights(plan: FedAvgPlan, party_weights: list[list[np.ndarray]],
+                      weights: list[np.ndarray], X_public: Any, n_classes: int,
+                      random_state: np.random.RandomState) -> list[np.ndarray]:
     """FedDF (Lin et al., 2020): the averaged model trained `distill_epochs` epochs on
     the public rows, labelled by the parties' models' mean class probabilities (their
     winning class: scikit-learn's models learn hard labels; FedDF's own distillation
@@ -75,10 +101,12 @@ def distilled_weights(plan, party_weights, weights, X_public, n_classes, random_
     return model_weights(model)
 
 
-def first_round_message(context, uploads):
+def first_round_message(context: ServerContext[FedAvgPlan],
+                        uploads: Sequence[Message]) -> PartyUpload:
     """Round 0 with a one-shot first round: that algorithm's server step on the parties'
     uploads; its final model's weights start FedAvg's rounds."""
     plan = context.plan
+    assert plan.init is not None and plan.init_plan is not None, "a first round's plan"
     # the agreed labels: a list in a deployed round
     classes = np.asarray(context.classes)
     fitted = plan.init._server_step(
@@ -96,36 +124,44 @@ def first_round_message(context, uploads):
     plan.say(f"round 1: {plan.init_plan.estimator_name}'s final model starts the rounds")
     return round_message(plan, None, weights, dict(
         train_accuracy=None,
-        bytes_sent=max(upload.n_bytes or len(upload.to_bytes()) for upload in uploads)))
+        bytes_sent=max(map(_file_bytes, uploads))))
 
 
-def weight_bytes(weights):
+def _file_bytes(upload: Message) -> int:
+    """The bytes of `upload`'s file: as it was read, or as it would be written."""
+    # every upload is a PartyUpload: read from its file, or made in `fit`
+    assert isinstance(upload, PartyUpload)
+    return upload.n_bytes or len(upload.to_bytes())
+
+
+def weight_bytes(weights: list[np.ndarray]) -> int:
     """The bytes of one party's weights in one round, as float64 arrays."""
     return int(sum(w.nbytes for w in weights))
 
 
-def finished(plan, message, classes, rounds=()):
+def finished(plan: FedAvgPlan, message: Message, classes: np.ndarray,
+             rounds: Sequence[Message] = ()) -> dict[str, Any]:
     """The fitted attributes of `FedAvgClassifier` from the server's last `message`: the
     model carrying the last average of the parties' weights, and the global weights of
     every round's message in `rounds` (those `fit` saw; a deployed server has its
     last)."""
     n_classes = len(classes)
-    model = model_of(plan.estimator, message.payload["weights"], n_classes)
+    model = model_of(plan.estimator, fedavg_message(message)["weights"], n_classes)
     history = [dict(entry) for entry in message.manifest["history"]]
     return dict(
         _model=ClassCodeModel(model, np.arange(n_classes)),
-        _round_weights=[kept.payload["weights"] for kept in rounds or [message]],
+        _round_weights=[fedavg_message(kept)["weights"] for kept in rounds or [message]],
         estimator_=model,
         history_=history,
         n_rounds_=len(history),
     )
 
 
-def check_weights(checker, key, shapes_of, required):
+def check_weights(checker: UploadChecker, shapes_of: ShapesOf, required: bool) -> None:
     """A payload's weights: float arrays of the shapes the agreed model has on the agreed
     features and classes (`shapes_of`, from `weight_shapes_of`), finite (None allowed
     where not `required`)."""
-    weights = checker.upload.payload.get(key)
+    key, weights = "weights", fedavg_upload(checker.upload).get("weights")
     if weights is None and not required:
         return
     shapes = shapes_of(checker.n_features, checker.n_classes)
@@ -135,22 +171,23 @@ def check_weights(checker, key, shapes_of, required):
         checker.floats(f"{key}[{index}]", shape, value=array)
 
 
-def check_party_upload(checker, shapes_of, *, final):
+def check_party_upload(checker: UploadChecker, shapes_of: ShapesOf, *, final: bool) -> None:
     """A FedAvg party's upload: its rows and, in every round before the final step, its
     trained weights and training accuracy."""
     checker.count("n_rows", positive=True)
-    check_weights(checker, "weights", shapes_of, required=not final)
+    check_weights(checker, shapes_of, required=not final)
     if final:
-        if checker.upload.payload.get("weights") is not None:
+        if fedavg_upload(checker.upload).get("weights") is not None:
             checker.refuse("weights", "weights after the server's message said done")
         return
     checker.number("training_accuracy", 0.0, 1.0)
 
 
-def check_server_message(checker, plan, shapes_of):
+def check_server_message(checker: UploadChecker, plan: FedAvgPlan,
+                         shapes_of: ShapesOf) -> None:
     """The server's message, as a party reads it: the global weights, the round to train
     and whether training is done."""
-    check_weights(checker, "weights", shapes_of, required=True)
+    check_weights(checker, shapes_of, required=True)
     checker.count("round", positive=True, at_most=plan.n_rounds)
     if not isinstance(checker.manifest("done"), bool):
         checker.refuse("done", "not true or false")

@@ -2,6 +2,7 @@
 
 - `_party`: what runs at a party in every round: its model on its rows plus the
   consensus-labelled public rows, and its (bit-flipped) labels of the public set.
+- `_payloads`: what crosses, typed: a party's upload and the server's message.
 - `_server`: what runs at the server: the consensus of the parties' labels, when to stop,
   and the final voting classifier of the parties' models.
 - `_classifier`: `FedCTClassifier`, its parameters, and the hooks through which the

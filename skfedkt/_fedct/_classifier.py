@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from typing import Any
 
@@ -12,7 +12,13 @@ from .._engine._compat import HasMethods, Interval, StrOptions, num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._received import UploadChecker
 from .._deployment._upload import PartyUpload
-from .._engine._context import Message, PartyContext, PartyStepResult, ServerContext
+from .._engine._context import (
+    CheckContext,
+    Message,
+    PartyContext,
+    PartyStepResult,
+    ServerContext,
+)
 from .._engine._class_codes import GlobalLabelClassifier
 from .._engine._fitting import ensemble_proba
 from .._engine._validation import (
@@ -25,6 +31,7 @@ from .._engine._voting import count_votes
 from .._privacy._mechanisms import BitFlips, TeacherVotes, add_noise
 from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
+from ._payloads import fedct_upload
 from ._plan import FedCTPlan, base_estimators
 from ._server import (
     FedCTServer,
@@ -35,13 +42,13 @@ from ._server import (
 )
 
 
-def _upload_check(context: ServerContext[FedCTPlan],
+def _upload_check(context: CheckContext[FedCTPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     plan, root, n_public = context.plan, context.root, num_samples(context.X_public)
     return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
 
 
-def _message_check(context: ServerContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
+def _message_check(context: CheckContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
     n_public, n_rounds = num_samples(context.X_public), context.plan.n_rounds
     return lambda checker: check_server_message(checker, n_public, n_rounds)
 
@@ -79,20 +86,20 @@ def _upload_releases(clf: FedCTClassifier, upload: PartyUpload,
     chooses; its noisy teacher votes, the teachers' noisy plurality on them, with the
     budget of the whole fit."""
     releases = []
-    plan = FedCTPlan.of(clf)
-    if plan.teacher_votes is not None and upload.payload.get("vote_counts") is not None:
+    plan, payload = FedCTPlan.of(clf), fedct_upload(upload)
+    vote_counts, labels = payload.get("vote_counts"), payload.get("labels")
+    if plan.teacher_votes is not None and vote_counts is not None:
         releases.append(_teacher_votes_release(
-            clf.privacy, upload.party, upload.teachers, n_classes,
-            plan.vote_sigma(len(upload.payload["vote_counts"]))))
-    elif (upload.payload.get("labels") is not None
-          and getattr(upload, "local_model", None) is not None):
-        n_public = len(upload.payload["labels"])
+            plan.teacher_votes, upload.party, upload.teachers, n_classes,
+            plan.vote_sigma(len(vote_counts))))
+    elif labels is not None and upload.local_model is not None:
+        n_public = len(labels)
         epsilon = np.inf if clf.privacy is None else clf.privacy.epsilon
         releases.append(_labels_release(
             clf.privacy, upload.party, upload.local_model.model, n_classes,
             plan.sensitivity(n_public), epsilon, 0.0,
         ))
-    if upload.payload["model"] is not None:
+    if payload["model"] is not None:
         releases.append(models_release("local model", upload.party, [upload.model()],
                                        n_classes))
     return releases
@@ -322,7 +329,7 @@ class FedCTClassifier(BaseFederatedClassifier):
                 for party, estimator, rows in zip(data.parties, estimators, data.party_rows)]
 
     def _party_step(self, context: PartyContext[FedCTPlan],
-                    parties: list[FedCTParty]) -> PartyStepResult:
+                    parties: Sequence[FedCTParty]) -> PartyStepResult:
         uploads = party_round(context.plan, parties, context.data, context.root,
                               context.message, context.manifests, context.share_model)
         for party, upload in zip(parties, uploads):
@@ -332,16 +339,17 @@ class FedCTClassifier(BaseFederatedClassifier):
         return PartyStepResult(uploads)
 
     def _server_round(self, context: ServerContext[FedCTPlan],
-                      uploads: list[Message]) -> PartyUpload:
+                      uploads: Sequence[Message]) -> PartyUpload:
         server = FedCTServer(context.plan, num_samples(context.X_public),
                              len(context.known_classes), context.root)
         return server.round(uploads, context.message)
 
-    def _server_step(self, context: ServerContext[FedCTPlan], uploads: list[Message],
+    def _server_step(self, context: ServerContext[FedCTPlan], uploads: Sequence[Message],
                      reused: Any) -> dict[str, Any]:
-        return finished(context.plan, uploads, context.message, context.classes)
+        assert context.message is not None  # the rounds end on the server's message
+        return finished(context.plan, uploads, context.message, context.known_classes)
 
-    def _after_fit(self, context: ServerContext[FedCTPlan], uploads: list[Message],
+    def _after_fit(self, context: ServerContext[FedCTPlan], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:
         if data is not None:
             warn_if_classes_lost(

@@ -1,10 +1,15 @@
 """FedCT on the command line: its flags and its configuration in ``skfedkt run``."""
 
+from argparse import Namespace
+from typing import Any
+
 import numpy as np
 
+from .._engine._context import Message
 from .._privacy._mechanisms import BitFlips, TeacherVotes
 from .._registry import Algorithm, Flag, Method, OptionError, positive, register
 from ._classifier import FedCTClassifier
+from ._payloads import fedct_upload
 
 FLAGS = (
     Flag("--rounds", "largest number of co-training rounds", type=positive(int),
@@ -18,7 +23,7 @@ FLAGS = (
 )
 
 
-def options(values):
+def options(values: Namespace) -> dict[str, Any]:
     """FedCT's privacy: bit flips from --dp-epsilon, or the votes of --dp-teachers."""
     if values.dp_sensitivity is not None and values.dp_epsilon is None:
         raise OptionError("--dp-sensitivity sets the bit flips of --dp-epsilon; give both, "
@@ -35,21 +40,21 @@ def options(values):
     return dict(privacy=BitFlips(values.dp_epsilon, sensitivity=values.dp_sensitivity))
 
 
-def describe_upload(upload):
+def describe_upload(upload: Message) -> str:
     """The deployment commands' words for an upload: labels, and in the last round the
     party's model when it shares it."""
-    return "labels" + (" and final model" if upload.payload.get("model") is not None
+    return "labels" + (" and final model" if fedct_upload(upload).get("model") is not None
                        else "")
 
 
-def describe_round(message):
+def describe_round(message: Message) -> str:
     """What a round changed: the share of the consensus labels."""
     history = message.manifest["history"]
     return (f"{history[-1]['consensus_changed']:.1%} of the consensus labels changed; "
             if history else "")
 
 
-def unsettled_share(clf):
+def unsettled_share(clf: FedCTClassifier) -> float:
     """The share of consensus labels the last round changed, where the rounds stopped
     at their cap before the consensus settled."""
     if clf.n_rounds_ < clf.n_rounds or not clf.history_:

@@ -5,25 +5,34 @@ parties in one batch and returns their uploads; `share_labels` is the bit-flip m
 (`TeacherVotes` adds Gaussian noise to the vote counts of the party's teachers).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from .._engine._compat import num_samples
 from .._deployment._upload import PartyUpload
+from .._engine._class_codes import ClassCodeModel
+from .._engine._context import Message, PartyRows
 from .._engine._class_codes import code_dtype
 from .._engine._fitting import Task, TierJob, fit_clones
 from .._engine._rows import StackedRows, take_rows
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._voting import count_votes
 from .._privacy._bit_flips import bit_flip_probability
-from .._privacy._mechanisms import add_noise
+from .._privacy._mechanisms import BitFlips, add_noise
+from ._payloads import FedCTUpload, fedct_message
+from ._plan import FedCTPlan
 
 
-def instructions(message, n_public):
+def instructions(message: Message | None, n_public: int) -> tuple[np.ndarray, int]:
     """What the server's `message` asks the parties to fit: the consensus labels (codes,
     -1 for none) and the round; round 0 without consensus where there is no message."""
     if message is None:
         return np.full(n_public, -1), 0
-    return np.asarray(message.payload["consensus"]), int(message.manifest["round"])
+    return np.asarray(fedct_message(message)["consensus"]), int(message.manifest["round"])
 
 
 class FedCTParty:
@@ -36,24 +45,26 @@ class FedCTParty:
     models of a round in one flat parallel batch (`party_round`).
     """
 
-    def __init__(self, plan, party, estimator, rows, y, random_state):
+    def __init__(self, plan: FedCTPlan, party: Any, estimator: Any, rows: np.ndarray,
+                 y: np.ndarray, random_state: np.random.RandomState) -> None:
         self.plan, self.party, self.estimator, self.rows, self.y = (
             plan, party, estimator, rows, y
         )
         (self.base_seed,) = draw_seeds(random_state, 1)
         votes = plan.teacher_votes
         # TeacherVotes: disjoint parts, so that one example is in one teacher
-        self.teacher_rows = [] if votes is None else np.array_split(
+        self.teacher_rows: list[np.ndarray] = [] if votes is None else np.array_split(
             random_state.permutation(rows), min(votes.n_teachers, len(rows)))
-        self.model, self.round = None, None
+        self.model: ClassCodeModel | None = None
+        self.round: int | None = None
 
-    def round_seeds(self, round_):
+    def round_seeds(self, round_: int) -> np.ndarray:
         """The seeds of the round's model and teachers; the round's noise follows in
         their stream."""
         self._round_rng = derived_random_state(int(self.base_seed), "round", round_)
         return draw_seeds(self._round_rng, 1 + len(self.teacher_rows))
 
-    def tasks(self, consensus, public_rows):
+    def tasks(self, consensus: np.ndarray, public_rows: np.ndarray) -> list[Task]:
         """The round's model on the party's rows, and its teachers on their parts, each
         with the consensus-labelled public rows."""
         labelled = consensus >= 0
@@ -63,7 +74,8 @@ class FedCTParty:
                      np.concatenate([rows, public_rows[labelled]]), name=name)
                 for rows, name in zip([self.rows, *self.teacher_rows], names)]
 
-    def fitted(self, models, predictions, accuracy, round_, n_classes):
+    def fitted(self, models: list[ClassCodeModel], predictions: np.ndarray,
+               accuracy: float, round_: int, n_classes: int) -> None:
         """Keep the round's model and training accuracy, and what the party shares: its
         labels (bit-flipped with `BitFlips`) or its teachers' noisy vote counts."""
         (self.model, *self.teachers), self.accuracy, self.round = models, accuracy, round_
@@ -79,23 +91,24 @@ class FedCTParty:
                                     gamma=1 / self.plan.vote_sigma(len(counts)),
                                     random_state=self._round_rng)
 
-    def upload(self, manifest, with_model):
+    def upload(self, manifest: dict[str, Any], with_model: bool) -> PartyUpload:
         """The round's labels (or vote counts) and training accuracy; the model itself
         if `with_model`. A round the server will not vote on (the last of `n_rounds`)
         shares nothing: what it does not use is not released."""
-        shares = self.round < self.plan.n_rounds
-        key = "labels" if self.plan.teacher_votes is None else "vote_counts"
-        return PartyUpload(
-            manifest=dict(manifest, training_accuracy=float(self.accuracy)),
-            payload={
-                key: self.shared if shares else None,
-                "model": self.model.estimator if with_model else None,
-                "codes": self.model.codes if with_model else None,
-            },
-        )
+        assert self.model is not None and self.round is not None, "upload before fitted"
+        shared = self.shared if self.round < self.plan.n_rounds else None
+        model = self.model.estimator if with_model else None
+        codes = self.model.codes if with_model else None
+        payload = (FedCTUpload(labels=shared, model=model, codes=codes)
+                   if self.plan.teacher_votes is None else
+                   FedCTUpload(vote_counts=shared, model=model, codes=codes))
+        return PartyUpload(manifest=dict(manifest, training_accuracy=float(self.accuracy)),
+                           payload=dict(payload))
 
 
-def party_round(plan, parties, data, root, message, manifests, share_model=True):
+def party_round(plan: FedCTPlan, parties: Sequence[FedCTParty], data: PartyRows, root: int,
+                message: Message | None, manifests: list[dict[str, Any]],
+                share_model: bool = True) -> list[PartyUpload]:
     """The round `message` asks for (round 0 without one): every party's model, and
     teachers with `TeacherVotes`, on its rows plus the consensus-labelled public rows,
     in one flat parallel batch, and its upload, with its model in the final round (the
@@ -131,7 +144,8 @@ def party_round(plan, parties, data, root, message, manifests, share_model=True)
     return [party.upload(manifest, final) for party, manifest in zip(parties, manifests)]
 
 
-def share_labels(privacy, predictions, n_classes, sensitivity, rng):
+def share_labels(privacy: BitFlips | None, predictions: np.ndarray, n_classes: int,
+                 sensitivity: float | None, rng: np.random.RandomState) -> np.ndarray:
     """What a party sends: its labels, through bit-flip noise with `privacy`
     (`BitFlips`, or None for none).
 

@@ -1,8 +1,12 @@
 """FedCT's plan: the parameters of one fit, checked once and frozen. The party step and
 the server step read the plan and nothing else of the estimator."""
 
-from dataclasses import dataclass
+from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 from sklearn.tree import DecisionTreeClassifier
 
 from .._engine._compat import InvalidParameterError
@@ -10,7 +14,10 @@ from .._engine._plan import Plan
 from .._engine._seeds import public_queries
 from .._privacy._accounting import ONE_VOTE_L2
 from .._privacy._gaussian import gaussian_sigma
-from .._privacy._mechanisms import TeacherVotes
+from .._privacy._mechanisms import BitFlips, TeacherVotes
+
+if TYPE_CHECKING:  # the base class: the algorithm's own would import in a circle
+    from .._base import BaseFederatedClassifier
 
 
 @dataclass(frozen=True)
@@ -20,15 +27,15 @@ class FedCTPlan(Plan):
     estimator_name = "FedCTClassifier"
     upload_kind = "final model"
 
-    estimator: object
+    estimator: Any
     n_rounds: int
     tol: float
     n_iter_no_change: int
     voting: str
-    privacy: object
+    privacy: BitFlips | TeacherVotes | None
 
     @classmethod
-    def of(cls, estimator):
+    def of(cls, estimator: BaseFederatedClassifier) -> FedCTPlan:
         """The plan of a `FedCTClassifier`'s parameters; every entry of a list or dict
         `estimator` must be an estimator."""
         entries = estimator.estimator
@@ -46,7 +53,7 @@ class FedCTPlan(Plan):
                    privacy=estimator.privacy, n_jobs=estimator.n_jobs,
                    verbose=estimator.verbose)
 
-    def party_estimators(self, parties):
+    def party_estimators(self, parties: list[Any]) -> list[Any]:
         """One (unfitted) estimator per party of `parties` (the sorted party labels)."""
         if isinstance(self.estimator, dict):
             missing = [p for p in parties if p not in self.estimator]
@@ -67,7 +74,7 @@ class FedCTPlan(Plan):
             return self.estimator
         return base_estimators(self.estimator) * len(parties)
 
-    def own_estimator(self, party):
+    def own_estimator(self, party: Any) -> Any:
         """The estimator of `party` on its own machine, which knows only its name."""
         if isinstance(self.estimator, list):
             raise ValueError(
@@ -84,40 +91,49 @@ class FedCTPlan(Plan):
         return base_estimators(self.estimator)[0]
 
     @property
-    def party_noise(self):
+    def party_noise(self) -> str | None:
         return None if self.privacy is None else type(self.privacy).__name__
 
-    def uploaded_estimators(self, party):
+    def uploaded_estimators(self, party: Any) -> list[Any]:
         return [self.own_estimator(party)]
 
     @property
-    def teacher_votes(self):
+    def teacher_votes(self) -> TeacherVotes | None:
         """The `TeacherVotes` of the fit, or None (bit flips, or no privacy)."""
         return self.privacy if isinstance(self.privacy, TeacherVotes) else None
 
-    def queries(self, n_public, root):
-        """The public rows the parties vote on with `TeacherVotes`, in every round."""
-        return public_queries(n_public, min(self.teacher_votes.n_queries, n_public), root)
+    @property
+    def known_teacher_votes(self) -> TeacherVotes:
+        """The `TeacherVotes` of a fit that shares teacher votes (what reads it runs
+        only there)."""
+        votes = self.teacher_votes
+        if votes is None:
+            raise RuntimeError("FedCT shares no teacher votes without TeacherVotes.")
+        return votes
 
-    def vote_sigma(self, n_queries):
+    def queries(self, n_public: int, root: int) -> np.ndarray:
+        """The public rows the parties vote on with `TeacherVotes`, in every round."""
+        return public_queries(n_public, min(self.known_teacher_votes.n_queries, n_public),
+                              root)
+
+    def vote_sigma(self, n_queries: int) -> float:
         """The noise on every teacher vote count with `n_queries` queries (`queries`):
         the fit's largest number of noisy histograms, every query in every round,
         composes to the budget."""
-        votes = self.teacher_votes
+        votes = self.known_teacher_votes
         n_releases = n_queries * max(self.n_rounds, 1)
         return gaussian_sigma(n_releases, epsilon=votes.epsilon, delta=votes.delta,
                               sensitivity=ONE_VOTE_L2)
 
-    def sensitivity(self, n_public):
+    def sensitivity(self, n_public: int) -> float:
         """The bits one training example can change in a party's shared labels of
         `n_public` rows with `BitFlips`: the given one, else the worst case
         ``2 * n_public``."""
-        given = None if self.privacy is None else self.privacy.sensitivity
+        given = self.privacy.sensitivity if isinstance(self.privacy, BitFlips) else None
         return 2.0 * n_public if given is None else float(given)
 
 
-
-def base_estimators(estimator):
+def base_estimators(estimator: Any) -> list[Any]:
     """The estimators of FedCT's `estimator` parameter: a decision tree by default."""
     if estimator is None:
         return [DecisionTreeClassifier()]

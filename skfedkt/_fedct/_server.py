@@ -5,9 +5,17 @@ fitted attributes from the parties' final uploads, `privacy_report` accounts for
 bit flips.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
+from .._deployment._received import UploadChecker
 from .._deployment._upload import PartyUpload, UploadError
+from .._engine._class_codes import ClassCodeModel
+from .._engine._context import Message
 from .._engine._seeds import derived_random_state
 from .._engine._voting import count_votes, plurality_vote
 from .._privacy._accounting import ONE_VOTE_L2
@@ -15,6 +23,8 @@ from .._privacy._bit_flips import bit_flip_epsilon, bit_flip_probability
 from .._privacy._gaussian import gaussian_epsilon, unanimous_flip_probability
 from .._privacy._reports import BitFlipPrivacyReport, guarantee_strength, TeacherVotesPrivacyReport
 from ._party import instructions
+from ._payloads import FedCTMessage, FedCTUpload, fedct_message, fedct_upload
+from ._plan import FedCTPlan
 
 # standard deviations beyond which no noise draw of an honest party plausibly lies
 # (probability below 1e-20 per count)
@@ -30,28 +40,30 @@ class FedCTServer:
     separate command.
     """
 
-    def __init__(self, plan, n_public, n_classes, root):
+    def __init__(self, plan: FedCTPlan, n_public: int, n_classes: int, root: int) -> None:
         self.plan, self.n_public, self.n_classes, self.root = plan, n_public, n_classes, root
         self.bytes_sent = label_bytes(n_public, n_classes)
 
-    def round(self, uploads, message):
+    def round(self, uploads: Sequence[Message], message: Message | None) -> PartyUpload:
         """The message after the parties' uploads of the round `message` asked for."""
         plan = self.plan
         consensus, fitted = instructions(message, self.n_public)
-        state = dict(server_seed=self.root, history=[], stalled=0) if message is None else {
-            key: message.manifest[key] for key in ("server_seed", "history", "stalled")
-        }
+        state: dict[str, Any] = (
+            dict(server_seed=self.root, history=[], stalled=0) if message is None else
+            {key: message.manifest[key] for key in ("server_seed", "history", "stalled")})
         history = [dict(entry) for entry in state["history"]]
         accuracy = float(np.mean([upload.manifest["training_accuracy"] for upload in uploads]))
         if fitted >= 1:  # the accuracy of the models refit on the previous consensus
             history[fitted - 1]["train_accuracy"] = accuracy
 
-        def reply(next_consensus, next_round, last, done, stalled):
+        def reply(next_consensus: np.ndarray, next_round: int, last: np.ndarray,
+                  done: bool, stalled: int) -> PartyUpload:
             return PartyUpload(
                 manifest=dict(round=int(next_round), done=bool(done), stalled=int(stalled),
                               history=history, server_seed=int(state["server_seed"])),
-                payload={"consensus": np.asarray(next_consensus, dtype=np.int64),
-                         "last_consensus": np.asarray(last, dtype=np.int64)},
+                payload=dict(FedCTMessage(
+                    consensus=np.asarray(next_consensus, dtype=np.int64),
+                    last_consensus=np.asarray(last, dtype=np.int64))),
             )
 
         if fitted == plan.n_rounds:  # n_rounds=0: local models only
@@ -61,11 +73,10 @@ class FedCTServer:
             (self.n_public, self.n_classes)
         )
         if plan.teacher_votes is None:
-            labels = np.stack([upload.payload["labels"] for upload in uploads])
+            labels = np.stack(self.shared(uploads))
             new_consensus = plurality_vote(count_votes(labels, self.n_classes), tie_keys)
         else:
-            new_consensus = self.confident_consensus(
-                [upload.payload["vote_counts"] for upload in uploads], tie_keys)
+            new_consensus = self.confident_consensus(self.shared(uploads), tie_keys)
         changed = float(np.mean(new_consensus != consensus))
         stalled = state["stalled"] + 1 if changed <= plan.tol else 0
         history.append(dict(round=fitted + 1, consensus_changed=changed, train_accuracy=None,
@@ -78,15 +89,25 @@ class FedCTServer:
         done = fitted + 1 == plan.n_rounds
         return reply(new_consensus, fitted + 1, new_consensus, done, stalled)
 
+    def shared(self, uploads: Sequence[Message]) -> list[np.ndarray]:
+        """What every party shared in a round the server votes on, which the check of
+        its upload requires: its labels, or its noisy vote counts with `TeacherVotes`."""
+        shared = [shared_by(fedct_upload(upload), self.plan) for upload in uploads]
+        missing = [upload.manifest["party"] for upload, values in zip(uploads, shared)
+                   if values is None]
+        if missing:
+            raise UploadError(f"Parties {missing} shared nothing in a round the server "
+                              "votes on.", party=missing[0], field="labels")
+        return [values for values in shared if values is not None]
 
-
-    def confident_consensus(self, vote_counts, tie_keys):
+    def confident_consensus(self, vote_counts: list[np.ndarray],
+                            tie_keys: np.ndarray) -> np.ndarray:
         """The consensus of the parties' noisy teacher vote counts on the queries: the
         top class of their sum where it leads the runner-up by `threshold` standard
         deviations of the summed noise (the difference of two sums of
         ``len(vote_counts)`` noisy counts), -1 elsewhere. Post-processing of what the
         parties released: it costs no privacy."""
-        votes = self.plan.teacher_votes
+        votes = self.plan.known_teacher_votes
         summed = np.sum(vote_counts, axis=0)
         queries = self.plan.queries(self.n_public, self.root)
         # one class has no runner-up: its noisy count must clear the threshold itself
@@ -98,29 +119,38 @@ class FedCTServer:
         return consensus
 
 
-def label_bytes(n_public, n_classes):
+def shared_by(payload: FedCTUpload, plan: FedCTPlan) -> np.ndarray | None:
+    """What a party's upload `payload` shares: its labels, or its noisy vote counts with
+    `TeacherVotes`; None in a round the server does not vote on."""
+    return payload.get("labels") if plan.teacher_votes is None else payload.get("vote_counts")
+
+
+def label_bytes(n_public: int, n_classes: int) -> int:
     """The bytes of a party's labels in one round: one bit per public row and class."""
     return int(np.ceil(n_public * n_classes / 8))
 
 
-def finished(plan, uploads, message, classes):
+def finished(plan: FedCTPlan, uploads: Sequence[Message], message: Message,
+             classes: np.ndarray) -> dict[str, Any]:
     """The fitted attributes of `FedCTClassifier`, from the parties' final `uploads`
     (each with its model) and the server's last `message`."""
-    missing = [upload.party for upload in uploads if upload.payload.get("model") is None]
+    payloads = [fedct_upload(upload) for upload in uploads]
+    missing = [upload.manifest["party"] for upload, payload in zip(uploads, payloads)
+               if payload.get("model") is None]
     if missing:
         raise UploadError(
             f"Parties {missing} sent no model (share_model=False): the server cannot "
             "assemble the voting classifier without every party's model.",
             party=missing[0], field="model",
         )
-    models = [upload.model() for upload in uploads]
+    models = [ClassCodeModel(payload["model"], payload["codes"]) for payload in payloads]
     history = [dict(entry) for entry in message.manifest["history"]]
     if history and history[-1]["train_accuracy"] is None:
         # the training accuracy of the final models
         history[-1]["train_accuracy"] = float(np.mean(
             [upload.manifest["training_accuracy"] for upload in uploads]
         ))
-    last = np.asarray(message.payload["last_consensus"])
+    last = np.asarray(fedct_message(message)["last_consensus"])
     privacy = privacy_report(plan, len(last), len(history), len(classes))
     return dict(
         _models=models,
@@ -134,16 +164,18 @@ def finished(plan, uploads, message, classes):
     )
 
 
-def check_party_upload(checker, plan, n_public, root, *, final):
+def check_party_upload(checker: UploadChecker, plan: FedCTPlan, n_public: int, root: int,
+                       *, final: bool) -> None:
     """A FedCT party's upload: its rows, its training accuracy, what it shares in a
     round the server votes on (its labels of every public row among the agreed classes,
     or with `TeacherVotes` its noisy vote counts on the queries) and, in the final
     round, its model."""
     checker.count("n_rows", positive=True)
     round_ = checker.count("round", at_most=plan.n_rounds)
+    payload = fedct_upload(checker.upload)
     key = "labels" if plan.teacher_votes is None else "vote_counts"
     if round_ == plan.n_rounds:
-        if checker.upload.payload.get(key) is not None:
+        if shared_by(payload, plan) is not None:
             checker.refuse(key, f"shared in round {round_}, on which the server does not vote")
     elif plan.teacher_votes is None:
         checker.labels("labels", n_public, low=-1)  # -1: a bit-flipped abstention
@@ -154,11 +186,11 @@ def check_party_upload(checker, plan, n_public, root, *, final):
     checker.number("training_accuracy", 0.0, 1.0)
     if checker.optional_model() is None and final:
         return  # fit_server names every party that kept its model
-    if not final and checker.upload.payload.get("model") is not None:
+    if not final and payload.get("model") is not None:
         checker.refuse("model", "a model before the server's message said done")
 
 
-def check_server_message(checker, n_public, n_rounds):
+def check_server_message(checker: UploadChecker, n_public: int, n_rounds: int) -> None:
     """The server's message, as a party reads it: the consensus codes of every public
     row (-1 for none), the round to fit and the server's state."""
     checker.labels("consensus", n_public, low=-1)
@@ -175,7 +207,8 @@ def check_server_message(checker, n_public, n_rounds):
         checker.refuse("history", f"not a list of at most {n_rounds} rounds")
 
 
-def privacy_report(plan, n_public, n_rounds, n_classes):
+def privacy_report(plan: FedCTPlan, n_public: int, n_rounds: int,
+                   n_classes: int) -> BitFlipPrivacyReport | TeacherVotesPrivacyReport | None:
     """The guarantee of what every party shared over `n_rounds` rounds, or None
     without privacy."""
     if plan.teacher_votes is not None:
@@ -208,10 +241,11 @@ def privacy_report(plan, n_public, n_rounds, n_classes):
     )
 
 
-def teacher_votes_report(plan, n_public, n_rounds, n_classes):
+def teacher_votes_report(plan: FedCTPlan, n_public: int, n_rounds: int,
+                         n_classes: int) -> TeacherVotesPrivacyReport:
     """The guarantee of `TeacherVotes`: every party's noisy teacher vote counts on the
     queries, over `n_rounds` rounds, composed exactly (Gaussian DP)."""
-    votes = plan.teacher_votes
+    votes = plan.known_teacher_votes
     n_queries = min(votes.n_queries, n_public)
     sigma = plan.vote_sigma(n_queries)
     n_releases = n_queries * n_rounds

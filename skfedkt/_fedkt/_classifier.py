@@ -1,31 +1,46 @@
 """FedKTClassifier: its parameters, and `fit`, which composes the party and server steps."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 
 from .._engine._compat import HasMethods, Interval, StrOptions
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
-from .._deployment._upload import payloads_bytes
-from .._engine._context import PartyStepResult
+from .._deployment._received import UploadChecker
+from .._deployment._upload import PartyUpload, payloads_bytes
+from .._engine._context import (
+    CheckContext,
+    Message,
+    PartyContext,
+    PartyStepResult,
+    ServerContext,
+)
 from .._engine._class_codes import ClassCodeModel
 from .._engine._voting import class_shares
 from .._privacy._accounting import DEFAULT_ORDERS
 from .._privacy._mechanisms import PartyNoise, ServerNoise
-from .._privacy._release import final_model_release, models_release
+from .._engine._validation import FederatedData
+from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedKTParty, check_party_sizes, party_guarantee, party_step
+from ._payloads import FedKTUpload, fedkt_upload
 from ._plan import FedKTPlan, learners
 from ._server import check_upload, pooled_student_proba, server_step, warn_after_fit
 from ._votes import HardVotes, SoftVotes
 
 
-def _students_release(party, students, codes, n_classes, epsilon, delta):
+def _students_release(party: Any, students: list[Any], codes: list[np.ndarray],
+                      n_classes: int, epsilon: float, delta: float) -> Release:
     return models_release("upload", party, [ClassCodeModel(student, student_codes)
                                             for student, student_codes in zip(students, codes)],
                           n_classes, epsilon, delta if np.isfinite(epsilon) else 0.0)
 
 
-def _upload_check(context, final):
+def _upload_check(context: CheckContext[FedKTPlan],
+                  final: bool) -> Callable[[UploadChecker], Any]:
     plan = context.plan
     n_queries = len(plan.tier_rows(context.X_public, context.root)[1])
     # the data-independent bound of a party at L2, computed once for every upload
@@ -34,14 +49,14 @@ def _upload_check(context, final):
     return lambda checker: check_upload(plan, checker, n_queries, bound)
 
 
-def _sent_bytes(clf):
+def _sent_bytes(clf: FedKTClassifier) -> np.ndarray:
     # the students are all that a party sends
-    return payloads_bytes([{"students": students, "codes": codes}
+    return payloads_bytes([dict(FedKTUpload(students=students, codes=codes))
                            for students, codes in zip(clf.students_, clf._student_codes)],
                           clf.n_jobs)
 
 
-def _fit_releases(clf):
+def _fit_releases(clf: FedKTClassifier) -> list[Release]:
     """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's
     students, its upload (at L2 covered by the party's epsilon), and the final model
     (covered by ``epsilon_`` at L1 and L2)."""
@@ -57,11 +72,13 @@ def _fit_releases(clf):
     return [*uploads, final_model_release(clf, clf.epsilon_, delta)]
 
 
-def _upload_releases(clf, upload, n_classes):
+def _upload_releases(clf: FedKTClassifier, upload: PartyUpload,
+                     n_classes: int) -> list[Release]:
     """What one party's upload lets out: its students (at L2 with its guarantee)."""
     privacy = upload.manifest.get("privacy") or {}
+    payload = fedkt_upload(upload)
     return [_students_release(
-        upload.party, upload.payload["students"], upload.payload["codes"], n_classes,
+        upload.party, payload["students"], payload["codes"], n_classes,
         privacy.get("epsilon", np.inf), upload.manifest["params"]["delta"]
         if privacy else 0.0,
     )]
@@ -384,28 +401,32 @@ class FedKTClassifier(BaseFederatedClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _base_estimators(self):
+    def _base_estimators(self) -> list[Any]:
         return list(learners(self))
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _parties(self, context, random_state_of):
+    def _parties(self, context: PartyContext[FedKTPlan],
+                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[FedKTParty]:
         plan, data = context.plan, context.data
         check_party_sizes(plan, data.parties, data.party_rows)  # before any fit
         return [FedKTParty(plan, party, rows, data.y, random_state_of(party))
                 for party, rows in zip(data.parties, data.party_rows)]
 
-    def _party_step(self, context, parties):
+    def _party_step(self, context: PartyContext[FedKTPlan],
+                    parties: Sequence[FedKTParty]) -> PartyStepResult:
         plan, data = context.plan, context.data
         return PartyStepResult(*party_step(
             plan, parties, data.X, plan.tier_rows(data.X_public, context.root),
             len(data.classes), context.manifests))
 
-    def _server_step(self, context, uploads, reused):
+    def _server_step(self, context: ServerContext[FedKTPlan], uploads: Sequence[Message],
+                     reused: Any) -> dict[str, Any]:
         return server_step(context.plan, uploads, context.X_public, context.root,
-                           context.classes, reused, claimed=context.deployed)
+                           context.known_classes, reused, claimed=context.deployed)
 
-    def _after_fit(self, context, uploads, data):
+    def _after_fit(self, context: ServerContext[FedKTPlan], uploads: Sequence[Message],
+                   data: FederatedData | None) -> None:
         plan = context.plan
         if data is not None and plan.level == "L2":
             # parties do not send their class counts at L2; the simulation knows them
@@ -418,7 +439,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         warn_after_fit(plan, vars(self), self.classes_, self.parties_, context.X_public,
                        data is not None and data.public_set_shifted)
 
-    def _student_vote_proba(self, X):
+    def _student_vote_proba(self, X: Any) -> np.ndarray:
         """The server's pooled, share-shifted vote of the students on `X`, normalised:
         what the final model learned on the public rows, and ``distill=False``
         predicts."""
@@ -426,22 +447,22 @@ class FedKTClassifier(BaseFederatedClassifier):
                                     self._party_counts, self.share_offsets_, X,
                                     len(self.classes_), self.n_jobs)
 
-    def _predict_codes(self, X):
+    def _predict_codes(self, X: Any) -> np.ndarray:
         # the final model, or with distill=False the students' pooled vote
         if not self.distill:
             return self._student_vote_proba(X).argmax(axis=1)
         return self._final_model.predict(X)
 
-    def _offers(self, method):
+    def _offers(self, method: str) -> bool:
         # without a final model, the students' pooled vote gives the probabilities
         if method == "predict_proba" and not self.distill:
             return True
         return self.distill and hasattr(learners(self)[2], method)
 
-    def _proba(self, X):
+    def _proba(self, X: Any) -> np.ndarray:
         if not self.distill:
             return self._student_vote_proba(X)
         return self._final_model.predict_proba(X, len(self.classes_))
 
-    def _decision_scores(self, X):
+    def _decision_scores(self, X: Any) -> np.ndarray:
         return self._final_model.decision_function(X, len(self.classes_))

@@ -1,6 +1,10 @@
 """FedKT on the command line: its flags, and the configurations ``skfedkt run``
 compares (the default, without the final model, the paper's, and PATE)."""
 
+from argparse import Namespace
+from collections.abc import Callable
+from typing import Any
+
 from .._privacy._reports import PrivacyReport
 from .._privacy._mechanisms import PartyNoise, ServerNoise
 from .._registry import Algorithm, Flag, Method, OptionError, fraction, positive, register
@@ -11,7 +15,7 @@ NOISE_FLAGS = {"gamma": 0.05, "noise": "laplace", "query_fraction": 1.0}
 _NOISE_AT = {"L1": ServerNoise, "L2": PartyNoise}
 
 
-def _teachers(text):
+def _teachers(text: str) -> int | str:
     if text == "auto":
         return text
     try:
@@ -42,7 +46,7 @@ FLAGS = (
 )
 
 
-def options(values):
+def options(values: Namespace) -> dict[str, Any]:
     """FedKT's privacy, from --privacy-level and its noise flags."""
     if values.privacy_level == "L0":
         pointless = ["--" + name.replace("_", "-") for name, default in NOISE_FLAGS.items()
@@ -55,8 +59,10 @@ def options(values):
         gamma=values.gamma, noise=values.noise, query_fraction=values.query_fraction))
 
 
-def _fedkt(distill=True, voting=None):
-    def make(estimator, options, common):
+def _fedkt(distill: bool = True,
+           voting: str | None = None) -> Callable[..., FedKTClassifier]:
+    def make(estimator: Any, options: dict[str, dict[str, Any]],
+             common: dict[str, Any]) -> FedKTClassifier:
         own = dict(options["fedkt"], **({} if voting is None else {"voting": voting}))
         return FedKTClassifier(estimator, **own, distill=distill, **common)
 

@@ -4,14 +4,17 @@ Functions of a frozen `FedKTPlan` and the party's data: `party_step` on one part
 machine, `party_tier` for the teachers and students of many parties in one batch.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
 from itertools import islice
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .._engine._compat import num_samples, safe_indexing
 from .._deployment._upload import PartyUpload
-from .._engine._class_codes import code_dtype
+from .._engine._class_codes import ClassCodeModel, code_dtype
 from .._engine._fitting import Task, TierJob, fit_clones, group_votes, iter_clone_fits
 from .._engine._rows import StackedRows
 from .._engine._seeds import draw_seeds
@@ -27,7 +30,8 @@ from .._privacy._accounting import (
 )
 from .._privacy._gaussian import gaussian_log_moments, gdp_epsilon, gnmax_log_moments
 from .._privacy._mechanisms import noisy_class_counts
-from ._plan import target_task
+from ._payloads import FedKTUpload
+from ._plan import FedKTPlan, target_task
 
 # what an upload's manifest and the privacy report say when students learn party rows
 PARTY_ROWS_NOTE = (
@@ -93,7 +97,8 @@ class FedKTParty:
         The party's own stream: partitions, clone seeds, L2 noise and tie breaks.
     """
 
-    def __init__(self, plan, party, rows, y, random_state):
+    def __init__(self, plan: FedKTPlan, party: Any, rows: np.ndarray, y: np.ndarray,
+                 random_state: np.random.RandomState) -> None:
         self.plan, self.party, self.rows, self.y = plan, party, rows, y
         self.n_teachers = plan.teachers_for(len(rows))
         self.noise_rng, self.tie_rng = (
@@ -107,14 +112,15 @@ class FedKTParty:
         self.teacher_seeds = draw_seeds(random_state, len(self.teacher_rows))
         self.student_seeds = draw_seeds(random_state, plan.n_students)
 
-    def teacher_tasks(self):
+    def teacher_tasks(self) -> list[Task]:
         """Lines 2-8: one teacher per subset of every partition."""
         return [Task(self.plan.teacher, self.y[rows], rows,
                      name=f"party {self.party!r}, partition {index // self.n_teachers + 1}, "
                           f"teacher {index % self.n_teachers + 1}")
                 for index, rows in enumerate(self.teacher_rows)]
 
-    def student_tasks(self, histograms, queries, n_public, n_classes):
+    def student_tasks(self, histograms: list[np.ndarray], queries: np.ndarray, n_public: int,
+                      n_classes: int) -> tuple[list[Task], StudentLabels]:
         """Lines 9-12: every partition's (noisy, at L2) vote, one histogram each of
         `histograms`, labels the queries for its student; with
         ``student_data="party+public"`` the party's rows are added (they index the
@@ -130,10 +136,10 @@ class FedKTParty:
             # teacher's vote (sensitivity 2 in L1 norm, sqrt(2) in L2 norm)
             for votes in histograms:
                 log_moments += (
-                    pate_log_moments(votes, gamma=plan.privacy.gamma, sensitivity=2.0,
+                    pate_log_moments(votes, gamma=plan.mechanism.gamma, sensitivity=2.0,
                                      orders=DEFAULT_ORDERS)
-                    if plan.privacy.noise == "laplace" else
-                    gnmax_log_moments(votes, sigma=1 / plan.privacy.gamma,
+                    if plan.mechanism.noise == "laplace" else
+                    gnmax_log_moments(votes, sigma=1 / plan.mechanism.gamma,
                                       orders=DEFAULT_ORDERS)
                 )
         targets = [
@@ -153,7 +159,8 @@ class FedKTParty:
             tasks = [_with_party_rows(task, n_public, self.rows, self.y) for task in tasks]
         return tasks, StudentLabels(len(queries), student_shares, log_moments)
 
-    def upload(self, student_models, labels, n_classes, manifest):
+    def upload(self, student_models: list[ClassCodeModel], labels: StudentLabels,
+               n_classes: int, manifest: dict[str, Any]) -> PartyUpload:
         """Line 13: what the party sends, its students, and the facts the server needs:
         its class counts (at L2 only with noise, where its soft votes use them), its
         students' class shares and, at L2, its privacy guarantee (from `labels`, its
@@ -164,7 +171,7 @@ class FedKTParty:
         counts = np.bincount(self.y[self.rows], minlength=n_classes)
         if plan.releases_counts:
             counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
-                                        noise=plan.privacy.noise, random_state=self.noise_rng)
+                                        noise=plan.mechanism.noise, random_state=self.noise_rng)
         return PartyUpload(
             manifest=dict(
                 manifest,
@@ -178,14 +185,16 @@ class FedKTParty:
                 privacy_note=PARTY_ROWS_NOTE
                 if self.plan.student_data == "party+public" else None,
             ),
-            payload={
-                "students": [model.estimator for model in student_models],
-                "codes": [model.codes for model in student_models],
-            },
+            payload=dict(FedKTUpload(
+                students=[model.estimator for model in student_models],
+                codes=[model.codes for model in student_models],
+            )),
         )
 
 
-def party_step(plan, parties, X, tiers, n_classes, manifests):
+def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
+               tiers: tuple[Any, np.ndarray, np.ndarray], n_classes: int,
+               manifests: list[dict[str, Any]]) -> tuple[list[PartyUpload], Any]:
     """FedKT's party step for `parties` (`FedKTParty`: one on its own machine, every
     party in ``fit``): their teachers, their votes on the rows of `tiers` (what
     `FedKTPlan.tier_rows` returns), their students; each party's upload with its
@@ -211,7 +220,9 @@ def party_step(plan, parties, X, tiers, n_classes, manifests):
     return uploads, (student_votes, tiers)
 
 
-def party_tier(plan, parties, X, X_public, party_queries, n_classes):
+def party_tier(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any, X_public: Any,
+               party_queries: np.ndarray, n_classes: int,
+               ) -> tuple[list[list[ClassCodeModel]], list[StudentLabels], np.ndarray]:
     """Lines 2-12 for `parties` (`FedKTParty`): all their teachers in one flat parallel
     batch, then all their students. `X_public` holds the rows the tiers label (the
     public rows and their jittered copies), `party_queries` the ones this tier labels.
@@ -259,7 +270,8 @@ def party_tier(plan, parties, X, X_public, party_queries, n_classes):
             [labels for _, labels in tasks_and_labels], students.predictions)
 
 
-def check_party_sizes(plan, parties, party_rows):
+def check_party_sizes(plan: FedKTPlan, parties: list[Any],
+                      party_rows: list[np.ndarray]) -> None:
     """Refuse, before any fit, a party with fewer rows than teachers per partition."""
     for party, rows in zip(parties, party_rows):
         n_teachers = plan.teachers_for(len(rows))
@@ -272,7 +284,8 @@ def check_party_sizes(plan, parties, party_rows):
             )
 
 
-def party_guarantee(plan, log_moments, n_queries):
+def party_guarantee(plan: FedKTPlan, log_moments: np.ndarray,
+                    n_queries: int) -> dict[str, Any]:
     """A party's L2 guarantee, from the log moments of its noisy histograms.
 
     An example sits in one teacher of every partition: the party's partitions compose
@@ -284,7 +297,7 @@ def party_guarantee(plan, log_moments, n_queries):
     composed exactly (and as Renyi DP into the moments), or Laplace's pure
     ``2 * counts_gamma`` added.
     """
-    privacy, n_releases = plan.privacy, plan.n_students * n_queries
+    privacy, n_releases = plan.mechanism, plan.n_students * n_queries
     soft_labels, gaussian = plan.learns_soft_labels("students"), privacy.noise == "gaussian"
     counts_gamma = plan.counts_gamma if plan.releases_counts else 0.0
     if gaussian and counts_gamma:

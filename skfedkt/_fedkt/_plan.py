@@ -4,7 +4,11 @@ both tiers do with them (which rows they label, their noise, what their learners
 The party step and the server step read the plan and nothing else of the estimator.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -18,8 +22,11 @@ from .._engine._plan import Plan
 from .._engine._seeds import derived_random_state, public_queries
 from .._engine._rows import stack_rows
 from .._engine._voting import plurality_vote
-from .._privacy._mechanisms import add_noise
+from .._privacy._mechanisms import PartyNoise, ServerNoise, add_noise
 from ._votes import HardVotes, SoftVotes
+
+if TYPE_CHECKING:  # the base class: the algorithm's own would import in a circle
+    from .._base import BaseFederatedClassifier
 
 # the paper's teachers per partition (its t). With n_teachers="auto" a party trains from
 # FEWEST_TEACHERS to PAPER_TEACHERS, each on at least TEACHER_ROWS rows: fewer than three
@@ -43,15 +50,15 @@ class FedKTPlan(Plan):
     student: BaseEstimator
     final: BaseEstimator
     n_students: int
-    n_teachers: "int | str"
-    votes: "SoftVotes | HardVotes"
+    n_teachers: int | str
+    votes: SoftVotes | HardVotes
     student_data: str
-    soft_labels: "str | None"
+    soft_labels: str | None
     distill: bool
-    privacy: object
+    privacy: ServerNoise | PartyNoise | None
 
     @classmethod
-    def of(cls, estimator):
+    def of(cls, estimator: BaseFederatedClassifier) -> FedKTPlan:
         """The plan of a `FedKTClassifier`'s parameters; refuses combinations that
         break privacy or cannot be carried out, before any work."""
         teacher, student, final = learners(estimator)
@@ -68,62 +75,71 @@ class FedKTPlan(Plan):
         return plan
 
     @property
-    def level(self):
+    def level(self) -> str:
         """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
         return "L0" if self.privacy is None else self.privacy.level
 
     @property
-    def party_noise(self):
+    def party_noise(self) -> str | None:
         return "PartyNoise" if self.level == "L2" else None
 
-    def uploaded_estimators(self, party):
+    def uploaded_estimators(self, party: Any) -> list[Any]:
         return [self.student]
 
     @property
-    def soft_votes(self):
-        return self.votes.kind == "soft"
+    def soft_votes(self) -> bool:
+        return isinstance(self.votes, SoftVotes)
 
     @property
-    def pooling(self):
-        return self.votes.pooling if self.soft_votes else "sum"
+    def pooling(self) -> str:
+        return self.votes.pooling if isinstance(self.votes, SoftVotes) else "sum"
 
     @property
-    def match_shares(self):
-        return self.soft_votes and self.votes.match_shares
+    def match_shares(self) -> bool:
+        return isinstance(self.votes, SoftVotes) and bool(self.votes.match_shares)
 
     @property
-    def releases_counts(self):
+    def releases_counts(self) -> bool:
         """Whether the parties send noisy class counts: at L2, where the server's soft
         votes use counts (prior-corrected pooling or share matching)."""
-        return self.level == "L2" and self.soft_votes and (
+        return self.level == "L2" and isinstance(self.votes, SoftVotes) and (
             self.votes.pooling == "prior-corrected" or bool(self.votes.match_shares))
 
     @property
-    def counts_gamma(self):
+    def mechanism(self) -> ServerNoise | PartyNoise:
+        """The privacy mechanism of a fit that adds noise (what reads it runs only at L1
+        and L2)."""
+        if self.privacy is None:
+            raise RuntimeError("FedKT adds no noise at L0.")
+        return self.privacy
+
+    @property
+    def counts_gamma(self) -> float:
         """Inverse noise scale of the parties' class counts where they release them."""
+        assert isinstance(self.privacy, PartyNoise), "only parties release class counts"
         counts_gamma = self.privacy.counts_gamma
         return self.privacy.gamma if counts_gamma == "gamma" else counts_gamma
 
-    def teachers_for(self, n_rows):
+    def teachers_for(self, n_rows: int) -> int:
         """Teachers per partition of a party with `n_rows` rows: `n_teachers`, or with
         ``"auto"`` as many as give each at least `TEACHER_ROWS` rows, from
         `FEWEST_TEACHERS` (or one a row, for fewer rows) to `PAPER_TEACHERS`; the
         paper's `PAPER_TEACHERS` with hard votes or noise, where the count is part of
         the algorithm or of its privacy analysis."""
-        if self.n_teachers != "auto":
+        if not isinstance(self.n_teachers, str):  # a number, not "auto"
             return self.n_teachers
         if not self.soft_votes or self.privacy is not None:
             return PAPER_TEACHERS
         fewest = min(FEWEST_TEACHERS, n_rows)
         return int(np.clip(n_rows // TEACHER_ROWS, fewest, PAPER_TEACHERS))
 
-    def learns_soft_labels(self, tier):
+    def learns_soft_labels(self, tier: str) -> bool:
         """Whether the learners of `tier` ("students" or "final") learn vote
         distributions rather than winning classes."""
         return self.soft_labels == "all" or (tier == "students"
                                              and self.soft_labels == "students")
 
-    def _check(self):
+    def _check(self) -> None:
         private, votes = f"privacy={self.privacy!r}", self.votes
         undistilled = "distill=False predicts with the students' pooled votes on new rows"
         if not self.distill and self.level == "L1":
@@ -132,7 +148,7 @@ class FedKTPlan(Plan):
                 f"public set are private, not those votes ({private}). Use distill=True, "
                 "or privacy None or PartyNoise."
             )
-        if votes.kind == "soft" and not _counts_covered(self.privacy):
+        if isinstance(votes, SoftVotes) and not _counts_covered(self.privacy):
             # "auto" resolves to the safe part: an unsafe one was asked for
             for part, value, unsafe in (("pooling", votes.pooling, "prior-corrected"),
                                         ("match_shares", votes.match_shares, True)):
@@ -162,7 +178,7 @@ class FedKTPlan(Plan):
                         "soft_labels=None."
                     )
 
-    def tier_rows(self, X_public, root):
+    def tier_rows(self, X_public: Any, root: int) -> tuple[Any, np.ndarray, np.ndarray]:
         """The rows the tiers label, and which of them each tier labels.
 
         Returns ``(X_labelled, party_rows, server_rows)``: the public rows followed by
@@ -184,13 +200,15 @@ class FedKTPlan(Plan):
             return X_labelled, queries, every_row
         return X_labelled, every_row, queries
 
-    def n_queries(self, n_public):
+    def n_queries(self, n_public: int) -> int:
         """How many public examples the noisy tier labels: `query_fraction` of them. A
         larger fraction adds queries and never swaps them (`public_queries`), so the
         privacy cost grows with it."""
-        return max(1, round(self.privacy.query_fraction * n_public))
+        return max(1, round(self.mechanism.query_fraction * n_public))
 
-    def vote_targets(self, histograms, level, soft_labels, noise_rng, tie_rng):
+    def vote_targets(self, histograms: Iterable[np.ndarray], level: str, soft_labels: bool,
+                     noise_rng: np.random.RandomState,
+                     tie_rng: np.random.RandomState) -> Iterator[np.ndarray]:
         """What a tier's learner is taught from each of its vote histograms.
 
         Laplace noise of scale 1/gamma, or Gaussian noise of standard deviation 1/gamma,
@@ -200,7 +218,7 @@ class FedKTPlan(Plan):
         noisy = self.level == level
         for votes in histograms:
             if noisy:
-                votes = add_noise(votes, noise=self.privacy.noise, gamma=self.privacy.gamma,
+                votes = add_noise(votes, noise=self.mechanism.noise, gamma=self.mechanism.gamma,
                                   random_state=noise_rng)
             if soft_labels:
                 votes = np.clip(votes, 0, None)
@@ -211,7 +229,7 @@ class FedKTPlan(Plan):
                 yield plurality_vote(votes, tie_rng)
 
 
-def learners(estimator):
+def learners(estimator: BaseFederatedClassifier) -> tuple[Any, Any, Any]:
     """The teacher, student and final estimators of a `FedKTClassifier`: a decision tree
     by default, the students like the teachers, the final model like the students."""
     teacher = DecisionTreeClassifier() if estimator.estimator is None else estimator.estimator
@@ -220,7 +238,8 @@ def learners(estimator):
     return teacher, student, final
 
 
-def resolved_votes(voting, privacy):
+def resolved_votes(voting: str | SoftVotes | HardVotes,
+                   privacy: ServerNoise | PartyNoise | None) -> SoftVotes | HardVotes:
     """The votes that run: `voting` as an object ("soft" and "hard" are ``SoftVotes()``
     and ``HardVotes()``), its "auto" parts resolved: a count-based correction where the
     counts may be used (no noise, or `PartyNoise` releasing them), else a plain sum."""
@@ -228,7 +247,7 @@ def resolved_votes(voting, privacy):
         votes = SoftVotes() if voting == "soft" else HardVotes()
     else:
         votes = clone(voting)
-    if votes.kind == "soft":
+    if isinstance(votes, SoftVotes):
         counted = _counts_covered(privacy)
         if votes.pooling == "auto":
             votes.set_params(pooling="prior-corrected" if counted else "sum")
@@ -237,14 +256,15 @@ def resolved_votes(voting, privacy):
     return votes
 
 
-def _counts_covered(privacy):
+def _counts_covered(privacy: ServerNoise | PartyNoise | None) -> bool:
     """Whether the server may use the parties' class counts: without noise, or with
     `PartyNoise` that releases them with noise of its own (an L1 party's counts are
     all of it: no noise small enough to keep them useful covers them)."""
     return privacy is None or getattr(privacy, "counts_gamma", None) is not None
 
 
-def target_task(estimator, targets, rows, n_rows, name):
+def target_task(estimator: Any, targets: np.ndarray, rows: np.ndarray, n_rows: int,
+                name: str) -> Task:
     """The Task (called `name`) that teaches `estimator` the targets of rows `rows` of
     a matrix of `n_rows` rows.
 
@@ -255,8 +275,7 @@ def target_task(estimator, targets, rows, n_rows, name):
         pairs, labels, weights = soft_label_rows(targets)
         return Task(estimator, labels, rows[pairs], weights, name=name)
     labelled = targets >= 0
-    if labelled.all() and np.array_equal(rows, np.arange(n_rows)):
-        rows = None  # every row: the engine then copies nothing
-    else:
-        rows = rows[labelled]
-    return Task(estimator, targets[labelled].astype(np.int64), rows, name=name)
+    # every row: None, with which the engine copies nothing
+    every_row = labelled.all() and np.array_equal(rows, np.arange(n_rows))
+    return Task(estimator, targets[labelled].astype(np.int64),
+                None if every_row else rows[labelled], name=name)

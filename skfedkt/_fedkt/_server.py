@@ -4,13 +4,19 @@ Functions of a frozen `FedKTPlan` and the parties' uploads: `server_step` pools 
 students' votes and trains the final model, `privacy_report` accounts for the noisy tier.
 """
 
+from __future__ import annotations
+
 import warnings
+from collections.abc import Mapping, Sequence
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 
 from .._engine._compat import num_samples, safe_indexing
+from .._deployment._received import UploadChecker
 from .._engine._class_codes import ClassCodeModel
+from .._engine._context import Message
 from .._engine._fitting import TierJob, fit_clones, predict_votes
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._validation import (
@@ -39,7 +45,9 @@ from .._privacy._accounting import (
 from .._privacy._gaussian import gaussian_epsilon, gnmax_epsilon
 from .._privacy._reports import guarantee_strength, PrivacyReport
 from ._party import PARTY_ROWS_NOTE
-from ._plan import target_task
+from ._payloads import fedkt_upload
+from ._plan import FedKTPlan, target_task
+from ._votes import HardVotes, SoftVotes
 
 # standard errors by which the server's label shares may differ from the training's
 # before it shifts them (see match_shares). Measured on random public subsets
@@ -48,7 +56,8 @@ from ._plan import target_task
 SHARE_TOLERANCE = 1.0
 
 
-def _student_models(students, codes):
+def _student_models(students: list[list[Any]],
+                    codes: list[list[np.ndarray]]) -> list[ClassCodeModel]:
     """Every party's students with the class codes of their outputs, in party order.
 
     `students` and `codes` hold one list per party."""
@@ -57,7 +66,8 @@ def _student_models(students, codes):
             for student, student_codes in zip(party_students, party_codes)]
 
 
-def check_upload(plan, checker, n_queries, bound):
+def check_upload(plan: FedKTPlan, checker: UploadChecker, n_queries: int,
+                 bound: float | None) -> None:
     """What a FedKT upload must hold: its rows and class counts (at L2 only where
     they are released with noise), as many students as agreed with their class shares,
     the agreed number of queries and, at L2, a guarantee no better than the
@@ -84,6 +94,7 @@ def check_upload(plan, checker, n_queries, bound):
         return
     if not isinstance(privacy, dict):
         checker.refuse("privacy", "missing: a party at L2 reports its guarantee")
+    assert bound is not None, "the server computes the bound of every upload at L2"
     claimed = checker.number("privacy.epsilon", 0, np.inf, value=privacy.get("epsilon"))
     reported = privacy.get("data_independent_epsilon")
     if not (isinstance(reported, float) and np.isclose(reported, bound, rtol=1e-9)):
@@ -113,7 +124,9 @@ def _bounded_counts(counts, parties, claimed):
     return bounded
 
 
-def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=True):
+def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root: int,
+                classes: np.ndarray, reused: Any = None,
+                claimed: bool = True) -> dict[str, Any]:
     """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
     `uploads` hold each party's students and manifest. The students vote on the rows
@@ -129,7 +142,8 @@ def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=Tru
         _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
         else reused)
     n_labelled = num_samples(X_labelled)
-    parties = np.array([upload.party for upload in uploads])
+    parties = np.array([upload.manifest["party"] for upload in uploads])
+    payloads = [fedkt_upload(upload) for upload in uploads]
     party_counts = _party_counts(uploads, parties, claimed)
     votes = server_votes(
         plan.votes,
@@ -145,9 +159,9 @@ def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=Tru
                  "the public rows" if plan.distill else "they are the model"))
     fitted = dict(
         voting_=plan.votes,
-        students_=[list(upload.payload["students"]) for upload in uploads],
+        students_=[list(payload["students"]) for payload in payloads],
         # the codes, not the wrapped models: a skops file would hold every student twice
-        _student_codes=[list(upload.payload["codes"]) for upload in uploads],
+        _student_codes=[list(payload["codes"]) for payload in payloads],
         _party_counts=party_counts,  # the pooling of the students' votes needs them
         n_teachers_=np.array([upload.manifest["n_teachers"] for upload in uploads]),
         vote_counts_=votes[:n_public],
@@ -163,18 +177,21 @@ def server_step(plan, uploads, X_public, root, classes, reused=None, claimed=Tru
     return dict(fitted, privacy_report_=privacy, epsilon_=privacy.epsilon)
 
 
-def _students_vote(plan, uploads, X_public, root, n_classes):
+def _students_vote(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root: int,
+                   n_classes: int) -> tuple[np.ndarray, tuple[Any, np.ndarray, np.ndarray]]:
     """On a deployed server: every uploaded student's votes on the rows of
     `FedKTPlan.tier_rows`, and those rows."""
     tiers = plan.tier_rows(X_public, root)
-    models = _student_models([upload.payload["students"] for upload in uploads],
-                             [upload.payload["codes"] for upload in uploads])
+    payloads = [fedkt_upload(upload) for upload in uploads]
+    models = _student_models([payload["students"] for payload in payloads],
+                             [payload["codes"] for payload in payloads])
     plan.say(f"server: {parties_in_words(len(uploads))} sent {len(models)} students")
     return predict_votes(models, tiers[0], n_classes=n_classes, soft_votes=plan.soft_votes,
                          n_jobs=plan.n_jobs), tiers
 
 
-def _party_counts(uploads, parties, claimed):
+def _party_counts(uploads: Sequence[Message], parties: np.ndarray,
+                  claimed: bool) -> np.ndarray | None:
     """The parties' class counts, each party's bounded (`_bounded_counts`); None where
     a party sent none (at L2 without released counts)."""
     counts = [upload.manifest.get("class_counts") for upload in uploads]
@@ -247,7 +264,9 @@ def _what_the_final_model_learned(final_task, uploads, party_counts, classes, n_
     )
 
 
-def server_votes(votes, student_votes, n_classes, party_counts=None, warn_if_empty=True):
+def server_votes(votes: SoftVotes | HardVotes, student_votes: np.ndarray, n_classes: int,
+                 party_counts: np.ndarray | None = None,
+                 warn_if_empty: bool = True) -> np.ndarray:
     """Vote-2 histogram of the students' votes on the public set, as `votes` (resolved
     `SoftVotes` or `HardVotes`) pool them.
 
@@ -314,7 +333,8 @@ def pooled_student_proba(votes, students, codes, party_counts, share_offsets, X,
     return pooled / pooled.sum(axis=1, keepdims=True)
 
 
-def warn_after_fit(plan, fitted, classes, parties, X_public, public_set_shifted=False):
+def warn_after_fit(plan: FedKTPlan, fitted: Mapping[str, Any], classes: np.ndarray,
+                   parties: np.ndarray, X_public: Any, public_set_shifted: bool = False) -> None:
     """Collapse warnings from the class shares, and for a final model whose predictions
     hold one class or distort the shares of its labels (`public_set_shifted`: fit
     warned that the public set lies far from X, the likelier cause)."""
@@ -324,9 +344,10 @@ def warn_after_fit(plan, fitted, classes, parties, X_public, public_set_shifted=
     learned_rows = np.flatnonzero(fitted["public_mask_"])
     name = type(plan.final).__name__
     # a leaf size above one is the usual reason a model cannot follow a small class
-    leaf = getattr(plan.final, "get_params", dict)().get("min_samples_leaf")
+    params = plan.final.get_params() if hasattr(plan.final, "get_params") else {}
+    leaf = params.get("min_samples_leaf")
     example = (f" ({name}'s min_samples_leaf={leaf!r}, for example)"
-               if isinstance(leaf, Integral) and leaf > 1 else "")
+               if isinstance(leaf, Integral) and int(leaf) > 1 else "")
     warn_if_classes_lost(
         classes, fitted["_final_model"].predict(safe_indexing(X_public, learned_rows)),
         f"The final model {name} predicts on the {len(learned_rows)} public rows it "
@@ -386,8 +407,9 @@ def _warn_on_collapse(plan, shares, classes, parties, public_set_shifted):
         )
 
 
-
-def privacy_report(plan, party_privacy, parties, query_votes, n_queries):
+def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
+                   parties: np.ndarray, query_votes: np.ndarray,
+                   n_queries: int) -> PrivacyReport:
     """Account the noisy tier (FedKT's Section 4 and Appendix A): the parties'
     guarantees `party_privacy` (at L2), the server's votes on its queries `query_votes`
     (at L1), and the number of releases per noisy histogram `n_queries`.
@@ -411,7 +433,7 @@ def privacy_report(plan, party_privacy, parties, query_votes, n_queries):
     data_dependent, data_independent, party_epsilons, sensitivity, largest_order = (
         _account(plan, party_privacy, parties, query_votes, n_queries)
     )
-    gaussian = plan.privacy.noise == "gaussian"
+    gaussian = plan.mechanism.noise == "gaussian"
     if level == "L2":
         # parallel composition over parties (Theorem 4)
         epsilon = max(party_epsilons.values())
@@ -450,30 +472,31 @@ def privacy_report(plan, party_privacy, parties, query_votes, n_queries):
             "information; only the data-independent value may be published as is"
         )
     statement = (
-        f"FedKT-{level} is ({epsilon:.4g}, {plan.privacy.delta:g})-differentially private "
+        f"FedKT-{level} is ({epsilon:.4g}, {plan.mechanism.delta:g})-differentially private "
         f"{protects}; {guarantee_strength(epsilon)}. {n_queries} {release} per noisy "
         f"histogram tier, {'Gaussian standard deviation' if gaussian else 'Laplace scale'}"
-        f" 1/gamma = {1 / plan.privacy.gamma:.4g}, {'L2' if gaussian else 'L1'} sensitivity "
+        f" 1/gamma = {1 / plan.mechanism.gamma:.4g}, {'L2' if gaussian else 'L1'} sensitivity "
         f"{sensitivity:.4g}; {bounds}." + (uploads if level == "L1" else "")
         + (f" Each party also releases its class counts with noise of scale 1/counts_gamma "
            f"= {1 / plan.counts_gamma:.4g}, composed into its epsilon."
            if plan.releases_counts else "")
     )
     return PrivacyReport(
-        level=level, unit="party" if level == "L1" else "example", gamma=plan.privacy.gamma,
-        delta=plan.privacy.delta, sensitivity=sensitivity, n_queries=n_queries,
+        level=level, unit="party" if level == "L1" else "example", gamma=plan.mechanism.gamma,
+        delta=plan.mechanism.delta, sensitivity=sensitivity, n_queries=n_queries,
         data_dependent_epsilon=data_dependent, data_independent_epsilon=data_independent,
         epsilon=epsilon, party_epsilons=party_epsilons, orders=DEFAULT_ORDERS,
-        statement=statement, mechanism=plan.privacy.noise,
+        statement=statement, mechanism=plan.mechanism.noise,
     )
+
 
 def _account(plan, party_privacy, parties, query_votes, n_queries):
     """(data-dependent, data-independent, per-party epsilons, sensitivity, whether the
     moments bound still decreased at the largest order)."""
-    if plan.level == "L1" and plan.privacy.noise == "gaussian":
+    if plan.level == "L1" and plan.mechanism.noise == "gaussian":
         # one party moves all s of its students' votes: sqrt(2) s in L2 norm
         sensitivity = ONE_VOTE_L2 * plan.n_students
-        noise = {"sigma": 1 / plan.privacy.gamma, "delta": plan.privacy.delta,
+        noise = {"sigma": 1 / plan.mechanism.gamma, "delta": plan.mechanism.delta,
                  "sensitivity": sensitivity}
         with _largest_order_noted() as largest_order:
             data_dependent = np.nan if plan.learns_soft_labels("final") else gnmax_epsilon(
@@ -483,7 +506,7 @@ def _account(plan, party_privacy, parties, query_votes, n_queries):
     if plan.level == "L1":
         # one party moves all s of its students: a count moves by s (Theorem 1)
         sensitivity = 2.0 * plan.n_students
-        accountant = dict(gamma=plan.privacy.gamma, delta=plan.privacy.delta,
+        accountant = dict(gamma=plan.mechanism.gamma, delta=plan.mechanism.delta,
                           orders=DEFAULT_ORDERS)
         with _largest_order_noted() as largest_order:
             data_dependent = np.nan if plan.learns_soft_labels("final") else pate_epsilon(
@@ -500,5 +523,5 @@ def _account(plan, party_privacy, parties, query_votes, n_queries):
     data_dependent = max(report["data_dependent_epsilon"] for report in party_privacy)
     data_independent = party_privacy[0]["data_independent_epsilon"]
     largest_order = any(report["largest_order"] for report in party_privacy)
-    sensitivity = ONE_VOTE_L2 if plan.privacy.noise == "gaussian" else 2.0
+    sensitivity = ONE_VOTE_L2 if plan.mechanism.noise == "gaussian" else 2.0
     return data_dependent, data_independent, party_epsilons, sensitivity, largest_order

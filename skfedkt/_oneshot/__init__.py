@@ -4,6 +4,7 @@
   read it and nothing else of the estimator.
 - `_party`: what runs at a party: its local model and, for ``selection="cv"``, that
   model's score on a held-out share of its rows.
+- `_payloads`: what crosses, typed: a party's upload, its local model.
 - `_server`: what runs at the server: the selection of the ensemble among the parties'
   models, and its distillation into one final model on a public set.
 - `_classifier`: `OneShotEnsembleClassifier`, its parameters; `fit` runs both steps in

@@ -1,32 +1,51 @@
 """OneShotEnsembleClassifier: its parameters, `fit`, which composes both steps, and prediction."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.base import is_regressor
 
 from .._engine._compat import HasMethods, Interval, StrOptions, num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
-from .._deployment._upload import payloads_bytes
-from .._engine._context import PartyStepResult
+from .._deployment._upload import PartyUpload, payloads_bytes
+from .._deployment._received import UploadChecker
+from .._engine._context import (
+    CheckContext,
+    Message,
+    PartyContext,
+    PartyStepResult,
+    ServerContext,
+)
 from .._engine._class_codes import ClassCodeModel
 from .._engine._fitting import ensemble_proba
-from .._privacy._release import final_model_release, models_release
+from .._engine._validation import FederatedData
+from .._privacy._release import Release, final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
+from ._payloads import OneShotUpload, oneshot_upload
 from ._plan import OneShotPlan, final_template, local_template
 from ._server import check_upload, server_step, warn_if_collapsed
 
 
-def _sent_bytes(clf):
+def _upload_check(context: CheckContext[OneShotPlan],
+                  final: bool) -> Callable[[UploadChecker], Any]:
+    # the same fields in every step, none of them sized by the agreement
+    return check_upload
+
+
+def _sent_bytes(clf: OneShotEnsembleClassifier) -> np.ndarray:
     # a trained party sends its local model; a party too small to train, its size
     sent = np.zeros(len(clf.parties_))
     sent[np.isin(clf.parties_, clf.trained_parties_)] = payloads_bytes(
-        [{"model": model, "codes": codes}
+        [dict(OneShotUpload(model=model, codes=codes))
          for model, codes in zip(clf.estimators_, clf._local_codes)], clf.n_jobs)
     return sent
 
 
-def _fit_releases(clf):
+def _fit_releases(clf: OneShotEnsembleClassifier) -> list[Release]:
     """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):
     every trained party's local model (its upload) and the final model."""
     n_classes = len(clf.classes_)
@@ -38,9 +57,10 @@ def _fit_releases(clf):
     ]
 
 
-def _upload_releases(clf, upload, n_classes):
+def _upload_releases(clf: OneShotEnsembleClassifier, upload: PartyUpload,
+                     n_classes: int) -> list[Release]:
     """What one party's upload lets out: its local model, if it trained one."""
-    if upload.payload["model"] is None:
+    if oneshot_upload(upload)["model"] is None:
         return []
     return [models_release("upload", upload.party, [upload.model()], n_classes)]
 
@@ -175,9 +195,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = OneShotPlan
-    _uploads = Uploads(check=lambda context, final: check_upload, sent_bytes=_sent_bytes)
+    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
-
 
     _private_fitted = ("_ensemble", "_local_codes", "_final_model")
 
@@ -225,40 +244,45 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _base_estimators(self):
+    def _base_estimators(self) -> list[Any]:
         return [local_template(self), *([final_template(self)] if self.distill else [])]
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
-    def _parties(self, context, random_state_of):
+    def _parties(self, context: PartyContext[OneShotPlan],
+                 random_state_of: Callable[[Any], np.random.RandomState],
+                 ) -> list[OneShotParty]:
         plan, data = context.plan, context.data
         if data.pooled:  # on its own machine, a party too small to train sends its size
             check_some_party_trains(plan, [len(rows) for rows in data.party_rows])
         return [OneShotParty(plan, party, rows, data.y, random_state_of(party))
                 for party, rows in zip(data.parties, data.party_rows)]
 
-    def _party_step(self, context, parties):
+    def _party_step(self, context: PartyContext[OneShotPlan],
+                    parties: Sequence[OneShotParty]) -> PartyStepResult:
         data = context.data
         fits = party_tier(context.plan, parties, data.X, data.classes)
         return PartyStepResult([
             party.upload(party_fits, data.classes, manifest)
             for party, party_fits, manifest in zip(parties, fits, context.manifests)])
 
-    def _server_step(self, context, uploads, reused):
+    def _server_step(self, context: ServerContext[OneShotPlan], uploads: Sequence[Message],
+                     reused: Any) -> dict[str, Any]:
         return server_step(context.plan, uploads, context.X_public, context.root,
-                           context.classes)
+                           context.known_classes)
 
-    def _after_fit(self, context, uploads, data):
+    def _after_fit(self, context: ServerContext[OneShotPlan], uploads: Sequence[Message],
+                   data: FederatedData | None) -> None:
         if context.X_public is not None:
             warn_if_collapsed(context.plan, self._predict_codes(context.X_public), uploads,
                               self.classes_)
 
-    def _regressor_outputs(self, X):
+    def _regressor_outputs(self, X: Any) -> np.ndarray:
         """A regressor final model's per-class outputs, shape (n_samples, n_classes)."""
         return np.asarray(self.final_estimator_.predict(X),
                           dtype=float).reshape(num_samples(X), -1)
 
-    def _predict_codes(self, X):
+    def _predict_codes(self, X: Any) -> np.ndarray:
         # the final model if distilled, else the ensemble
         if not self.distill:
             return self._proba(X).argmax(axis=1)
@@ -266,7 +290,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             return self._regressor_outputs(X).argmax(axis=1)
         return self._final_model.predict(X)
 
-    def _offers(self, method):
+    def _offers(self, method: str) -> bool:
         # the ensemble's or a classifier final model's probabilities; a regressor's
         # outputs as decision scores
         if not self.distill:
@@ -276,12 +300,12 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
             return not is_regressor(final) and hasattr(final, "predict_proba")
         return is_regressor(final)
 
-    def _proba(self, X):
+    def _proba(self, X: Any) -> np.ndarray:
         if not self.distill:
             return ensemble_proba(self._ensemble, X, len(self.classes_), self.voting)
         return self._final_model.predict_proba(X, len(self.classes_))
 
-    def _decision_scores(self, X):
+    def _decision_scores(self, X: Any) -> np.ndarray:
         # one output per class; for two classes the difference between them
         outputs = self._regressor_outputs(X)
         return outputs[:, 1] - outputs[:, 0] if len(self.classes_) == 2 else outputs

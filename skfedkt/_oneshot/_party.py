@@ -4,10 +4,14 @@ Functions of a frozen `OneShotPlan` and the party's data: `party_step` on one pa
 machine, `party_tier` for the local models of many parties in one batch.
 """
 
+from __future__ import annotations
+
 import threading
 import warnings
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import UndefinedMetricWarning
@@ -15,9 +19,14 @@ from sklearn.metrics import get_scorer
 
 from .._engine._compat import safe_indexing
 from .._deployment._upload import PartyUpload
-from .._engine._class_codes import GlobalLabelClassifier
+from .._engine._class_codes import ClassCodeModel, GlobalLabelClassifier
 from .._engine._fitting import Task, TierJob, fit_clones
 from .._engine._seeds import draw_seeds
+from ._payloads import OneShotUpload
+from ._plan import OneShotPlan
+
+# what a party's task gives back: its fitted model and its score (None unless scored)
+TaskFit = tuple[ClassCodeModel, Any]
 
 
 class OneShotParty:
@@ -30,7 +39,8 @@ class OneShotParty:
     than ``min_samples`` (two with "cv") trains nothing and sends only its size.
     """
 
-    def __init__(self, plan, party, rows, y, random_state):
+    def __init__(self, plan: OneShotPlan, party: Any, rows: np.ndarray, y: np.ndarray,
+                 random_state: np.random.RandomState) -> None:
         self.plan, self.party, self.rows, self.y = plan, party, rows, y
         self.trained = len(rows) >= plan.min_rows
         cv = self.trained and plan.selection == "cv"
@@ -38,7 +48,7 @@ class OneShotParty:
                                        random_state) if cv else None
         self.seeds = draw_seeds(random_state, (1 + cv) * self.trained)
 
-    def tasks(self, classes):
+    def tasks(self, classes: np.ndarray) -> list[Task]:
         """The local model's task and, with "cv", that of the model fit without the
         held-out rows, which scores itself on them where it is fit."""
         template = self.plan.local
@@ -52,7 +62,8 @@ class OneShotParty:
                               name=f"party {self.party!r}, without its held-out rows"))
         return tasks
 
-    def upload(self, fits, classes, manifest):
+    def upload(self, fits: list[TaskFit], classes: np.ndarray,
+               manifest: dict[str, Any]) -> PartyUpload:
         """The local model, its held-out score and the party's class counts; `fits` are
         the ``(model, score)`` of its tasks."""
         (models, scores) = zip(*fits) if fits else ((), ())
@@ -63,14 +74,15 @@ class OneShotParty:
                 class_counts=np.bincount(self.y[self.rows], minlength=len(classes)).tolist(),
                 score=None if score is None or np.isnan(score) else score,
             ),
-            payload={
-                "model": models[0].estimator if self.trained else None,
-                "codes": models[0].codes if self.trained else None,
-            },
+            payload=dict(OneShotUpload(
+                model=models[0].estimator if self.trained else None,
+                codes=models[0].codes if self.trained else None,
+            )),
         )
 
 
-def party_tier(plan, parties, X, classes):
+def party_tier(plan: OneShotPlan, parties: Sequence[OneShotParty], X: Any,
+               classes: np.ndarray) -> list[list[TaskFit]]:
     """Every party's local model (and cv model, scored on its held-out rows) in one
     flat parallel batch; the ``(model, score)`` of each task of each party."""
     fits = fit_clones(
@@ -83,7 +95,7 @@ def party_tier(plan, parties, X, classes):
     return [fits[start:stop] for start, stop in zip(sizes[:-1], sizes[1:])]
 
 
-def check_some_party_trains(plan, party_sizes):
+def check_some_party_trains(plan: OneShotPlan, party_sizes: list[int]) -> None:
     """Refuse, before any fit, parties of which none has the rows to train."""
     if max(party_sizes) < plan.min_rows:
         raise ValueError(
@@ -121,7 +133,7 @@ def _validation_score(model, X, *, y, rows, classes, scorer):
 
 
 @contextmanager
-def _undefined_metrics_ignored():
+def _undefined_metrics_ignored() -> Iterator[None]:
     """Ignore UndefinedMetricWarning in the main thread; elsewhere change nothing.
 
     `warnings.catch_warnings` swaps the process's filters: worker threads (joblib's

@@ -2,13 +2,19 @@
 frozen. The party step and the server step read the plan and nothing else of the
 estimator."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from sklearn.base import BaseEstimator
 from sklearn.metrics import get_scorer
 from sklearn.tree import DecisionTreeClassifier
 
 from .._engine._plan import Plan
+
+if TYPE_CHECKING:  # the base class: the algorithm's own would import in a circle
+    from .._base import BaseFederatedClassifier
 
 
 @dataclass(frozen=True)
@@ -23,12 +29,12 @@ class OneShotPlan(Plan):
     n_selected: int
     min_rows: int
     validation_fraction: float
-    scorer: object
+    scorer: Any
     voting: str
-    final: "BaseEstimator | None"
+    final: BaseEstimator | None
 
     @classmethod
-    def of(cls, estimator):
+    def of(cls, estimator: BaseFederatedClassifier) -> OneShotPlan:
         """The plan of a `OneShotEnsembleClassifier`'s parameters: the local model (a
         decision tree by default), the rows a party needs to train (two with "cv": one
         to fit, one to validate), the scorer (an unknown name fails here, before any
@@ -52,20 +58,19 @@ class OneShotPlan(Plan):
         )
 
     @property
-    def public_set_use(self):
+    def public_set_use(self) -> str | None:
         return None if self.final is None else "distill=True distils the ensemble on it"
 
-    def uploaded_estimators(self, party):
+    def uploaded_estimators(self, party: Any) -> list[Any]:
         return [self.local]
 
 
-
-def local_template(estimator):
+def local_template(estimator: BaseFederatedClassifier) -> Any:
     """The local model of a `OneShotEnsembleClassifier`, a decision tree by default."""
     return DecisionTreeClassifier() if estimator.estimator is None else estimator.estimator
 
 
-def final_template(estimator):
+def final_template(estimator: BaseFederatedClassifier) -> Any:
     """The model a `OneShotEnsembleClassifier` distils into: its `final_estimator`, or
     like its local model."""
     if estimator.final_estimator is None:
@@ -73,7 +78,7 @@ def final_template(estimator):
     return estimator.final_estimator
 
 
-def _scorer(scoring):
+def _scorer(scoring: Any) -> Any:
     """The scorer of `scoring`; None is decided once the classes are known (ROC AUC for
     binary problems, as in the paper, accuracy otherwise)."""
     if callable(scoring) or scoring is None:

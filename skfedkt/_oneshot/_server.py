@@ -2,17 +2,27 @@
 
 Functions of a frozen `OneShotPlan` and the parties' uploads."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from sklearn.base import is_regressor
 
+from .._deployment._received import UploadChecker
+from .._engine._class_codes import ClassCodeModel
+from .._engine._context import Message
 from .._engine._fitting import Task, TierJob, ensemble_proba, fit_clones
 from .._engine._seeds import seeded_clone
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._validation import parties_in_words, warn_if_classes_lost
 from ._party import check_some_party_trains
+from ._payloads import oneshot_upload
+from ._plan import OneShotPlan
 
 
-def check_upload(checker):
+def check_upload(checker: UploadChecker) -> None:
     """A one-shot upload: rows and class counts, a local model or none, and a
     validation score that is a scorer's (finite, at most 1) or none."""
     checker.rows_and_counts()
@@ -20,14 +30,17 @@ def check_upload(checker):
     checker.number("score", -np.inf, 1.0, optional=True)
 
 
-def server_step(plan, uploads, X_public, root, classes):
+def server_step(plan: OneShotPlan, uploads: Sequence[Message], X_public: Any, root: int,
+                classes: np.ndarray) -> dict[str, Any]:
     """Selection among the trained parties' models, then distillation on `X_public`
     (with ``distill=True``). Returns the fitted attributes of `OneShotEnsembleClassifier`."""
     check_some_party_trains(plan, [upload.manifest["n_rows"] for upload in uploads])
-    trained = [upload for upload in uploads if upload.payload["model"] is not None]
-    local_models = [upload.model() for upload in trained]
-    fitted = dict(
-        trained_parties_=np.array([upload.party for upload in trained]),
+    trained = [upload for upload in uploads if oneshot_upload(upload)["model"] is not None]
+    local_models = [ClassCodeModel(payload["model"], payload["codes"])
+                    for payload in map(oneshot_upload, trained)]
+    trained_parties = np.array([upload.manifest["party"] for upload in trained])
+    fitted: dict[str, Any] = dict(
+        trained_parties_=trained_parties,
         estimators_=[model.estimator for model in local_models],
         _local_codes=[model.codes for model in local_models],
     )
@@ -41,17 +54,18 @@ def server_step(plan, uploads, X_public, root, classes):
                      scores, rng)
     plan.say(f"{parties_in_words(len(trained))} trained a local model; the ensemble keeps "
              f"{len(chosen)} ({plan.selection!r} selection)")
-    fitted.update(selected_parties_=fitted["trained_parties_"][chosen],
-                  _ensemble=[local_models[i] for i in chosen])
+    ensemble = [local_models[i] for i in chosen]
+    fitted.update(selected_parties_=trained_parties[chosen], _ensemble=ensemble)
     if plan.final is not None:
-        fitted.update(_distil(plan, fitted["_ensemble"], X_public, len(classes), rng))
+        fitted.update(_distil(plan, ensemble, X_public, len(classes), rng))
     return fitted
 
 
-def warn_if_collapsed(plan, predicted, uploads, classes):
+def warn_if_collapsed(plan: OneShotPlan, predicted: np.ndarray, uploads: Sequence[Message],
+                      classes: np.ndarray) -> None:
     """Warn when the model's predictions on the public set (class codes `predicted`)
     lose classes that the parties' rows hold."""
-    counts = [upload.manifest.get("class_counts") for upload in uploads]
+    counts = [upload.manifest["class_counts"] for upload in uploads]
     warn_if_classes_lost(
         classes, predicted, "The model predicts on the public set",
         np.repeat(np.arange(len(classes)), np.sum(counts, axis=0)),

@@ -5,6 +5,7 @@ estimator without one (``privacy=None``) adds no noise and guarantees nothing.
 """
 
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -16,7 +17,8 @@ from ._reports import BitFlipPrivacyReport, PrivacyReport, TeacherVotesPrivacyRe
 class _VoteNoise(BaseEstimator):
     """Noise on FedKT's vote counts at one tier; `level` names the tier."""
 
-    level = None
+    # the tier each mechanism adds its noise at: "L1" (the server) or "L2" (the parties)
+    level: ClassVar[str]
 
     # what a fitted model that used it holds: model files trust it (`load_model`)
     fitted_types = (PrivacyReport,)

@@ -201,16 +201,17 @@ def _read_csv(path, labelled, text_features):
     columns = [list(column) for column in zip(*rows)]
     labels = None
     if labelled:
-        labels = columns.pop()
-        missing = [row for row, label in enumerate(labels, start=1)
-                   if label.lower() in MISSING_MARKERS]
-        if missing:
+        label_texts = columns.pop()
+        unlabelled = [row for row, label in enumerate(label_texts, start=1)
+                      if label.lower() in MISSING_MARKERS]
+        if unlabelled:
             raise ValueError(
-                f"Data row {missing[0]} of {path} has no label ({labels[missing[0] - 1]!r} "
-                f"in the last column; unlabelled rows: {len(missing)}): drop them."
+                f"Data row {unlabelled[0]} of {path} has no label "
+                f"({label_texts[unlabelled[0] - 1]!r} in the last column; unlabelled rows: "
+                f"{len(unlabelled)}): drop them."
             )
-        numeric = _as_numbers(labels)
-        labels = np.array(labels) if numeric is None else numeric
+        numeric = _as_numbers(label_texts)
+        labels = np.array(label_texts) if numeric is None else numeric
     features = []
     for index, values in enumerate(columns):
         numbers = _as_numbers(values)

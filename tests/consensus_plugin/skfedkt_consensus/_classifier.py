@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, cast
 
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval
@@ -14,7 +14,13 @@ from sklearn.utils.validation import _num_samples
 from skfedkt import PartyUpload
 from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
 from skfedkt._deployment._received import UploadChecker
-from skfedkt._engine._context import Message, PartyContext, PartyStepResult, ServerContext
+from skfedkt._engine._context import (
+    CheckContext,
+    Message,
+    PartyContext,
+    PartyStepResult,
+    ServerContext,
+)
 from skfedkt._engine._class_codes import (
     ClassCodeModel,
     sample_weight_param,
@@ -26,7 +32,45 @@ from skfedkt._engine._seeds import derived_random_state, draw_seeds, seeded_clon
 from skfedkt._privacy._release import final_model_release
 
 
-def _consensus_rows(estimator, consensus):
+class ConsensusUpload(TypedDict, total=False):
+    """A party's upload: its class probabilities on the public set, in every round;
+    nothing in the final step."""
+
+    #: shape (n_public, n_classes)
+    proba: np.ndarray
+
+
+class ConsensusMessage(TypedDict):
+    """The server's message: the consensus the next round learns."""
+
+    #: the sharpened mean probabilities, shape (n_public, n_classes)
+    consensus: np.ndarray
+
+
+def _upload_payload(upload: Message) -> ConsensusUpload:
+    return cast(ConsensusUpload, upload.payload)
+
+
+def _message_payload(message: Message) -> ConsensusMessage:
+    return cast(ConsensusMessage, message.payload)
+
+
+@dataclass(frozen=True)
+class ConsensusParty:
+    """One party: its name, its rows and one seed per round, drawn at once."""
+
+    party: Any
+    rows: np.ndarray
+    seeds: np.ndarray
+
+    def upload(self, manifest: dict[str, Any], proba: np.ndarray | None) -> PartyUpload:
+        """Its probabilities on the public set; nothing in the final step (None)."""
+        payload = ConsensusUpload() if proba is None else ConsensusUpload(proba=proba)
+        return PartyUpload(manifest=dict(manifest), payload=dict(payload))
+
+
+def _consensus_rows(estimator: Any,
+                    consensus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The public rows, labels and weights `estimator` learns the consensus from: soft
     labels (each row once per class, weighted by its probability) where it takes sample
     weights, else each row's most probable class."""
@@ -51,7 +95,7 @@ class ConsensusPlan(Plan):
                    temperature=estimator.temperature)
 
 
-def _upload_check(context: ServerContext[ConsensusPlan],
+def _upload_check(context: CheckContext[ConsensusPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     n_public = _num_samples(context.X_public)
 
@@ -67,7 +111,7 @@ def _upload_check(context: ServerContext[ConsensusPlan],
     return check
 
 
-def _message_check(context: ServerContext[ConsensusPlan]) -> Callable[[UploadChecker], Any]:
+def _message_check(context: CheckContext[ConsensusPlan]) -> Callable[[UploadChecker], Any]:
     n_public = _num_samples(context.X_public)
 
     def check(checker: UploadChecker) -> None:
@@ -120,48 +164,51 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
         return [self.estimator]
 
     def _parties(self, context: PartyContext[ConsensusPlan],
-                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[Any]:
+                 random_state_of: Callable[[Any], np.random.RandomState],
+                 ) -> list[ConsensusParty]:
         # a party's draws are made here, at once: one seed per round
-        return [(party, rows, draw_seeds(random_state_of(party), context.plan.n_rounds + 1))
+        return [ConsensusParty(party, rows, draw_seeds(random_state_of(party),
+                                                       context.plan.n_rounds + 1))
                 for party, rows in zip(context.data.parties, context.data.party_rows)]
 
     def _party_step(self, context: PartyContext[ConsensusPlan],
-                    parties: list[Any]) -> PartyStepResult:
+                    parties: Sequence[ConsensusParty]) -> PartyStepResult:
         data, plan, message = context.data, context.plan, context.message
         n_classes = len(data.classes)
         if message is not None and message.manifest["done"]:  # the final step: nothing
-            return PartyStepResult([PartyUpload(manifest=dict(manifest), payload={})
-                                    for manifest in context.manifests])
+            return PartyStepResult([party.upload(manifest, None)
+                                    for party, manifest in zip(parties, context.manifests)])
         round_ = 0 if message is None else int(message.manifest["round"])
         uploads = []
-        for (party, rows, seeds), manifest in zip(parties, context.manifests):
+        for party, manifest in zip(parties, context.manifests):
+            rows = party.rows
             X, y, weights = data.X[rows], data.y[rows], np.ones(len(rows))
             if message is not None:  # its rows plus the public set's consensus
-                public, labels, shares = _consensus_rows(plan.estimator,
-                                                         message.payload["consensus"])
+                public, labels, shares = _consensus_rows(
+                    plan.estimator, _message_payload(message)["consensus"])
                 X = np.vstack([X, take_rows(context.X_public, public)])
                 y, weights = np.concatenate([y, labels]), np.concatenate([weights, shares])
-            model = ClassCodeModel.fit(seeded_clone(plan.estimator, seeds[round_]), X, y,
-                                       n_classes, weights)
-            uploads.append(PartyUpload(manifest=dict(manifest), payload={
-                "proba": model.predict_proba(context.X_public, n_classes)}))
+            model = ClassCodeModel.fit(seeded_clone(plan.estimator, party.seeds[round_]), X,
+                                       y, n_classes, weights)
+            uploads.append(party.upload(manifest,
+                                        model.predict_proba(context.X_public, n_classes)))
         return PartyStepResult(uploads)
 
     def _server_round(self, context: ServerContext[ConsensusPlan],
-                      uploads: list[Message]) -> PartyUpload:
+                      uploads: Sequence[Message]) -> PartyUpload:
         # DS-FL's entropy reduction: the mean probabilities sharpened by a temperature
-        mean = np.mean([upload.payload["proba"] for upload in uploads], axis=0)
+        mean = np.mean([_upload_payload(upload)["proba"] for upload in uploads], axis=0)
         sharpened = mean ** (1 / context.plan.temperature)
         consensus = sharpened / sharpened.sum(axis=1, keepdims=True)
         fitted = 0 if context.message is None else int(context.message.manifest["round"])
         return PartyUpload(manifest=dict(round=fitted + 1,
                                          done=fitted + 1 == context.plan.n_rounds),
-                           payload={"consensus": consensus})
+                           payload=dict(ConsensusMessage(consensus=consensus)))
 
-    def _server_step(self, context: ServerContext[ConsensusPlan], uploads: list[Message],
+    def _server_step(self, context: ServerContext[ConsensusPlan], uploads: Sequence[Message],
                      reused: Any) -> dict[str, Any]:
         assert context.message is not None  # an algorithm with rounds ends on a message
-        consensus = context.message.payload["consensus"]
+        consensus = _message_payload(context.message)["consensus"]
         seed = draw_seeds(derived_random_state(context.root, "final model"), 1)[0]
         public, labels, shares = _consensus_rows(context.plan.estimator, consensus)
         final_model = ClassCodeModel.fit(

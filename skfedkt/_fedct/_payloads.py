@@ -1,0 +1,56 @@
+"""What crosses in FedCT, field by field: the payloads of a party's upload and of the
+server's message, typed so that every key is checked.
+
+A payload is built as ``dict(FedCTUpload(...))``: the TypedDict checks its keys, and
+`PartyUpload` holds a plain dict (skops writes it as one). It is read through
+`fedct_upload` or `fedct_message`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict, cast
+
+import numpy as np
+
+from .._engine._context import Message
+
+
+class _SharedLabels(TypedDict, total=False):
+    """What a FedCT party shares in a round: exactly one of ``labels`` and
+    ``vote_counts``, by the plan's privacy; None in a round the server does not vote on
+    (the last of ``n_rounds``)."""
+
+    #: the party's (bit-flipped) class codes of every public row, -1 for an abstention
+    labels: np.ndarray | None
+    #: with `TeacherVotes`: its teachers' noisy vote counts on the queries, of shape
+    #: (n_queries, n_classes)
+    vote_counts: np.ndarray | None
+
+
+class FedCTUpload(_SharedLabels):
+    """A FedCT party's upload of one round: what it shares (`_SharedLabels`) and its
+    model."""
+
+    #: in the final round, if the party shares it: its model (None otherwise)
+    model: Any
+    #: the class codes of that model's outputs (None without a model)
+    codes: np.ndarray | None
+
+
+class FedCTMessage(TypedDict):
+    """The server's message of a FedCT round."""
+
+    #: the consensus codes of every public row the parties learn next (-1: none)
+    consensus: np.ndarray
+    #: the consensus of the round just voted, which the final model reports
+    last_consensus: np.ndarray
+
+
+def fedct_upload(upload: Message) -> FedCTUpload:
+    """`upload`'s payload, read as a FedCT party's."""
+    return cast(FedCTUpload, upload.payload)
+
+
+def fedct_message(message: Message) -> FedCTMessage:
+    """`message`'s payload, read as the FedCT server's."""
+    return cast(FedCTMessage, message.payload)
