@@ -40,6 +40,11 @@ with or without ``random_state``).
 **Releases.** `Release`, `models_release` and `final_model_release`: what a fit lets
 out, for the membership audit.
 
+**scikit-learn's insides an estimator needs.** The constraints of
+``_parameter_constraints`` (`Interval`, `StrOptions`, `Options`, `HasMethods`),
+`num_samples` and `safe_indexing` (rows of any kind): scikit-learn keeps them in
+private modules, and skfedkt reaches them in one place, checked on its versions.
+
 **Tests.** `isolated_registry` (registrations within forget themselves on exit),
 `served_by_flower` (the model the Flower apps serve, three SuperNodes in one process),
 `in_process_grid`, `flower_context` and `flower_task_identity` (the Flower runtime's
@@ -50,6 +55,14 @@ from ._base import BaseFederatedClassifier
 from ._declarations import Releases, Uploads
 from ._deployment._received import UploadChecker
 from ._deployment._upload import PartyUpload
+from ._engine._compat import (
+    HasMethods,
+    Interval,
+    Options,
+    StrOptions,
+    num_samples,
+    safe_indexing,
+)
 from ._engine._class_codes import (
     ClassCodeModel,
     GlobalLabelClassifier,
@@ -91,9 +104,12 @@ __all__ = [
     "CloneFitting",
     "Flag",
     "GlobalLabelClassifier",
+    "HasMethods",
+    "Interval",
     "Message",
     "Method",
     "OptionError",
+    "Options",
     "Party",
     "PartyContext",
     "PartyStepResult",
@@ -103,6 +119,7 @@ __all__ = [
     "Releases",
     "ServerContext",
     "StackedRows",
+    "StrOptions",
     "Task",
     "TierJob",
     "UploadChecker",
@@ -117,9 +134,11 @@ __all__ = [
     "in_process_grid",
     "isolated_registry",
     "models_release",
+    "num_samples",
     "positive",
     "predict_votes",
     "register",
+    "safe_indexing",
     "sample_weight_param",
     "seeded_clone",
     "served_by_flower",

@@ -8,28 +8,31 @@ from numbers import Integral, Real
 from typing import Any, ClassVar, TypedDict, cast
 
 import numpy as np
-from sklearn.utils._param_validation import HasMethods, Interval
-from sklearn.utils.validation import _num_samples
 
-from skfedkt import PartyUpload
-from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
-from skfedkt._deployment._received import UploadChecker
-from skfedkt._engine._context import (
+from skfedkt.algorithm import (
+    BaseFederatedClassifier,
     CheckContext,
+    ClassCodeModel,
+    HasMethods,
+    Interval,
     Message,
     PartyContext,
     PartyStepResult,
+    PartyUpload,
+    Plan,
+    Releases,
     ServerContext,
-)
-from skfedkt._engine._class_codes import (
-    ClassCodeModel,
+    UploadChecker,
+    Uploads,
+    derived_random_state,
+    draw_seeds,
+    final_model_release,
+    num_samples,
     sample_weight_param,
+    seeded_clone,
     soft_label_rows,
+    take_rows,
 )
-from skfedkt._engine._plan import Plan
-from skfedkt._engine._rows import take_rows
-from skfedkt._engine._seeds import derived_random_state, draw_seeds, seeded_clone
-from skfedkt._privacy._release import final_model_release
 
 
 class ConsensusUpload(TypedDict, total=False):
@@ -97,7 +100,7 @@ class ConsensusPlan(Plan):
 
 def _upload_check(context: CheckContext[ConsensusPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
-    n_public = _num_samples(context.X_public)
+    n_public = num_samples(context.X_public)
 
     def check(checker: UploadChecker) -> None:
         checker.count("n_rows", positive=True)
@@ -112,7 +115,7 @@ def _upload_check(context: CheckContext[ConsensusPlan],
 
 
 def _message_check(context: CheckContext[ConsensusPlan]) -> Callable[[UploadChecker], Any]:
-    n_public = _num_samples(context.X_public)
+    n_public = num_samples(context.X_public)
 
     def check(checker: UploadChecker) -> None:
         checker.count("round", positive=True, at_most=context.plan.n_rounds)

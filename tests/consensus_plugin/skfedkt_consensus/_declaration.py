@@ -1,7 +1,7 @@
 """The consensus distillation on the command line: a --rounds flag, which FedCT also
 declares, and its configuration in ``skfedkt run``."""
 
-from skfedkt._registry import Algorithm, Flag, Method, positive, register
+from skfedkt.algorithm import Algorithm, Flag, Method, positive, register
 
 from ._classifier import ConsensusDistillClassifier
 
