@@ -79,7 +79,7 @@ def test_one_round_through_files_gives_fits_model(consortium, tmp_path, capsys, 
 
 
 def test_fedct_rounds_through_files(consortium, tmp_path, capsys):
-    message = None
+    message, printed = None, ""
     for round_ in range(20):
         uploads = [tmp_path / f"round-{round_}-{p}.skfedkt" for p in PARTIES]
         extra = [] if message is None else ["--message", message]

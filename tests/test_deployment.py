@@ -35,7 +35,7 @@ def consortium():
     rng = np.random.RandomState(0)
     order = rng.permutation(len(y))
     X, y = X[order], y[order]
-    X_public, X_test, y_test = X[:120], X[120:220], y[120:220]
+    X_public, X_test = X[:120], X[120:220]
     X, y = X[220:], y[220:]
     party = rng.randint(N_PARTIES, size=len(y))
     return X, y, party, X_public, X_test

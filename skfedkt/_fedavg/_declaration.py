@@ -11,6 +11,7 @@ from sklearn.base import clone
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
+from .._engine._nets import final_step
 from .._fedkt import FedKTClassifier
 from .._registry import Algorithm, Flag, Method, positive, register
 from ._classifier import FedAvgClassifier
@@ -47,8 +48,7 @@ def public_scaling(X_public: np.ndarray) -> FunctionTransformer:
 def averaged_model(estimator: Any, X_public: np.ndarray) -> Pipeline:
     """The runner's model for the iterative algorithms: its MLP after the public set's
     standardisation instead of its own scaler."""
-    learner = estimator[-1] if isinstance(estimator, Pipeline) else estimator
-    return make_pipeline(public_scaling(X_public), learner)
+    return make_pipeline(public_scaling(X_public), final_step(estimator))
 
 
 def first_round(estimator: Any, fedkt_options: dict[str, Any],
@@ -58,7 +58,7 @@ def first_round(estimator: Any, fedkt_options: dict[str, Any],
     `local_epochs` epochs; a model fitted longer to the public set is a worse start
     (``benchmarks/bench_networks.py``)."""
     final = clone(estimator)
-    (final[-1] if isinstance(final, Pipeline) else final).set_params(max_iter=local_epochs)
+    final_step(final).set_params(max_iter=local_epochs)
     return FedKTClassifier(estimator, **fedkt_options, final_estimator=final)
 
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from sklearn.base import clone
 from sklearn.neural_network import MLPClassifier
-from sklearn.pipeline import Pipeline
 
+from .._engine._nets import final_step
 from .._engine._plan import Plan
 from .._engine._weights import check_averageable
 
@@ -106,8 +106,7 @@ def check_first_round(init: Any, model: Any) -> None:
         )
     final = init._base_estimators()[-1]
     # the models themselves, after any Pipeline steps
-    final_model, rounds_model = (m[-1] if isinstance(m, Pipeline) else m
-                                 for m in (final, model))
+    final_model, rounds_model = final_step(final), final_step(model)
     params = (final_model.get_params(deep=False)
               if type(final_model) is type(rounds_model) else {})
     differing = [name for name in _ARCHITECTURE
