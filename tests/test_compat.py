@@ -255,6 +255,9 @@ def test_set_inferred_classes_is_what_classes_returns():
     assert list(net.classes_) == [0, 1]
     _compat.set_inferred_classes(net, np.array([0, 1, 2]))
     assert list(net.classes_) == [0, 1, 2]
+    fresh = _skorch_net()  # before its check_data has run (the stacked path's nets)
+    _compat.set_inferred_classes(fresh, np.array([0, 1]))
+    assert list(fresh.classes_) == [0, 1]
 
 
 def test_classes_received_by_value_lists_a_class_pickled_by_value():

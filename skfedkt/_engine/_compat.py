@@ -225,8 +225,8 @@ def set_inferred_classes(net, classes):
     (``classes_inferred_``, which its ``classes_`` returns where the net was given no
     ``classes``): the stacked path runs the net's ``check_data`` on all of its rows,
     and a clone learns the codes its rows hold (checked on skorch 1.0 to 1.4)."""
-    if "classes_inferred_" not in vars(net):
-        _require(net, "classes_inferred_", "skorch")
+    # set whether or not the net's check_data set it already (it does only where its
+    # targets passed through it): a skorch that reads it no more ignores it
     net.classes_inferred_ = classes
 
 
