@@ -206,6 +206,7 @@ def _skorch_net(**options):
 
 
 def test_predict_nonlinearity_is_what_predict_proba_applies():
+    pytest.importorskip("skorch")
     import torch
 
     net = _skorch_net()
@@ -216,6 +217,7 @@ def test_predict_nonlinearity_is_what_predict_proba_applies():
 
 
 def test_scoring_callbacks_decide_and_record_the_best_score():
+    pytest.importorskip("skorch")
     from skorch.callbacks import EpochScoring, PassthroughScoring
 
     net = _skorch_net()
@@ -232,6 +234,7 @@ def test_scoring_callbacks_decide_and_record_the_best_score():
 
 
 def test_skip_log_header_leaves_the_header_out():
+    pytest.importorskip("skorch")
     from skorch.callbacks import PrintLog
 
     def printed(skip):
@@ -250,6 +253,7 @@ def test_skip_log_header_leaves_the_header_out():
 
 
 def test_set_inferred_classes_is_what_classes_returns():
+    pytest.importorskip("skorch")
     net = _skorch_net()
     net.check_data(np.zeros((4, 3), dtype=np.float32), np.array([0, 1, 1, 0]))
     assert list(net.classes_) == [0, 1]
