@@ -9,7 +9,8 @@ declarations), with `Uploads` and `Releases` (what its class declares),
 `shared_docs` (the parameter descriptions of ``fit``'s docstring), `Plan` (the frozen
 parameters its steps read, with `CloneFitting`), the contexts its steps take
 (`PartyContext`, `ServerContext`, and `CheckContext`, the one both sides' checks of
-what crosses take), `Party` (what ``_parties`` returns: anything with an ``upload``),
+what crosses take; `PartyRows`, a party context's ``data``, is `FederatedData` in
+``fit``), `Party` (what ``_parties`` returns: anything with an ``upload``),
 `Message` (what crosses: a `PartyUpload`) and `PartyStepResult` (what a party step
 returns).
 
@@ -74,6 +75,7 @@ from ._engine._context import (
     Message,
     Party,
     PartyContext,
+    PartyRows,
     PartyStepResult,
     ServerContext,
 )
@@ -81,6 +83,7 @@ from ._engine._fitting import CloneFits, Task, TierJob, fit_clones, predict_vote
 from ._engine._plan import CloneFitting, Plan
 from ._engine._rows import StackedRows, take_rows
 from ._engine._seeds import derived_random_state, draw_seeds, seeded_clone
+from ._engine._validation import FederatedData
 from ._privacy._release import Release, final_model_release, models_release
 from ._registry import (
     Algorithm,
@@ -102,6 +105,7 @@ __all__ = [
     "ClassCodeModel",
     "CloneFits",
     "CloneFitting",
+    "FederatedData",
     "Flag",
     "GlobalLabelClassifier",
     "HasMethods",
@@ -112,6 +116,7 @@ __all__ = [
     "Options",
     "Party",
     "PartyContext",
+    "PartyRows",
     "PartyStepResult",
     "PartyUpload",
     "Plan",
