@@ -1140,3 +1140,21 @@ def test_a_stray_text_cell_in_a_numeric_column_is_named_not_coded(tmp_path):
     path.write_text("1,red,0\n4,?,1\n5,blue,0\n6,red,1\n")
     X, _ = load_local_file(path, text_features="ordinal")
     np.testing.assert_array_equal(X[:, 1], [1, np.nan, 0, 1])
+
+
+def test_a_payload_model_missing_its_native_arrays_is_refused_not_crashed():
+    """A neighbours estimator without its rows, a support vector machine without its
+    dual coefficients: refused as the upload's fault, naming the structure."""
+    from sklearn.neighbors import KNeighborsClassifier
+    from sklearn.svm import SVC
+
+    from skfedkt._deployment._native import check_native_structures
+
+    X, y = np.random.RandomState(0).normal(size=(30, 3)), np.arange(30) % 3
+    neighbors = KNeighborsClassifier(algorithm="kd_tree").fit(X, y)
+    del neighbors._fit_X
+    svm = SVC().fit(X, y)
+    del svm._dual_coef_
+    for model, reason in ((neighbors, "cannot be rebuilt"), (svm, "dual coefficients")):
+        with pytest.raises(UploadError, match=reason):
+            check_native_structures(model, "party 'a'")
