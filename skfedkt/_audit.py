@@ -116,11 +116,6 @@ def _replacement_rows(candidates, y, y_holdout, pool_rows, rng):
     return mapping, reused / max(len(members), 1)
 
 
-def _releases_by_key(estimator):
-    return {(release.name, release.party): release
-            for release in estimator._releases.of_fit(estimator)}
-
-
 def _holdout_halves(y_holdout, n_reference, rng):
     """Half of every class's held-out rows are non-members, the other half stand in for
     the attacked members in the reference fits (all are non-members without them)."""
@@ -194,7 +189,14 @@ def _run_audit(name, fit, target_releases, X, y, party_codes, attacked, X_holdou
 
 
 def _keyed(releases):
-    return {(release.name, release.party): release for release in releases}
+    """Releases by (name, party), which the attacks pair between fits: unique."""
+    keyed = {(release.name, release.party): release for release in releases}
+    if len(keyed) < len(releases):
+        names = [(release.name, release.party) for release in releases]
+        twice = next(key for key in names if names.count(key) > 1)
+        raise ValueError(f"Two releases are named {twice[0]!r} of party {twice[1]!r}: the "
+                         "algorithm's Releases must name each (name, party) once.")
+    return keyed
 
 
 def _reseeded(estimator, seed):

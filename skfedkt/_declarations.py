@@ -21,7 +21,7 @@ class Uploads(Generic[PlanT]):
     it (``_uploads = Uploads(check=..., sent_bytes=...)``): how the receiving side checks
     each file's algorithm fields, and what a party sent in `fit`.
 
-    Each check is a function of the receiving side's `ServerContext` that returns a
+    Each check is a function of the receiving side's `CheckContext` that returns a
     function of one upload's `UploadChecker` (``skfedkt/_deployment/_received.py``):
     the file is read, bounded and unpacked below the algorithm, and the check reads its
     fields through the checker, whose every refusal names the party, the file and the

@@ -1,7 +1,7 @@
 """The algorithm author's toolkit: everything an algorithm may use of skfedkt, in one module.
 
 An algorithm written outside the package (installed as its own distribution, see
-:doc:`/architecture`) imports from here and from nothing private of skfedkt. What it
+:doc:`/extending`) imports from here and from nothing private of skfedkt. What it
 finds, by job:
 
 **The contract.** `BaseFederatedClassifier`, the class to extend (its hooks and

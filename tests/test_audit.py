@@ -177,3 +177,14 @@ def test_audit_errors_name_the_argument(noisy_labels):
     with pytest.raises(ValueError, match="No held-out row shares a class with party 1"):
         membership_audit(clf, X, y, groups=skewed, X_holdout=X_holdout[y_holdout == 1],
                          y_holdout=y_holdout[y_holdout == 1])
+
+
+def test_releases_named_twice_are_refused_before_any_attack():
+    from skfedkt._audit import _keyed
+    from skfedkt.algorithm import Release
+
+    twice = [Release("upload", "a", "proba", predict=len),
+             Release("upload", "a", "labels", predict=len)]
+    with pytest.raises(ValueError, match="Two releases are named 'upload' of party 'a'"):
+        _keyed(twice)
+    assert set(_keyed(twice[:1])) == {("upload", "a")}

@@ -1,6 +1,6 @@
 """The proof that a new algorithm is new files only: `tests/consensus_plugin/`, an algorithm of
 DS-FL's shape (rounds, a float payload, a --rounds flag FedCT also declares, a final
-model), written and registered as ``doc/architecture.rst`` tells a contributor, through
+model), written and registered as ``doc/extending.rst`` tells a contributor, through
 everything the package's own algorithms go through."""
 
 import importlib

@@ -1,5 +1,5 @@
 """A test-only algorithm of DS-FL's shape (Itahara et al., 2020), written as a
-contributor writes one from ``doc/architecture.rst``: its package, registered by
+contributor writes one from ``doc/extending.rst``: its package, registered by
 importing it, and nothing edited elsewhere.
 
 - `_classifier`: the plan and `ConsensusDistillClassifier`, whose party step shares
