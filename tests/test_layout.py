@@ -36,31 +36,62 @@ def test_every_module_says_its_one_job_and_stays_under_600_lines():
     assert unstated == [] and long == []
 
 
+def _imports(name, path, tree, modules):
+    """The package's modules that module `name` imports, inside functions too: for
+    ``from X import y``, the module X.y where there is one, else X."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    targets = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            targets |= {f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules
+                        else module for alias in node.names}
+        elif isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+    return {target for target in targets if target in modules and target != name}
+
+
+TREES = {_module_name(path): (path, ast.parse(path.read_text())) for path in MODULES}
+
+
 def test_no_module_of_the_package_imports_itself_back():
-    """Imports inside functions count; a package's __init__.py that only re-exports is
-    a face, not a module (as ../shared/tools/import_cycles.py reads the package)."""
-    trees = {_module_name(path): (path, ast.parse(path.read_text())) for path in MODULES}
-    faces = {name for name, (path, tree) in trees.items()
+    """A package's __init__.py that only re-exports is a face, not a module (as
+    ../shared/tools/import_cycles.py reads the package)."""
+    faces = {name for name, (path, tree) in TREES.items()
              if path.name == "__init__.py" and _only_reexports(tree)}
-    graph = {}
-    for name, (path, tree) in trees.items():
-        if name in faces:
-            continue
-        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-        targets = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                base = package[: len(package) - node.level + 1] if node.level else []
-                module = ".".join(base + ([node.module] if node.module else []))
-                targets |= {module, *(f"{module}.{alias.name}" for alias in node.names)}
-            elif isinstance(node, ast.Import):
-                targets |= {alias.name for alias in node.names}
-        graph[name] = {target for target in targets
-                       if target in trees and target != name and target not in faces}
+    graph = {name: _imports(name, path, tree, TREES) - faces
+             for name, (path, tree) in TREES.items() if name not in faces}
     try:
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as error:
         pytest.fail(f"an import circle: {' -> '.join(error.args[1])}")
+
+
+# the layers of doc/architecture.rst's drawing, bottom first, by the package's folders
+# and modules; everything else (the command line, Flower, model files, the audit, the
+# public namespaces) is the top
+LAYERS = (
+    ("bottom", {"_engine", "_privacy", "_config", "_version"}),
+    ("protocol", {"_deployment"}),
+    ("algorithms", {"_base", "_predict_side", "_declarations", "_shared_docs",
+                    "_agreed_limits", "_registry", "_fedkt", "_fedct", "_oneshot",
+                    "_fedavg"}),
+)
+
+
+def _layer(name):
+    parts = name.split(".")
+    return next((rank for rank, (_, members) in enumerate(LAYERS)
+                 if len(parts) > 1 and parts[1] in members), len(LAYERS))
+
+
+def test_dependence_points_downwards_from_layer_to_layer():
+    upwards = sorted(f"{name} imports {target}"
+                     for name, (path, tree) in TREES.items()
+                     for target in _imports(name, path, tree, TREES)
+                     if _layer(target) > _layer(name))
+    assert upwards == []
 
 
 def test_no_function_of_the_engine_takes_more_than_eight_parameters():
@@ -80,14 +111,20 @@ def test_no_function_of_the_engine_takes_more_than_eight_parameters():
 
 def test_the_outside_algorithm_needs_nothing_private_of_skfedkt():
     """The test plugin, written as an outside distribution, imports skfedkt's public
-    names and its author's toolkit (`skfedkt.algorithm`) only."""
+    names and its author's toolkit (`skfedkt.algorithm`) only, in any import form."""
     private = []
     for path in sorted((ROOT / "tests" / "consensus_plugin").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(
-                    "skfedkt") and any(part.startswith("_")
-                                       for part in node.module.split(".")):
-                private.append(f"{path.name}:{node.lineno} {node.module}")
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}"
+                                         for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            private += [f"{path.name}:{node.lineno} {name}" for name in names
+                        if name.split(".")[0] == "skfedkt"
+                        and any(part.startswith("_") for part in name.split("."))]
     assert private == []
 
 

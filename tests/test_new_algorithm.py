@@ -116,6 +116,23 @@ def test_an_estimator_without_random_state_is_seeded_as_the_engine_seeds_it(data
     assert score >= central - 0.1, (score, central)
 
 
+def test_rows_of_any_kind_and_any_n_jobs_give_one_model(data):
+    # the party step indexes rows through the toolkit, so DataFrames and sparse
+    # matrices train as arrays do, and its one tier per round is the same for any n_jobs
+    import pandas as pd
+    from scipy import sparse
+
+    X, y, party, X_public, X_test, _ = data
+    expected = _estimator().fit(X, y, groups=party, X_unlabeled=X_public)
+    for to_rows, n_jobs in ((pd.DataFrame, 1), (sparse.csr_matrix, 2), (np.asarray, 2)):
+        fitted = _estimator(n_jobs=n_jobs).fit(to_rows(X), y, groups=party,
+                                               X_unlabeled=to_rows(X_public))
+        assert_array_equal(fitted.predict_proba(to_rows(X_test)),
+                           expected.predict_proba(X_test))
+    assert [tier["tier"] for tier in expected.tier_fits_] == [
+        "party models, round 0", "party models, round 1", "final model"]
+
+
 def test_a_false_float_payload_is_refused_naming_party_and_field(data):
     from skfedkt import UploadError
 

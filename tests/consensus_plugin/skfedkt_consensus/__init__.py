@@ -2,9 +2,13 @@
 contributor writes one from ``doc/extending.rst``: its package, registered by
 importing it, and nothing edited elsewhere.
 
-- `_classifier`: the plan and `ConsensusDistillClassifier`, whose party step shares
-  class probabilities on the public set (a float matrix) every round, and whose server
-  averages and sharpens them into the consensus the next round learns.
+- `_plan`, `_payloads`: its parameters, frozen, and what its uploads and messages hold.
+- `_party`: each round, every party's model fit on its rows plus the public rows the
+  last consensus labels (one tier of `fit_clones`), and its class probabilities on the
+  public set (a float matrix).
+- `_server`: each round, the probabilities averaged and sharpened into the next
+  consensus; after the last, the final model.
+- `_classifier`: `ConsensusDistillClassifier`, its parameters, checks and declarations.
 - `_declaration`: its declaration to the registry, with a ``--rounds`` flag that FedCT
   also declares.
 """

@@ -3,99 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, ClassVar, TypedDict, cast
+from typing import Any
 
 import numpy as np
 
 from skfedkt.algorithm import (
     BaseFederatedClassifier,
     CheckContext,
-    ClassCodeModel,
     HasMethods,
     Interval,
     Message,
     PartyContext,
     PartyStepResult,
     PartyUpload,
-    Plan,
     Releases,
     ServerContext,
     UploadChecker,
     Uploads,
-    derived_random_state,
-    draw_seeds,
     final_model_release,
     num_samples,
-    sample_weight_param,
-    seeded_clone,
-    soft_label_rows,
-    take_rows,
 )
 
-
-class ConsensusUpload(TypedDict, total=False):
-    """A party's upload: its class probabilities on the public set, in every round;
-    nothing in the final step."""
-
-    #: shape (n_public, n_classes)
-    proba: np.ndarray
-
-
-class ConsensusMessage(TypedDict):
-    """The server's message: the consensus the next round learns."""
-
-    #: the sharpened mean probabilities, shape (n_public, n_classes)
-    consensus: np.ndarray
-
-
-def _upload_payload(upload: Message) -> ConsensusUpload:
-    return cast(ConsensusUpload, upload.payload)
-
-
-def _message_payload(message: Message) -> ConsensusMessage:
-    return cast(ConsensusMessage, message.payload)
-
-
-@dataclass(frozen=True)
-class ConsensusParty:
-    """One party: its name, its rows and one seed per round, drawn at once."""
-
-    party: Any
-    rows: np.ndarray
-    seeds: np.ndarray
-
-    def upload(self, manifest: dict[str, Any], proba: np.ndarray | None) -> PartyUpload:
-        """Its probabilities on the public set; nothing in the final step (None)."""
-        payload = ConsensusUpload() if proba is None else ConsensusUpload(proba=proba)
-        return PartyUpload(manifest=dict(manifest), payload=dict(payload))
-
-
-def _consensus_rows(estimator: Any,
-                    consensus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The public rows, labels and weights `estimator` learns the consensus from: soft
-    labels (each row once per class, weighted by its probability) where it takes sample
-    weights, else each row's most probable class."""
-    if sample_weight_param(estimator) is None:
-        return np.arange(len(consensus)), consensus.argmax(axis=1), np.ones(len(consensus))
-    return soft_label_rows(consensus)
-
-
-@dataclass(frozen=True)
-class ConsensusPlan(Plan):
-    estimator: Any = None
-    n_rounds: int = 2
-    temperature: float = 0.5
-
-    estimator_name: ClassVar[str] = "ConsensusDistillClassifier"
-    upload_kind: ClassVar[str] = "public-set probabilities"
-
-    @classmethod
-    def of(cls, estimator: ConsensusDistillClassifier) -> ConsensusPlan:
-        return cls(n_jobs=estimator.n_jobs, verbose=estimator.verbose,
-                   estimator=estimator.estimator, n_rounds=estimator.n_rounds,
-                   temperature=estimator.temperature)
+from ._party import ConsensusParty, parties, party_step
+from ._plan import ConsensusPlan
+from ._server import server_round, server_step
 
 
 def _upload_check(context: CheckContext[ConsensusPlan],
@@ -169,56 +101,19 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
     def _parties(self, context: PartyContext[ConsensusPlan],
                  random_state_of: Callable[[Any], np.random.RandomState],
                  ) -> list[ConsensusParty]:
-        # a party's draws are made here, at once: one seed per round
-        return [ConsensusParty(party, rows, draw_seeds(random_state_of(party),
-                                                       context.plan.n_rounds + 1))
-                for party, rows in zip(context.data.parties, context.data.party_rows)]
+        return parties(context, random_state_of)
 
     def _party_step(self, context: PartyContext[ConsensusPlan],
                     parties: Sequence[ConsensusParty]) -> PartyStepResult:
-        data, plan, message = context.data, context.plan, context.message
-        n_classes = len(data.classes)
-        if message is not None and message.manifest["done"]:  # the final step: nothing
-            return PartyStepResult([party.upload(manifest, None)
-                                    for party, manifest in zip(parties, context.manifests)])
-        round_ = 0 if message is None else int(message.manifest["round"])
-        uploads = []
-        for party, manifest in zip(parties, context.manifests):
-            rows = party.rows
-            X, y, weights = data.X[rows], data.y[rows], np.ones(len(rows))
-            if message is not None:  # its rows plus the public set's consensus
-                public, labels, shares = _consensus_rows(
-                    plan.estimator, _message_payload(message)["consensus"])
-                X = np.vstack([X, take_rows(context.X_public, public)])
-                y, weights = np.concatenate([y, labels]), np.concatenate([weights, shares])
-            model = ClassCodeModel.fit(seeded_clone(plan.estimator, party.seeds[round_]), X,
-                                       y, n_classes, weights)
-            uploads.append(party.upload(manifest,
-                                        model.predict_proba(context.X_public, n_classes)))
-        return PartyStepResult(uploads)
+        return party_step(context, parties)
 
     def _server_round(self, context: ServerContext[ConsensusPlan],
                       uploads: Sequence[Message]) -> PartyUpload:
-        # DS-FL's entropy reduction: the mean probabilities sharpened by a temperature
-        mean = np.mean([_upload_payload(upload)["proba"] for upload in uploads], axis=0)
-        sharpened = mean ** (1 / context.plan.temperature)
-        consensus = sharpened / sharpened.sum(axis=1, keepdims=True)
-        fitted = 0 if context.message is None else int(context.message.manifest["round"])
-        return PartyUpload(manifest=dict(round=fitted + 1,
-                                         done=fitted + 1 == context.plan.n_rounds),
-                           payload=dict(ConsensusMessage(consensus=consensus)))
+        return server_round(context, uploads)
 
     def _server_step(self, context: ServerContext[ConsensusPlan], uploads: Sequence[Message],
                      reused: Any) -> dict[str, Any]:
-        assert context.message is not None  # an algorithm with rounds ends on a message
-        consensus = _message_payload(context.message)["consensus"]
-        seed = draw_seeds(derived_random_state(context.root, "final model"), 1)[0]
-        public, labels, shares = _consensus_rows(context.plan.estimator, consensus)
-        final_model = ClassCodeModel.fit(
-            seeded_clone(context.plan.estimator, seed), take_rows(context.X_public, public), labels,
-            len(context.known_classes), shares)
-        return {"_final_model": final_model, "_consensus": consensus,
-                "n_rounds_": int(context.message.manifest["round"])}
+        return server_step(context)
 
     def _proba(self, X: Any) -> np.ndarray:
         return self._final_model.predict_proba(X, len(self.classes_))
