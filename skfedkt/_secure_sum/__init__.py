@@ -1,0 +1,20 @@
+"""The secure sum: parties add vectors of 64-bit words so that the coordinator learns
+their sum and nothing of any one of them, though some parties drop along the way.
+
+- `_agreement`: what the parties agree on beforehand, and the refusal every stage raises.
+- `_party`, `_coordinator`: each side's stages (Bonawitz et al., CCS 2017).
+- `_primitives`: X25519, HKDF, ChaCha20, AES-GCM and Ed25519, from `cryptography`.
+- `_shamir`: Shamir's sharing of the secrets that unmask a dropped party.
+- `_encoding`: integers and fixed-point floats as words.
+- `_simulation`: one sum run in one process, with its transcript.
+"""
+
+from ._agreement import Agreement, SecureSumError
+from ._coordinator import SecureSumCoordinator
+from ._encoding import FixedPoint, decode_integers, encode_integers
+from ._party import SecureSumParty
+from ._simulation import STAGES, SecureSumRun, run_secure_sum
+
+__all__ = ["Agreement", "FixedPoint", "STAGES", "SecureSumCoordinator", "SecureSumError",
+           "SecureSumParty", "SecureSumRun", "decode_integers", "encode_integers",
+           "run_secure_sum"]

@@ -1,0 +1,213 @@
+"""What runs at a party in a secure sum (Bonawitz et al., CCS 2017): its keys, the shares
+of its secrets for the others, its masked input, and, at the end, the shares the
+coordinator needs to unmask the sum, never both of one party's.
+
+A party checks every message of the coordinator before it answers, and answers each
+stage once: a coordinator that sends the parties different rosters, asks for both
+shares of one party, or asks twice is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import _primitives as crypto
+from ._agreement import Agreement, SecureSumError, indices_bytes
+from ._encoding import WORD
+from ._shamir import SHARE_BYTES, split
+
+_KEYS = ("cipher", "mask", "signing")
+
+
+class SecureSumParty:
+    """One party's side of one secure sum.
+
+    Parameters
+    ----------
+    agreement : Agreement
+        The sum, as every party knows it.
+    index : int
+        This party's place in ``agreement.parties``.
+    """
+
+    def __init__(self, agreement: Agreement, index: int):
+        self.agreement, self.index = agreement, index
+        self._cipher_key = crypto.new_agreement_key()
+        self._mask_key = crypto.new_agreement_key()
+        self._signing_key = crypto.new_signing_key()
+        self._self_seed = crypto.random_seed()
+        self._stage = "advertise"
+        self._roster: dict[int, dict[str, bytes]] = {}
+        self._roster_tag = b""
+        self._shares: dict[int, tuple[bytes, bytes]] = {}  # sender: (mask key, self seed)
+        self._survivors: tuple[int, ...] = ()
+
+    @property
+    def name(self):
+        return self.agreement.name(self.index)
+
+    def _refuse(self, party: Any, field: str, reason: str) -> SecureSumError:
+        return SecureSumError(self.name, party, field, reason)
+
+    def _advance(self, stage: str, following: str) -> None:
+        if self._stage != stage:
+            raise self._refuse(None, stage, f"asked for out of order (this party is at "
+                               f"{self._stage!r}): each stage is answered once")
+        self._stage = following
+
+    def advertise(self) -> dict[str, Any]:
+        """Stage 1: the public keys, for the coordinator to pass on to every party."""
+        self._advance("advertise", "share")
+        return dict(party=self.index, **self._public_keys())
+
+    def share_keys(self, roster: Mapping[int, Mapping[str, bytes]]) -> dict[str, Any]:
+        """Stage 2: given every advertised party's keys (the roster), the shares of this
+        party's mask key and self-mask seed, one sealed for each other party."""
+        self._advance("share", "mask")
+        self._roster = self._checked_roster(roster)
+        self._roster_tag = self.agreement.tag(b"roster", *(
+            index.to_bytes(4, "big") + b"".join(self._roster[index][key] for key in _KEYS)
+            for index in sorted(self._roster)))
+        points = {index: self.agreement.point(index) for index in self._roster}
+        mask_shares = split(crypto.private_bytes(self._mask_key), list(points.values()),
+                            self.agreement.threshold)
+        seed_shares = split(self._self_seed, list(points.values()), self.agreement.threshold)
+        sealed = {}
+        for index, point in points.items():
+            plaintext = mask_shares[point] + seed_shares[point]
+            if index == self.index:  # its own shares stay here
+                self._shares[index] = (mask_shares[point], seed_shares[point])
+            else:
+                sealed[index] = crypto.seal(self._share_key(index), plaintext,
+                                            self._share_tag(self.index, index))
+        return dict(party=self.index, sealed=sealed)
+
+    def masked_input(self, sealed: Mapping[int, bytes], values: np.ndarray) -> dict[str, Any]:
+        """Stage 3: given the shares sealed for this party by the parties that shared
+        (the coordinator passes them on), `values` (words) masked: its self-mask plus
+        one pairwise mask with each of those parties, which cancel in the sum."""
+        self._advance("mask", "confirm")
+        if not isinstance(sealed, Mapping):
+            raise self._refuse(None, "sealed", "not a mapping of party to sealed shares")
+        for sender, box in sealed.items():
+            if sender not in self._roster or sender == self.index:
+                raise self._refuse(None, "sealed", f"shares from {sender!r}, which is not "
+                                   "another party of the roster")
+            opened = crypto.open_sealed(self._share_key(sender), box if isinstance(
+                box, bytes) else b"", self._share_tag(sender, self.index))
+            if opened is None or len(opened) != 2 * SHARE_BYTES:
+                raise self._refuse(self.agreement.name(sender), "sealed",
+                                   "its shares do not open: the coordinator altered them, "
+                                   "or sent this party and that one different rosters")
+            self._shares[sender] = (opened[:SHARE_BYTES], opened[SHARE_BYTES:])
+        sharing = sorted(self._shares)
+        self._need(len(sharing), "sealed", "parties shared their keys")
+        values = np.asarray(values)
+        if values.dtype != WORD or values.shape != (self.agreement.length,):
+            raise self._refuse(None, "values", f"{values.dtype} of shape {values.shape}, "
+                               f"expected {self.agreement.length} words")
+        masked = values + crypto.expand_mask(self._self_seed, self.agreement.length)
+        for other in sharing:
+            if other != self.index:
+                mask = crypto.expand_mask(self._pair_seed(other), self.agreement.length)
+                masked = masked + mask if self.index < other else masked - mask
+        return dict(party=self.index, masked=masked)
+
+    def confirm(self, survivors) -> dict[str, Any]:
+        """Stage 4: given the parties whose masked input reached the coordinator, this
+        party's signature of that list, which every party checks before unmasking."""
+        self._advance("confirm", "unmask")
+        self._survivors = self._checked_parties(survivors, "survivors")
+        if self.index not in self._survivors:
+            raise self._refuse(None, "survivors", "this party's masked input is missing")
+        self._need(len(self._survivors), "survivors", "masked inputs reached the coordinator")
+        return dict(party=self.index, signature=crypto.sign(
+            self._signing_key, self._survivors_message(self._survivors)))
+
+    def unmask(self, survivors, dropped, signatures: Mapping[int, bytes]) -> dict[str, Any]:
+        """Stage 5: the shares that unmask the sum: of each survivor's self-mask seed
+        and each dropped party's mask key, never both of one party, once the
+        signatures show that at least the threshold of survivors confirmed the same
+        survivors as this party."""
+        self._advance("unmask", "done")
+        survivors = self._checked_parties(survivors, "survivors")
+        dropped = self._checked_parties(dropped, "dropped")
+        both = sorted(set(survivors) & set(dropped))
+        if both:
+            raise self._refuse(None, "dropped", "asks for both the self-mask share and the "
+                               "mask-key share of party "
+                               f"{self.agreement.name(both[0])!r}, which would unmask its "
+                               "input")
+        if survivors != self._survivors:
+            raise self._refuse(None, "survivors", "not the survivors this party confirmed")
+        if set(survivors) | set(dropped) != set(self._shares):
+            raise self._refuse(None, "dropped", "the survivors and the dropped are not the "
+                               "parties that shared their keys")
+        message = self._survivors_message(survivors)
+        confirmed = [index for index, signature in dict(signatures).items()
+                     if index in survivors and isinstance(signature, bytes)
+                     and crypto.verify(self._roster[index]["signing"], signature, message)]
+        self._need(len(confirmed), "signatures", "survivors confirmed these survivors")
+        return dict(party=self.index,
+                    seed_shares={index: self._shares[index][1] for index in survivors},
+                    mask_shares={index: self._shares[index][0] for index in dropped})
+
+    def _need(self, count: int, field: str, what: str) -> None:
+        if count < self.agreement.threshold:
+            raise self._refuse(None, field, f"{count} {what}, fewer than the threshold "
+                               f"{self.agreement.threshold}")
+
+    def _checked_roster(self, roster) -> dict[int, dict[str, bytes]]:
+        if not isinstance(roster, Mapping):
+            raise self._refuse(None, "roster", "not a mapping of party to keys")
+        checked = {}
+        for index, keys in roster.items():
+            if not (isinstance(index, int) and 0 <= index < len(self.agreement.parties)):
+                raise self._refuse(None, "roster", f"{index!r} is not a party of the sum")
+            if not (isinstance(keys, Mapping) and all(
+                    isinstance(keys.get(key), bytes) and len(keys[key]) == crypto.KEY_BYTES
+                    for key in _KEYS)):
+                raise self._refuse(self.agreement.name(index), "roster",
+                                   f"keys {', '.join(_KEYS)} of {crypto.KEY_BYTES} bytes "
+                                   "each expected")
+            checked[index] = {key: keys[key] for key in _KEYS}
+        own = self._public_keys()
+        if checked.get(self.index) != own:
+            raise self._refuse(None, "roster", "this party's own keys are missing or altered")
+        keys = [entry[key] for entry in checked.values() for key in _KEYS]
+        if len(set(keys)) != len(keys):
+            raise self._refuse(None, "roster", "a key appears twice")
+        self._need(len(checked), "roster", "parties advertised keys")
+        return checked
+
+    def _public_keys(self) -> dict[str, bytes]:
+        return dict(cipher=crypto.public_bytes(self._cipher_key),
+                    mask=crypto.public_bytes(self._mask_key),
+                    signing=crypto.public_bytes(self._signing_key))
+
+    def _checked_parties(self, parties, field: str) -> tuple[int, ...]:
+        if isinstance(parties, (str, bytes, Mapping)) or not all(
+                isinstance(index, int) for index in parties):
+            raise self._refuse(None, field, "not a list of parties")
+        checked = tuple(sorted(parties))
+        if len(set(checked)) != len(checked) or not set(checked) <= set(self._shares):
+            raise self._refuse(None, field, "names a party twice, or one that did not "
+                               "share its keys")
+        return checked
+
+    def _share_key(self, other: int) -> bytes:
+        return crypto.agreed_secret(self._cipher_key, self._roster[other]["cipher"],
+                                    b"shares", self.agreement.session)
+
+    def _pair_seed(self, other: int) -> bytes:
+        return crypto.agreed_secret(self._mask_key, self._roster[other]["mask"], b"mask",
+                                    self.agreement.session)
+
+    def _share_tag(self, sender: int, recipient: int) -> bytes:
+        return self.agreement.tag(b"shares", indices_bytes([sender]),
+                                  indices_bytes([recipient]), self._roster_tag)
+
+    def _survivors_message(self, survivors) -> bytes:
+        return self.agreement.tag(b"survivors", self._roster_tag, indices_bytes(survivors))

@@ -1,0 +1,99 @@
+"""The cryptographic primitives of the secure sum, every one from `cryptography`: X25519
+key agreement, HKDF-SHA256, ChaCha20 to expand a 256-bit seed into a mask, AES-GCM to
+seal the shares a party sends another through the coordinator, Ed25519 signatures."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+KEY_BYTES = 32
+
+
+def new_agreement_key() -> X25519PrivateKey:
+    return X25519PrivateKey.generate()
+
+
+def new_signing_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.generate()
+
+
+def public_bytes(key: X25519PrivateKey | Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(serialization.Encoding.Raw,
+                                         serialization.PublicFormat.Raw)
+
+
+def private_bytes(key: X25519PrivateKey) -> bytes:
+    return key.private_bytes(encoding=serialization.Encoding.Raw,
+                             format=serialization.PrivateFormat.Raw,
+                             encryption_algorithm=serialization.NoEncryption())
+
+
+def agreed_secret(private: X25519PrivateKey | bytes, public: bytes, purpose: bytes,
+                  session: bytes) -> bytes:
+    """The 256-bit secret two parties derive from one's private and the other's public
+    key, for one purpose in one session (HKDF-SHA256 over the X25519 secret)."""
+    if isinstance(private, bytes):
+        private = X25519PrivateKey.from_private_bytes(private)
+    shared = private.exchange(X25519PublicKey.from_public_bytes(public))
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None,
+                info=b"skfedkt secure sum/" + purpose + b"/" + session).derive(shared)
+
+
+def expand_mask(seed: bytes, length: int) -> np.ndarray:
+    """`length` pseudo-random 64-bit words from a 256-bit seed (ChaCha20's keystream,
+    a zero nonce: each seed expands one mask)."""
+    cipher = Cipher(algorithms.ChaCha20(seed, bytes(16)), mode=None).encryptor()
+    return np.frombuffer(cipher.update(bytes(8 * length)), dtype="<u8")
+
+
+def seal(key: bytes, plaintext: bytes, associated: bytes) -> bytes:
+    """`plaintext` encrypted and authenticated (AES-GCM, a random 96-bit nonce first),
+    bound to `associated`, which opening must repeat."""
+    nonce = secrets.token_bytes(12)
+    return nonce + AESGCM(key).encrypt(nonce, plaintext, associated)
+
+
+def open_sealed(key: bytes, sealed: bytes, associated: bytes) -> bytes | None:
+    """What `seal` sealed, or None when the key, the bytes or `associated` differ."""
+    try:
+        return AESGCM(key).decrypt(sealed[:12], sealed[12:], associated)
+    except (InvalidTag, ValueError):
+        return None
+
+
+def sign(key: Ed25519PrivateKey, message: bytes) -> bytes:
+    return key.sign(message)
+
+
+def verify(public: bytes, signature: bytes, message: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+def digest(*parts: bytes) -> bytes:
+    """SHA-256 of the parts, each prefixed by its length (no two lists collide)."""
+    hashed = hashlib.sha256()
+    for part in parts:
+        hashed.update(len(part).to_bytes(8, "big") + part)
+    return hashed.digest()
+
+
+def random_seed() -> bytes:
+    """A fresh 256-bit secret from the operating system's random source."""
+    return secrets.token_bytes(KEY_BYTES)

@@ -1,0 +1,235 @@
+"""The secure sum: exact sums through dropouts down to the threshold, a named refusal
+below it, a coordinator that learns nothing of one party's input, and parties that
+refuse a hostile coordinator."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from skfedkt._secure_sum import (
+    STAGES,
+    Agreement,
+    FixedPoint,
+    SecureSumCoordinator,
+    SecureSumError,
+    SecureSumParty,
+    decode_integers,
+    encode_integers,
+    run_secure_sum,
+)
+from skfedkt._secure_sum._shamir import combine, split
+
+SESSION = b"a test session of the secure sum"
+
+
+def _agreement(n=5, threshold=3, length=64):
+    return Agreement(SESSION, tuple(f"p{i}" for i in range(n)), threshold, length)
+
+
+def _inputs(agreement, seed=0):
+    rng = np.random.default_rng(seed)
+    return {i: rng.integers(-1000, 1000, agreement.length)
+            for i in range(len(agreement.parties))}
+
+
+def test_the_sum_is_exact_with_no_party_lost():
+    agreement = _agreement()
+    inputs = _inputs(agreement)
+    run = run_secure_sum(agreement, {i: encode_integers(x) for i, x in inputs.items()})
+    assert run.survivors == (0, 1, 2, 3, 4)
+    np.testing.assert_array_equal(decode_integers(run.total), sum(inputs.values()))
+
+
+@pytest.mark.parametrize("stages", list(itertools.combinations_with_replacement(STAGES, 2)))
+def test_two_parties_lost_at_any_stages_leave_the_survivors_sum(stages):
+    agreement = _agreement()
+    inputs = _inputs(agreement)
+    run = run_secure_sum(agreement, {i: encode_integers(x) for i, x in inputs.items()},
+                         drop_before={1: stages[0], 3: stages[1]})
+    # a party counts in the sum once its masked input arrived
+    counted = [i for i in range(5) if {1: stages[0], 3: stages[1]}.get(i, "unmask") in
+               ("confirm", "unmask") or i not in (1, 3)]
+    assert run.survivors == tuple(counted)
+    np.testing.assert_array_equal(decode_integers(run.total),
+                                  sum(inputs[i] for i in counted))
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_fewer_than_the_threshold_refuse_naming_the_lost_and_the_threshold(stage):
+    agreement = _agreement()
+    inputs = {i: encode_integers(x) for i, x in _inputs(agreement).items()}
+    with pytest.raises(SecureSumError, match=r"2 parties remain, fewer than the threshold "
+                       r"3; lost: \['p0', 'p2', 'p4'\]"):
+        run_secure_sum(agreement, inputs, drop_before={0: stage, 2: stage, 4: "unmask"})
+
+
+def test_fixed_point_sums_stay_within_the_stated_error_bound():
+    agreement = _agreement(length=10_000)
+    encoding = FixedPoint(scale=2.0 ** 20, bound=1.0)
+    rng = np.random.default_rng(1)
+    inputs = {i: rng.uniform(-1, 1, agreement.length) for i in range(5)}
+    run = run_secure_sum(agreement, {i: encoding.encode(x) for i, x in inputs.items()})
+    error = np.abs(encoding.decode(run.total) - sum(inputs.values())).max()
+    assert 0 < error <= encoding.error_bound(5) == 5 / 2 ** 21
+    with pytest.raises(ValueError, match="beyond the agreed bound 1"):
+        encoding.encode(np.array([1.5]))
+    with pytest.raises(ValueError, match="overflows 64 bits"):
+        FixedPoint(scale=2.0 ** 60, bound=16).check_capacity(10)
+
+
+def test_the_agreement_refuses_sums_that_protect_no_one():
+    with pytest.raises(ValueError, match="at least 3 parties"):
+        Agreement(SESSION, ("a", "b"), 2, 4)
+    with pytest.raises(ValueError, match="a majority of them, from 3 to 5; got 2"):
+        Agreement(SESSION, tuple("abcde"), 2, 4)
+    with pytest.raises(ValueError, match="named once each"):
+        Agreement(SESSION, tuple("abca"), 3, 4)
+
+
+def test_any_threshold_of_shamir_shares_give_the_secret():
+    secret = bytes(range(32))
+    shares = split(secret, [1, 2, 3, 4, 5], 3)
+    for chosen in itertools.combinations(shares, 3):
+        assert combine({x: shares[x] for x in chosen}) == secret
+    with pytest.raises(ValueError, match="do not combine"):
+        combine({x: shares[x] for x in (1, 2)})
+
+
+def test_no_input_appears_in_what_the_coordinator_received():
+    agreement = _agreement(length=256)
+    inputs = {i: encode_integers(x) for i, x in _inputs(agreement).items()}
+    run = run_secure_sum(agreement, inputs, drop_before={2: "confirm"})
+    transcript = b"".join(_bytes_of(message) for stage in run.received.values()
+                          for message in stage)
+    for words in inputs.values():
+        raw = words.tobytes()
+        assert not any(raw[start:start + 16] in transcript
+                       for start in range(0, len(raw) - 16, 8))
+
+
+def _bytes_of(value):
+    if isinstance(value, dict):
+        return b"".join(_bytes_of(item) for pair in value.items() for item in pair)
+    if isinstance(value, (list, tuple)):
+        return b"".join(_bytes_of(item) for item in value)
+    if isinstance(value, np.ndarray):
+        return value.tobytes()
+    return value if isinstance(value, bytes) else repr(value).encode()
+
+
+def test_the_coordinators_view_of_a_party_is_alike_for_any_input():
+    """Its masked input, the one part of its messages that depends on its input, is
+    distributed alike for an input of zeros and one of large counts (a chi-square test
+    of the words' top bytes), as are the sizes of all its messages."""
+    agreement = _agreement(n=3, threshold=2, length=16)
+    views = {}
+    for name, value in (("zeros", 0), ("counts", 10 ** 6)):
+        inputs = {0: encode_integers(np.full(16, value)), 1: encode_integers(np.ones(16, dtype=int)),
+                  2: encode_integers(np.ones(16, dtype=int))}
+        runs = [run_secure_sum(agreement, inputs) for _ in range(150)]
+        views[name] = np.concatenate([
+            next(m["masked"] for m in run.received["masked"] if m["party"] == 0) >> 56
+            for run in runs])
+        sizes = {len(_bytes_of([m for m in stage if m["party"] == 0]))
+                 for run in runs for stage in run.received.values()}
+        views[f"{name} sizes"] = sizes
+    table = np.array([np.bincount(views[name].astype(int) // 16, minlength=16)
+                      for name in ("zeros", "counts")])
+    assert stats.chi2_contingency(table).pvalue > 1e-3
+    assert views["zeros sizes"] == views["counts sizes"]
+
+
+class _Federation:
+    """Five parties and an honest coordinator taken stage by stage, for a hostile
+    coordinator's requests to be tried at any point."""
+
+    def __init__(self):
+        self.agreement = _agreement()
+        self.parties = [SecureSumParty(self.agreement, i) for i in range(5)]
+        self.coordinator = SecureSumCoordinator(self.agreement)
+        self.inputs = {i: encode_integers(x) for i, x in _inputs(self.agreement).items()}
+
+    def keys(self):
+        return self.coordinator.collect_keys([party.advertise() for party in self.parties])
+
+    def routed(self):
+        roster = self.keys()
+        return self.coordinator.route_shares([party.share_keys(roster)
+                                              for party in self.parties])
+
+    def confirmed(self, leaving=()):
+        routed = self.routed()
+        survivors = self.coordinator.collect_masked([
+            party.masked_input(routed[i], self.inputs[i])
+            for i, party in enumerate(self.parties) if i not in leaving])
+        return self.coordinator.unmask_request([self.parties[i].confirm(survivors)
+                                                for i in survivors])
+
+
+def test_parties_refuse_a_coordinator_that_sends_them_different_rosters():
+    federation = _Federation()
+    roster = federation.keys()
+    altered = dict(roster)
+    altered.pop(4)  # party 0 is told party 4 never advertised
+    shares = [party.share_keys(altered if i == 0 else roster)
+              for i, party in enumerate(federation.parties)]
+    routed = federation.coordinator.route_shares(shares[1:])
+    # party 0's shares were sealed over another roster: they do not open
+    with pytest.raises(SecureSumError, match="refused by party 'p1': the message from "
+                       "party 'p0', sealed: its shares do not open"):
+        federation.parties[1].masked_input({**routed[1], 0: shares[0]["sealed"][1]},
+                                           federation.inputs[1])
+
+
+def test_parties_refuse_to_give_both_shares_of_one_party():
+    federation = _Federation()
+    request = federation.confirmed(leaving=(2,))
+    hostile = dict(request, survivors=request["survivors"], dropped=[2, 3])
+    for party in federation.parties[:2]:
+        with pytest.raises(SecureSumError, match="asks for both the self-mask share and "
+                           "the mask-key share of party 'p3'"):
+            party.unmask(**hostile)
+
+
+def test_parties_refuse_survivors_they_did_not_confirm_and_a_second_request():
+    federation = _Federation()
+    request = federation.confirmed(leaving=(2,))
+    with pytest.raises(SecureSumError, match="not the survivors this party confirmed"):
+        federation.parties[0].unmask(**dict(request, survivors=[0, 1, 3]),)
+    answer = federation.parties[1].unmask(**request)
+    assert set(answer["mask_shares"]) == {2} and set(answer["seed_shares"]) == {0, 1, 3, 4}
+    with pytest.raises(SecureSumError, match="out of order"):
+        federation.parties[1].unmask(**request)
+
+
+def test_parties_refuse_to_unmask_without_the_thresholds_confirmations():
+    federation = _Federation()
+    request = federation.confirmed()
+    forged = dict(request["signatures"])
+    for index in (1, 2, 3):
+        forged[index] = bytes(64)
+    with pytest.raises(SecureSumError, match="signatures: 2 survivors confirmed these "
+                       "survivors, fewer than the threshold 3"):
+        federation.parties[0].unmask(**dict(request, signatures=forged))
+
+
+def test_a_party_refuses_a_roster_with_its_own_keys_altered():
+    federation = _Federation()
+    roster = federation.keys()
+    altered = {index: dict(keys) for index, keys in roster.items()}
+    altered[0]["mask"] = roster[1]["mask"]
+    with pytest.raises(SecureSumError, match="this party's own keys are missing or altered"):
+        federation.parties[0].share_keys(altered)
+
+
+def test_the_coordinator_refuses_malformed_messages_naming_the_party():
+    federation = _Federation()
+    roster = federation.keys()
+    shares = [party.share_keys(roster) for party in federation.parties]
+    shares[2]["sealed"].pop(0)
+    with pytest.raises(SecureSumError, match="from party 'p2', sealed: not one sealed share"):
+        federation.coordinator.route_shares(shares)
+    with pytest.raises(SecureSumError, match="a keys message from 7"):
+        SecureSumCoordinator(federation.agreement).collect_keys([{"party": 7}])
