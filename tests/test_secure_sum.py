@@ -126,8 +126,8 @@ def test_the_coordinators_view_of_a_party_is_alike_for_any_input():
     agreement = _agreement(n=3, threshold=2, length=16)
     views = {}
     for name, value in (("zeros", 0), ("counts", 10 ** 6)):
-        inputs = {0: encode_integers(np.full(16, value)), 1: encode_integers(np.ones(16, dtype=int)),
-                  2: encode_integers(np.ones(16, dtype=int))}
+        inputs = {0: encode_integers(np.full(16, value)),
+                  **{i: encode_integers(np.ones(16, dtype=int)) for i in (1, 2)}}
         runs = [run_secure_sum(agreement, inputs) for _ in range(150)]
         views[name] = np.concatenate([
             next(m["masked"] for m in run.received["masked"] if m["party"] == 0) >> 56
