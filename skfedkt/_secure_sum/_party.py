@@ -145,14 +145,23 @@ class SecureSumParty:
         if set(survivors) | set(dropped) != set(self._shares):
             raise self._refuse(None, "dropped", "the survivors and the dropped are not the "
                                "parties that shared their keys")
-        message = self._survivors_message(survivors)
-        confirmed = [index for index, signature in dict(signatures).items()
-                     if index in survivors and isinstance(signature, bytes)
-                     and crypto.verify(self._roster[index]["signing"], signature, message)]
-        self._need(len(confirmed), "signatures", "survivors confirmed these survivors")
+        self._need(self._confirmations(signatures, survivors), "signatures",
+                   "survivors confirmed these survivors")
         return dict(party=self.index,
                     seed_shares={index: self._shares[index][1] for index in survivors},
                     mask_shares={index: self._shares[index][0] for index in dropped})
+
+    def _confirmations(self, signatures, survivors) -> int:
+        """How many survivors signed `survivors` (counting stops at the threshold)."""
+        if not isinstance(signatures, Mapping):
+            raise self._refuse(None, "signatures", "not a mapping of party to signature")
+        message, confirmed = self._survivors_message(survivors), 0
+        for index, signature in signatures.items():
+            if confirmed == self.agreement.threshold:
+                break
+            confirmed += (index in survivors and isinstance(signature, bytes) and crypto.verify(
+                self._roster[index]["signing"], signature, message))
+        return confirmed
 
     def _need(self, count: int, field: str, what: str) -> None:
         if count < self.agreement.threshold:
