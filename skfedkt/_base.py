@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._engine._compat import constructor_parameters, fit_context
 from ._agreed_limits import reference_party_limits
-from ._declarations import _COMMON_PARAMETERS, _DECLARATIONS, Releases, Uploads
+from ._config import get_config
+from ._declarations import _COMMON_PARAMETERS, _DECLARATIONS, Releases, SecureSums, Uploads
 from ._deployment._protocol import (
     PartyData,
     checked_message,
@@ -34,6 +35,7 @@ from ._deployment._protocol import (
 )
 from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
+from ._deployment._secure import securely_summed
 from ._engine._context import (
     CheckContext,
     Message,
@@ -81,6 +83,8 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
     _plan_type: ClassVar[type[Plan]]
     _uploads: ClassVar[Uploads[Any]]
     _releases: ClassVar[Releases]
+    # how the algorithm runs under secure aggregation; None: it does not
+    _secure_sums: ClassVar[SecureSums[Any] | None] = None
 
     # requested by default so that metadata routing sends them to fit
     __metadata_request__fit = {"groups": True, "X_unlabeled": True}
@@ -266,6 +270,26 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
                 )
         return self._plan_type.of(self)
 
+    def _secure_plan(self, deployed=False):
+        """The frozen plan, refused where secure aggregation is on and the step cannot
+        run under it: an algorithm or option that needs more than sums, or a deployed
+        step (which does not run the secure sum's stages)."""
+        plan = self._plan()
+        if not get_config()["secure_aggregation"]:
+            return plan
+        name = type(self).__name__
+        if deployed:
+            raise ValueError(
+                f"secure_aggregation is on, and {name}'s deployed steps do not run the "
+                "secure sum's stages: run fit, or turn it off (skfedkt.set_config("
+                "secure_aggregation=False)).")
+        why = ("it declares no secure sums" if self._secure_sums is None
+               else self._secure_sums.refusal(plan))
+        if why is not None:
+            raise ValueError(f"{name} cannot run under secure_aggregation: {why}. Turn "
+                             "it off (skfedkt.set_config(secure_aggregation=False)).")
+        return plan
+
     def _set_fitted(self, fitted):
         """Set every fitted attribute that a step returned, by name."""
         for name, value in fitted.items():
@@ -293,7 +317,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         self : object
             The fitted classifier.
         """
-        plan = self._plan()
+        plan = self._secure_plan()
         refuse_an_untransformed_public_set(self, X_unlabeled)
         self._clear_fitted_state()
         data = validate_federated_data(self, X, y, groups, X_unlabeled)
@@ -307,9 +331,15 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         # the rows of X where no public set was given; none where the steps use none
         X_public = data.X_public if uses_public_set or X_unlabeled is not None else None
         root = root_seed(self.random_state)
+        secure = get_config()["secure_aggregation"]
+        if secure and len(data.parties) < 3:
+            raise ValueError(f"secure_aggregation needs at least 3 parties, got "
+                             f"{len(data.parties)}: with two, each learns the other's "
+                             "input from the sum.")
         party_context = PartyContext(
             plan, data, root, [dict(party=party, n_rows=len(rows))
-                               for party, rows in zip(data.parties, data.party_rows)])
+                               for party, rows in zip(data.parties, data.party_rows)],
+            secure=secure)
         server_context = ServerContext(plan, X_public, root, self.classes_)
         parties = self._parties(party_context, lambda party: derived_random_state(
             root, "party", party, scratch=True))
@@ -323,11 +353,15 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
                 message = self._round_message(server_context.with_message(message), uploads)
                 messages.append(message)
             server_context = replace(server_context, message=message, rounds=tuple(messages))
+            if secure:  # the server gets the sums alone, and nothing a party step kept
+                uploads, sums, sent = securely_summed(uploads, data.parties,
+                                                      self._secure_sums.float_bound(plan))
+                server_context, reused = replace(server_context, sums=sums), None
             fitted = self._server_step(server_context, uploads, reused)
         fitted.update(tier_fits_=tier_fits)
         # what each party sent is measured when asked for: skops takes far longer than
-        # the fits of small models
-        self._set_fitted(dict(fitted, _upload_bytes=None))
+        # the fits of small models; under secure aggregation, its secure sum's messages
+        self._set_fitted(dict(fitted, _upload_bytes=sent if secure else None))
         self._after_fit(server_context, uploads, data)
         return self
 
@@ -387,7 +421,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         True
         """
         self._validate_params()
-        plan = self._plan()
+        plan = self._secure_plan(deployed=True)
         if not self.runs_rounds and (message is not None or share_model is not None):
             raise TypeError(
                 f"{type(self).__name__} runs one round: message and share_model are for "
@@ -454,7 +488,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
             stopped, when the parties run their final step for `fit_server`.
         """
         self._validate_params()
-        plan = self._plan()
+        plan = self._secure_plan(deployed=True)
         self._check_public_set(plan, X_unlabeled, "server round")
         # a clone: the round leaves this estimator unfitted
         expected, X_public = server_expectations(clone(self), X_unlabeled, classes)
@@ -515,7 +549,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         """
         self._validate_params()
         self._clear_fitted_state()
-        plan = self._plan()
+        plan = self._secure_plan(deployed=True)
         self._check_public_set(plan, X_unlabeled, "server step")
         expected, X_public = server_expectations(self, X_unlabeled, classes)
         context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 _DEFAULTS = {
     "stack_networks": os.environ.get("SKFEDKT_STACK_NETWORKS", "1").strip().lower()
     not in ("0", "false", "no", "off"),
+    "secure_aggregation": False,
 }
 _local = threading.local()
 
@@ -32,18 +33,18 @@ def get_config():
     Returns
     -------
     config : dict
-        ``stack_networks`` (see `set_config`).
+        ``stack_networks`` and ``secure_aggregation`` (see `set_config`).
 
     Examples
     --------
     >>> import skfedkt
     >>> skfedkt.get_config()
-    {'stack_networks': True}
+    {'stack_networks': True, 'secure_aggregation': False}
     """
     return dict(_thread_config())
 
 
-def set_config(stack_networks=None):
+def set_config(stack_networks=None, secure_aggregation=None):
     """Set the configuration of the calling thread (None leaves a setting as it is).
 
     Parameters
@@ -54,6 +55,15 @@ def set_config(stack_networks=None):
         one by one, each through skorch's own loop. It changes how the networks train,
         not what they learn: stacked networks differ from separate fits by rounding.
         Every fitted estimator's ``tier_fits_`` says which path each tier took.
+    secure_aggregation : bool, default=None
+        Whether ``fit`` hands the server only the sums of what the parties send
+        (False, the default: each party's upload). Under it, what the algorithm's
+        server needs in sum only (FedKT's vote and class counts) leaves each party
+        masked, in a secure sum (Bonawitz et al., 2017) that the simulated server
+        unmasks only as a total, and no model of a party reaches the server. An
+        algorithm or option that needs more than sums is refused before any work,
+        naming why. The deployed steps (``fit_party``, ``fit_server``) do not run the
+        secure sum's stages, and refuse to run under it.
 
     Examples
     --------
@@ -63,20 +73,22 @@ def set_config(stack_networks=None):
     False
     >>> skfedkt.set_config(stack_networks=True)
     """
-    if stack_networks is not None:
-        if not isinstance(stack_networks, bool):
-            raise TypeError(f"stack_networks must be True or False, got {stack_networks!r}.")
-        _thread_config()["stack_networks"] = stack_networks
+    for name, value in (("stack_networks", stack_networks),
+                        ("secure_aggregation", secure_aggregation)):
+        if value is not None:
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be True or False, got {value!r}.")
+            _thread_config()[name] = value
 
 
 @contextmanager
-def config_context(*, stack_networks=None):
+def config_context(*, stack_networks=None, secure_aggregation=None):
     """Within, the calling thread's configuration is changed as `set_config` would
     change it, and restored after.
 
     Parameters
     ----------
-    stack_networks : bool, default=None
+    stack_networks, secure_aggregation : bool, default=None
         See `set_config`.
 
     Examples
@@ -89,7 +101,7 @@ def config_context(*, stack_networks=None):
     True
     """
     before = get_config()
-    set_config(stack_networks=stack_networks)
+    set_config(stack_networks=stack_networks, secure_aggregation=secure_aggregation)
     try:
         yield
     finally:

@@ -51,6 +51,25 @@ class Releases:
     """``of_upload(estimator, upload, n_classes)``: what one party's upload lets out."""
 
 
+@dataclass(frozen=True)
+class SecureSums(Generic[PlanT]):
+    """How an algorithm runs under secure aggregation, as its class declares it
+    (``_secure_sums = SecureSums(...)``; None, the default: it does not).
+
+    Under ``skfedkt.set_config(secure_aggregation=True)`` its party step (whose
+    context says ``secure``) puts what the server needs only in sum into each upload's
+    payload under ``"sums"``: named arrays, the same names and shapes at every party,
+    of integers or of floats within `float_bound`. The base replaces them, before any
+    server step, by their secure sum (``ServerContext.sums``), and hands the server
+    step no ``reused``."""
+
+    refusal: Callable[[PlanT], str | None]
+    """``refusal(plan)``: why the plan cannot run on sums alone, in words that end a
+    sentence, or None where it can."""
+    float_bound: Callable[[PlanT], float] = lambda plan: 1.0
+    """``float_bound(plan)``: the largest magnitude of any float a party sums."""
+
+
 # what a concrete algorithm class declares beyond its hooks
 _DECLARATIONS = ("_plan_type", "_uploads", "_releases")
 # the constructor parameters the base class, the command line and the Flower apps read

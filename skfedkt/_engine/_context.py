@@ -113,6 +113,9 @@ class PartyContext(_Context, Generic[PlanT]):
     share_model : bool
         Algorithms with rounds: whether the final round's upload carries the party's
         own model.
+    secure : bool
+        Whether the server receives only the sums of what the parties send (the
+        algorithm's ``SecureSums``): the step puts them under its uploads' ``"sums"``.
     """
 
     plan: PlanT
@@ -121,6 +124,7 @@ class PartyContext(_Context, Generic[PlanT]):
     manifests: list[dict[str, Any]]
     message: Message | None = None
     share_model: bool = True
+    secure: bool = False
 
     @property
     def X_public(self) -> Any:
@@ -168,6 +172,9 @@ class ServerContext(_Context, Generic[PlanT]):
         Whether the uploads were read from files (`fit_server`, `server_round`), whose
         manifests are their parties' claims, rather than made in `fit` from the pooled
         rows.
+    sums : dict or None
+        Under secure aggregation, in the last step: the secure sums of what the
+        parties' uploads held under ``"sums"``, by name; None otherwise.
     """
 
     plan: PlanT
@@ -178,6 +185,7 @@ class ServerContext(_Context, Generic[PlanT]):
     manifest: dict[str, Any] | None = None
     rounds: tuple[Message, ...] = ()
     deployed: bool = False
+    sums: dict[str, np.ndarray] | None = None
 
     @property
     def known_classes(self) -> np.ndarray:

@@ -28,6 +28,7 @@ from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedKTParty, check_party_sizes, party_guarantee, party_step
 from ._payloads import FedKTUpload, fedkt_upload
 from ._plan import FedKTPlan, learners
+from ._secure import SECURE_SUMS
 from ._server import check_upload, pooled_student_proba, server_step, warn_after_fit
 from ._votes import HardVotes, SoftVotes
 
@@ -349,6 +350,7 @@ class FedKTClassifier(BaseFederatedClassifier):
     _plan_type = FedKTPlan
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
+    _secure_sums = SECURE_SUMS
 
     _private_fitted = ("_final_model", "_party_counts", "_student_codes")
 
@@ -418,12 +420,13 @@ class FedKTClassifier(BaseFederatedClassifier):
         plan, data = context.plan, context.data
         return PartyStepResult(*party_step(
             plan, parties, data.X, plan.tier_rows(data.X_public, context.root),
-            len(data.classes), context.manifests))
+            len(data.classes), context.manifests, context.secure))
 
     def _server_step(self, context: ServerContext[FedKTPlan], uploads: Sequence[Message],
                      reused: Any) -> dict[str, Any]:
         return server_step(context.plan, uploads, context.X_public, context.root,
-                           context.known_classes, reused, claimed=context.deployed)
+                           context.known_classes, reused, claimed=context.deployed,
+                           sums=context.sums)
 
     def _after_fit(self, context: ServerContext[FedKTPlan], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:

@@ -32,6 +32,7 @@ from .._privacy._gaussian import gaussian_log_moments, gdp_epsilon, gnmax_log_mo
 from .._privacy._mechanisms import noisy_class_counts
 from ._payloads import FedKTUpload
 from ._plan import FedKTPlan, target_task
+from ._secure import party_sums
 
 # what an upload's manifest and the privacy report say when students learn party rows
 PARTY_ROWS_NOTE = (
@@ -160,15 +161,29 @@ class FedKTParty:
         return tasks, StudentLabels(len(queries), student_shares, log_moments)
 
     def upload(self, student_models: list[ClassCodeModel], labels: StudentLabels,
-               n_classes: int, manifest: dict[str, Any]) -> PartyUpload:
+               n_classes: int, manifest: dict[str, Any],
+               student_votes: np.ndarray | None = None) -> PartyUpload:
         """Line 13: what the party sends, its students, and the facts the server needs:
         its class counts (at L2 only with noise, where its soft votes use them), its
         students' class shares and, at L2, its privacy guarantee (from `labels`, its
         `StudentLabels`); and what the upload reveals when its students learned the
-        party's rows."""
+        party's rows.
+
+        Under secure aggregation (`student_votes`: its students' votes on the rows the
+        server labels), no student: the votes and class counts under ``"sums"``, which
+        reach the server only summed over the parties, and no class share in the
+        manifest."""
         plan = self.plan
         private = plan.level == "L2"
         counts = np.bincount(self.y[self.rows], minlength=n_classes)
+        if student_votes is not None:
+            return PartyUpload(
+                manifest=dict(manifest, class_counts=None, student_class_shares=None,
+                              n_queries=labels.n_queries, n_teachers=self.n_teachers,
+                              privacy=None, privacy_note=PARTY_ROWS_NOTE
+                              if plan.student_data == "party+public" else None),
+                payload=dict(FedKTUpload(students=[], codes=[]), sums=party_sums(
+                    plan, student_votes, counts, n_classes)))
         if plan.releases_counts:
             counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
                                         noise=plan.mechanism.noise, random_state=self.noise_rng)
@@ -194,11 +209,13 @@ class FedKTParty:
 
 def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
                tiers: tuple[Any, np.ndarray, np.ndarray], n_classes: int,
-               manifests: list[dict[str, Any]]) -> tuple[list[PartyUpload], Any]:
+               manifests: list[dict[str, Any]],
+               secure: bool = False) -> tuple[list[PartyUpload], Any]:
     """FedKT's party step for `parties` (`FedKTParty`: one on its own machine, every
     party in ``fit``): their teachers, their votes on the rows of `tiers` (what
     `FedKTPlan.tier_rows` returns), their students; each party's upload with its
-    manifest of `manifests`.
+    manifest of `manifests` (`secure`: the students' votes in sum instead of the
+    students).
 
     Returns the uploads and what the server step may reuse in the same process: the
     students' votes and `tiers`.
@@ -214,9 +231,11 @@ def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
     )
     student_models, labels, student_votes = party_tier(plan, parties, X, X_labelled,
                                                        party_rows, n_classes)
-    uploads = [party.upload(models, party_labels, n_classes, manifest)
-               for party, models, party_labels, manifest
-               in zip(parties, student_models, labels, manifests)]
+    per_party = student_votes.reshape(len(parties), plan.n_students, *student_votes.shape[1:])
+    uploads = [party.upload(models, party_labels, n_classes, manifest,
+                            votes if secure else None)
+               for party, models, party_labels, manifest, votes
+               in zip(parties, student_models, labels, manifests, per_party)]
     return uploads, (student_votes, tiers)
 
 

@@ -47,7 +47,8 @@ from .._privacy._reports import guarantee_strength, PrivacyReport
 from ._party import PARTY_ROWS_NOTE
 from ._payloads import fedkt_upload
 from ._plan import FedKTPlan, target_task
-from ._votes import HardVotes, SoftVotes
+from ._secure import summed_votes
+from ._votes import HardVotes, SoftVotes, chosen_hard_votes, hard_vote_counts
 
 # standard errors by which the server's label shares may differ from the training's
 # before it shifts them (see match_shares). Measured on random public subsets
@@ -125,8 +126,8 @@ def _bounded_counts(counts, parties, claimed):
 
 
 def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root: int,
-                classes: np.ndarray, reused: Any = None,
-                claimed: bool = True) -> dict[str, Any]:
+                classes: np.ndarray, reused: Any = None, claimed: bool = True,
+                sums: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
     `uploads` hold each party's students and manifest. The students vote on the rows
@@ -135,24 +136,32 @@ def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root
     the fitted attributes of `FedKTClassifier`, stage by stage (`claimed`: whether the
     uploads' class counts are their parties' claims, read from files): the students' votes,
     the parties' class counts, the pooled vote, the final model's labels, the final
-    model, what it learned, and the privacy report.
+    model, what it learned, and the privacy report. Under secure aggregation, `sums`
+    holds the parties' summed votes and class counts (`_secure.party_sums`), and the
+    uploads no student.
     """
     n_classes, n_public = len(classes), num_samples(X_public)
-    student_votes, (X_labelled, _, server_rows) = (
-        _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
-        else reused)
-    n_labelled = num_samples(X_labelled)
     parties = np.array([upload.manifest["party"] for upload in uploads])
     payloads = [fedkt_upload(upload) for upload in uploads]
-    party_counts = _party_counts(uploads, parties, claimed)
-    votes = server_votes(
-        plan.votes,
-        student_votes.reshape(len(uploads), plan.n_students, *student_votes.shape[1:]),
-        n_classes, party_counts, warn_if_empty=plan.level != "L1",
-    )
+    if sums is None:
+        student_votes, (X_labelled, _, server_rows) = (
+            _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
+            else reused)
+        party_counts = _party_counts(uploads, parties, claimed)
+        votes = server_votes(
+            plan.votes,
+            student_votes.reshape(len(uploads), plan.n_students, *student_votes.shape[1:]),
+            n_classes, party_counts, warn_if_empty=plan.level != "L1",
+        )
+        training_counts = None if party_counts is None else party_counts.sum(axis=0)
+    else:
+        X_labelled, _, server_rows = plan.tier_rows(X_public, root)
+        party_counts, votes = None, summed_votes(plan, sums)
+        training_counts = sums["class_counts"]
+    n_labelled = num_samples(X_labelled)
     queries = server_rows[server_rows < n_public]
     share_offsets, final_task = _final_labels(plan, votes, server_rows, queries,
-                                              party_counts, root, n_labelled)
+                                              training_counts, root, n_labelled)
     plan.say(f"server: {plan.pooling if plan.soft_votes else 'hard'} vote of "
              f"{len(uploads) * plan.n_students} students; " + (
                  f"the final model learns {len(np.unique(final_task.y))} classes on "
@@ -169,8 +178,9 @@ def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root
     )
     if plan.distill:
         fitted.update(_final_model(plan, final_task, X_labelled, n_classes, root))
-    fitted.update(_what_the_final_model_learned(final_task, uploads, party_counts, classes,
-                                                n_public, n_labelled))
+    fitted.update(_what_the_final_model_learned(final_task, uploads, party_counts,
+                                                training_counts, classes, n_public,
+                                                n_labelled, plan.n_students))
     n_queries = uploads[0].manifest["n_queries"] if plan.level == "L2" else len(queries)
     privacy = privacy_report(plan, [upload.manifest.get("privacy") for upload in uploads],
                              parties, votes[queries], n_queries)
@@ -198,10 +208,11 @@ def _party_counts(uploads: Sequence[Message], parties: np.ndarray,
     return None if None in counts else _bounded_counts(counts, parties, claimed)
 
 
-def _final_labels(plan, votes, server_rows, queries, party_counts, root, n_labelled):
+def _final_labels(plan, votes, server_rows, queries, training_counts, root, n_labelled):
     """Lines 14-20: the (noisy, at L1) labels of the final model on the server's rows,
-    shifted to the training's class shares where `plan.match_shares`. Returns the
-    offsets of that shift and the final model's task."""
+    shifted to the training's class shares (of `training_counts`, the parties' summed
+    class counts) where `plan.match_shares`. Returns the offsets of that shift and the
+    final model's task."""
     noise_rng, tie_rng = (
         np.random.RandomState(seed)
         for seed in draw_seeds(derived_random_state(root, "server"), 2)
@@ -209,7 +220,7 @@ def _final_labels(plan, votes, server_rows, queries, party_counts, root, n_label
     query_votes = votes[server_rows]
     share_offsets = np.zeros(votes.shape[1])
     if plan.match_shares:
-        training = class_shares(party_counts.sum(axis=0)[None])
+        training = class_shares(training_counts[None])
         # a random public set's shares differ from the training's by sampling error
         # alone: only labels outside that band are the votes' bias (the jittered copies
         # repeat the public rows and add no sample)
@@ -234,11 +245,12 @@ def _final_model(plan, final_task, X_labelled, n_classes, root):
     return dict(_final_model=final_model, final_estimator_=final_model.estimator)
 
 
-def _what_the_final_model_learned(final_task, uploads, party_counts, classes, n_public,
-                                  n_labelled):
+def _what_the_final_model_learned(final_task, uploads, party_counts, training_counts,
+                                  classes, n_public, n_labelled, n_students):
     """The public rows the final model learned and their labels, and the class shares
     of the training rows, of every party, of every party's students and of the final
-    model's labels."""
+    model's labels (NaN where the server does not know them: a party's counts at L2
+    or under secure aggregation, its students' shares under secure aggregation)."""
     n_parties, n_classes = len(uploads), len(classes)
     final_rows = np.arange(n_labelled) if final_task.rows is None else final_task.rows
     learned = np.zeros((n_labelled, n_classes))
@@ -250,15 +262,16 @@ def _what_the_final_model_learned(final_task, uploads, party_counts, classes, n_
         public_mask_=public_mask,
         public_labels_=classes[learned[:n_public][public_mask].argmax(1)],
         class_shares_={
-            "training": unknown if party_counts is None else class_shares(
-                party_counts.sum(axis=0)[None]
+            "training": unknown if training_counts is None else class_shares(
+                training_counts[None]
             ),
             "parties": np.tile(unknown, (n_parties, 1)) if party_counts is None else (
                 party_counts / party_counts.sum(axis=1, keepdims=True)
             ),
-            "students": np.array(
-                [upload.manifest["student_class_shares"] for upload in uploads]
-            ),
+            "students": np.array([
+                np.tile(unknown, (n_students, 1)) if shares is None else shares
+                for shares in (upload.manifest["student_class_shares"] for upload in uploads)
+            ]),
             "final": class_shares(learned),
         },
     )
@@ -283,26 +296,8 @@ def server_votes(votes: SoftVotes | HardVotes, student_votes: np.ndarray, n_clas
                 student_votes.mean(axis=1, dtype=np.float64), party_counts
             )
         return student_votes.sum(axis=(0, 1), dtype=np.float64)
-    every_student_votes = count_votes(
-        student_votes.reshape(-1, student_votes.shape[-1]), n_classes
-    )
-    if not votes.consistent:
-        return every_student_votes
-    first = student_votes[:, 0]
-    unanimous = (student_votes == first[:, None]).all(axis=1)
-    consistent = count_votes(
-        np.where(unanimous, first, -1), n_classes, weights=student_votes.shape[1]
-    )
-    if not consistent.any() and warn_if_empty:
-        # at L1 the histogram is released as is: a data-dependent switch would leak
-        warnings.warn(
-            "No party's students agree on any public example, so consistent voting "
-            "leaves nothing to learn from; counting every student's vote instead. "
-            "A larger public set, more rows per teacher or fewer n_students avoid this.",
-            UserWarning,
-        )
-        return every_student_votes
-    return consistent
+    return chosen_hard_votes(*hard_vote_counts(student_votes, n_classes, votes.consistent),
+                             warn_if_empty)
 
 
 def shifted(votes, share_offsets):

@@ -1,14 +1,18 @@
 """How FedKT's teachers and students vote: its ``voting`` parameter.
 
 ``"soft"`` and ``"hard"`` are `SoftVotes()` and `HardVotes()`; an instance sets their
-parts. Each object holds only what means something for its kind of vote.
+parts. Each object holds only what means something for its kind of vote. Hard votes
+are counted here, for the server and, under secure aggregation, for each party.
 """
 
+import warnings
 from numbers import Integral
 
+import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._engine._compat import Interval, StrOptions
+from .._engine._voting import count_votes
 
 # rows the tiers without noise label at least, by default with soft votes; measured on
 # the label-skew benchmark (benchmarks/bench_label_skew.py --ablation)
@@ -112,3 +116,38 @@ class HardVotes(BaseEstimator):
     def __init__(self, *, consistent=True, min_public_rows=0):
         self.consistent = consistent
         self.min_public_rows = min_public_rows
+
+
+def hard_vote_counts(student_votes: np.ndarray, n_classes: int,
+                     consistent: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every student's votes counted, and with `consistent` the parties' consistent
+    votes (``n_students`` votes where all of a party's students agree), of
+    `student_votes` of shape (n_parties, n_students, n_rows): sums over the parties."""
+    every_student_votes = count_votes(
+        student_votes.reshape(-1, student_votes.shape[-1]), n_classes
+    )
+    if not consistent:
+        return every_student_votes, None
+    first = student_votes[:, 0]
+    unanimous = (student_votes == first[:, None]).all(axis=1)
+    return every_student_votes, count_votes(
+        np.where(unanimous, first, -1), n_classes, weights=student_votes.shape[1]
+    )
+
+
+def chosen_hard_votes(every_student_votes: np.ndarray, consistent: np.ndarray | None,
+                      warn_if_empty: bool = True) -> np.ndarray:
+    """The histogram the server labels with: the consistent votes (where counted), or
+    every student's where no party is unanimous on any row."""
+    if consistent is None:
+        return every_student_votes
+    if not consistent.any() and warn_if_empty:
+        # at L1 the histogram is released as is: a data-dependent switch would leak
+        warnings.warn(
+            "No party's students agree on any public example, so consistent voting "
+            "leaves nothing to learn from; counting every student's vote instead. "
+            "A larger public set, more rows per teacher or fewer n_students avoid this.",
+            UserWarning,
+        )
+        return every_student_votes
+    return consistent
