@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 from abc import ABCMeta, abstractmethod
 from dataclasses import replace
 
@@ -25,7 +25,14 @@ from sklearn.utils.validation import check_is_fitted
 from ._engine._compat import constructor_parameters, fit_context
 from ._agreed_limits import reference_party_limits
 from ._config import get_config
-from ._declarations import _COMMON_PARAMETERS, _DECLARATIONS, Releases, SecureSums, Uploads
+from ._declarations import (
+    _COMMON_PARAMETERS,
+    _DECLARATIONS,
+    Releases,
+    SecureSums,
+    Uploads,
+    refuse_insecure,
+)
 from ._deployment._protocol import (
     PartyData,
     checked_message,
@@ -35,7 +42,7 @@ from ._deployment._protocol import (
 )
 from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
-from ._deployment._secure import securely_summed
+from ._deployment._secure import refuse_too_few_to_hide, securely_summed
 from ._engine._context import (
     CheckContext,
     Message,
@@ -271,23 +278,11 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         return self._plan_type.of(self)
 
     def _secure_plan(self, deployed=False):
-        """The frozen plan, refused where secure aggregation is on and the step cannot
-        run under it: an algorithm or option that needs more than sums, or a deployed
-        step (which does not run the secure sum's stages)."""
+        """The frozen plan, refused under secure aggregation where the step cannot run
+        on sums (`refuse_insecure`)."""
         plan = self._plan()
-        if not get_config()["secure_aggregation"]:
-            return plan
-        name = type(self).__name__
-        if deployed:
-            raise ValueError(
-                f"secure_aggregation is on, and {name}'s deployed steps do not run the "
-                "secure sum's stages: run fit, or turn it off (skfedkt.set_config("
-                "secure_aggregation=False)).")
-        why = ("it declares no secure sums" if self._secure_sums is None
-               else self._secure_sums.refusal(plan))
-        if why is not None:
-            raise ValueError(f"{name} cannot run under secure_aggregation: {why}. Turn "
-                             "it off (skfedkt.set_config(secure_aggregation=False)).")
+        if get_config()["secure_aggregation"]:
+            refuse_insecure(type(self).__name__, self._secure_sums, plan, deployed)
         return plan
 
     def _set_fitted(self, fitted):
@@ -331,11 +326,8 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         # the rows of X where no public set was given; none where the steps use none
         X_public = data.X_public if uses_public_set or X_unlabeled is not None else None
         root = root_seed(self.random_state)
-        secure = get_config()["secure_aggregation"]
-        if secure and len(data.parties) < 3:
-            raise ValueError(f"secure_aggregation needs at least 3 parties, got "
-                             f"{len(data.parties)}: with two, each learns the other's "
-                             "input from the sum.")
+        if secure := get_config()["secure_aggregation"]:
+            refuse_too_few_to_hide(data.parties)
         party_context = PartyContext(
             plan, data, root, [dict(party=party, n_rows=len(rows))
                                for party, rows in zip(data.parties, data.party_rows)],
@@ -354,8 +346,9 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
                 messages.append(message)
             server_context = replace(server_context, message=message, rounds=tuple(messages))
             if secure:  # the server gets the sums alone, and nothing a party step kept
-                uploads, sums, sent = securely_summed(uploads, data.parties,
-                                                      self._secure_sums.float_bound(plan))
+                declared = cast(SecureSums, self._secure_sums)  # _secure_plan checked it
+                uploads, sums, sent = securely_summed(uploads, data.parties, declared.float_bound(
+                    plan, max(len(rows) for rows in data.party_rows)))
                 server_context, reused = replace(server_context, sums=sums), None
             fitted = self._server_step(server_context, uploads, reused)
         fitted.update(tier_fits_=tier_fits)
@@ -600,6 +593,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         """Refuse a missing public set, before any work, where `step` needs it."""
         if plan.public_set_use is not None:
             require_public_set(X_unlabeled, f"{self._name}'s {step}", plan.public_set_use)
+
     @property
     def _name(self):
         """The algorithm's name in messages: FedKT, FedCT, OneShotEnsemble."""

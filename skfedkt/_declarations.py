@@ -66,8 +66,26 @@ class SecureSums(Generic[PlanT]):
     refusal: Callable[[PlanT], str | None]
     """``refusal(plan)``: why the plan cannot run on sums alone, in words that end a
     sentence, or None where it can."""
-    float_bound: Callable[[PlanT], float] = lambda plan: 1.0
-    """``float_bound(plan)``: the largest magnitude of any float a party sums."""
+    float_bound: Callable[[PlanT, int], float] = lambda plan, max_rows: 1.0
+    """``float_bound(plan, max_rows)``: the largest magnitude of any float a party
+    sums, where no party holds more than `max_rows` rows."""
+
+
+def refuse_insecure(name: str, secure_sums: SecureSums[Any] | None, plan: Any,
+                    deployed: bool) -> None:
+    """Under secure aggregation, refuse a step of the class `name` that cannot run on
+    sums: a deployed step (which does not run the secure sum's stages), or an algorithm
+    or option that needs more than sums."""
+    if deployed:
+        raise ValueError(
+            f"secure_aggregation is on, and {name}'s deployed steps do not run the "
+            "secure sum's stages: run fit, or turn it off (skfedkt.set_config("
+            "secure_aggregation=False)).")
+    why = ("it declares no secure sums" if secure_sums is None
+           else secure_sums.refusal(plan))
+    if why is not None:
+        raise ValueError(f"{name} cannot run under secure_aggregation: {why}. Turn it off "
+                         "(skfedkt.set_config(secure_aggregation=False)).")
 
 
 # what a concrete algorithm class declares beyond its hooks

@@ -184,7 +184,7 @@ def test_the_algorithms_define_only_hooks_and_declarations():
     from skfedkt._registry import algorithms
 
     allowed = {*BaseFederatedClassifier.__abstractmethods__, *OPTIONAL_HOOKS,
-               *_DECLARATIONS, "_private_fitted", "_parameter_objects",
+               *_DECLARATIONS, "_private_fitted", "_parameter_objects", "_secure_sums",
                "_parameter_constraints", "_abc_impl"}
     for declared in algorithms():
         own = {name for name in vars(declared.estimator_class) if name.startswith("_")

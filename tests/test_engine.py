@@ -112,4 +112,4 @@ def test_the_environment_sets_the_configuration_s_default():
     printed = subprocess.run(
         [sys.executable, "-c", "import skfedkt; print(skfedkt.get_config())"],
         env=environment, capture_output=True, text=True, check=True).stdout
-    assert printed.strip() == "{'stack_networks': False}"
+    assert printed.strip() == "{'stack_networks': False, 'secure_aggregation': False}"

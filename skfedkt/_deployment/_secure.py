@@ -28,6 +28,13 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
     return FixedPoint(scale=min(_FINEST_SCALE, 2.0 ** room), bound=bound)
 
 
+def refuse_too_few_to_hide(parties: Sequence[Hashable]) -> None:
+    """Refuse, before any work, a secure sum of fewer than 3 parties."""
+    if len(parties) < 3:
+        raise ValueError(f"secure_aggregation needs at least 3 parties, got {len(parties)}: "
+                         "with two, each learns the other's input from the sum.")
+
+
 def securely_summed(uploads: Sequence[Any], parties: Sequence[Hashable], float_bound: float,
                     ) -> tuple[list[PartyUpload], dict[str, np.ndarray], np.ndarray]:
     """The uploads without their ``"sums"``, the sums' totals by name, summed by a

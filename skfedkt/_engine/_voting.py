@@ -140,7 +140,7 @@ def bounded_party_counts(class_counts, max_weight=None):
     ([88.0, 22.0], [2])
     """
     max_weight = MAX_PARTY_WEIGHT if max_weight is None else max_weight
-    counts = np.asarray(class_counts, dtype=float)
+    counts = np.array(class_counts, dtype=float)  # a copy: the caller's stay as they are
     totals = counts.sum(axis=1)
     within_median_cap = np.minimum(totals, max_weight * np.median(totals))
     others = within_median_cap.sum() - within_median_cap
@@ -205,28 +205,16 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
     """
     n_parties, n_samples, n_classes = party_proba.shape
     counts = np.asarray(class_counts, dtype=float)
-    held = counts > 0
-    informative = held.sum(axis=1) >= 2
+    informative, weights, log_shares = _party_evidence_weights(counts)
     if not informative.any():  # no party's probabilities carry evidence to pool
         return party_proba.mean(axis=0)
-    weights = counts * informative[:, None]  # (n_parties, n_classes)
     class_weight = weights.sum(axis=0)
-    shares = counts / counts.sum(axis=1, keepdims=True)
-    with np.errstate(divide="ignore"):
-        log_prior = np.log(counts.sum(axis=0) / counts.sum())
-        log_shares = np.where(held, np.log(np.where(held, shares, 1.0)), 0.0)
     pooled = np.empty((n_samples, n_classes))
     # rows per block: the block's (rows, parties, classes) log-likelihoods stay bounded
     chunk_size = max(1, min(chunk_size, _POOLING_BLOCK_VALUES // (n_parties * n_classes)))
     for start in range(0, n_samples, chunk_size):
-        block = party_proba[:, start : start + chunk_size]
-        smoothed = (block + smoothing) / (1 + n_classes * smoothing)
-        # (n_block, n_parties, n_classes): each party's log-likelihood up to its offset;
-        # without smoothing, a class a party does not hold may have probability 0, and
-        # its logarithm is masked out
-        with np.errstate(divide="ignore"):
-            ell = np.where(held[:, None], np.log(smoothed) - log_shares[:, None], 0.0)
-        ell = ell.transpose(1, 0, 2)
+        ell = _log_evidence(party_proba[:, start : start + chunk_size], counts > 0,
+                            log_shares, smoothing)
         # the sweeps' weighted sums of ell over parties and over classes do not change:
         # computed once, each sweep is two products of (rows, parties) by (parties,
         # classes) matrices
@@ -238,14 +226,95 @@ def prior_corrected_proba(party_proba, class_counts, *, smoothing=0.003, n_iter=
             offsets = (log_lik @ weights.T - ell_by_party) / np.maximum(
                 weights.sum(axis=1), 1e-300
             )
-        # a class no informative party holds gets no pooled probability
-        scores = np.where(class_weight > 0, log_lik + log_prior, -np.inf)
-        scores -= scores.max(axis=1, keepdims=True)
-        pooled[start : start + chunk_size] = np.exp(scores) / np.exp(scores).sum(
-            axis=1, keepdims=True
-        )
+        pooled[start : start + chunk_size] = _softmax_with_prior(log_lik, class_weight,
+                                                                 counts.sum(axis=0))
     weight = counts[informative].sum() / counts.sum() / 2
     return weight * pooled + (1 - weight) * party_proba.mean(axis=0)
+
+
+def _party_evidence_weights(counts):
+    """Of parties' class counts (n_parties, n_classes): which parties are informative
+    (hold two classes or more), the weight of each party's evidence on each class (its
+    rows of the class, zero for an uninformative party), and the logarithm of its class
+    shares (zero for a class it does not hold)."""
+    held = counts > 0
+    informative = held.sum(axis=1) >= 2
+    shares = counts / counts.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        log_shares = np.where(held, np.log(np.where(held, shares, 1.0)), 0.0)
+    return informative, counts * informative[:, None], log_shares
+
+
+def _log_evidence(block, held, log_shares, smoothing):
+    """(n_rows, n_parties, n_classes): each party's log-likelihood of each class up to
+    an offset of its own, from its probabilities `block` (n_parties, n_rows,
+    n_classes); without smoothing, a class a party does not hold may have probability
+    0, and its logarithm is masked out."""
+    smoothed = (block + smoothing) / (1 + block.shape[-1] * smoothing)
+    with np.errstate(divide="ignore"):
+        ell = np.where(held[:, None], np.log(smoothed) - log_shares[:, None], 0.0)
+    return ell.transpose(1, 0, 2)
+
+
+def _softmax_with_prior(log_lik, class_weight, total_counts):
+    """The pooled log-likelihoods with the global class shares added back, normalised;
+    a class no informative party holds gets no probability."""
+    with np.errstate(divide="ignore"):
+        log_prior = np.log(total_counts / total_counts.sum())
+    scores = np.where(class_weight > 0, log_lik + log_prior, -np.inf)
+    scores -= scores.max(axis=1, keepdims=True)
+    return np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+
+
+def prior_corrected_terms(party_proba, class_counts, *, smoothing=0.003):
+    """One party's terms of `prior_corrected_proba`, whose sums over the parties give
+    the pooled probabilities (`prior_corrected_from_sums`): under secure aggregation a
+    party sends these instead of its probabilities.
+
+    Eliminating the offsets, each sweep of the least squares is an affine map of the
+    pooled log-likelihoods whose coefficients are sums of per-party terms: ``evidence``
+    (its weighted log-likelihoods, (n_rows, n_classes)), ``offset_evidence`` (their
+    weighted total spread over its classes, (n_rows, n_classes)), ``coupling`` (its
+    weights' outer product over their total, (n_classes, n_classes)), and
+    ``class_weight`` (its weights); with ``proba`` (its probabilities), and
+    ``informative_rows`` and ``class_counts`` (its rows and counts) for the blend with
+    the mean and the prior.
+
+    Parameters
+    ----------
+    party_proba : ndarray of shape (n_rows, n_classes)
+    class_counts : ndarray of shape (n_classes,)
+    smoothing : float, default=0.003
+
+    Returns
+    -------
+    terms : dict of ndarray
+    """
+    counts = np.asarray(class_counts, dtype=float)[None]
+    informative, weights, log_shares = _party_evidence_weights(counts)
+    ell = _log_evidence(np.asarray(party_proba)[None], counts > 0, log_shares, smoothing)[:, 0]
+    w, total = weights[0], max(weights[0].sum(), 1e-300)
+    return dict(evidence=ell * w, offset_evidence=np.outer(ell @ w / total, w),
+                coupling=np.outer(w, w) / total, class_weight=w,
+                proba=np.asarray(party_proba, dtype=float),
+                informative_rows=np.array(float(counts.sum() * informative[0])),
+                class_counts=counts[0])
+
+
+def prior_corrected_from_sums(sums, n_parties, *, n_iter=50):
+    """`prior_corrected_proba` from the sums over `n_parties` parties of their
+    `prior_corrected_terms`: the same sweeps, the offsets eliminated."""
+    evidence, class_weight = sums["evidence"], sums["class_weight"]
+    mean = sums["proba"] / n_parties
+    if sums["informative_rows"] <= 0:
+        return mean
+    scale = np.maximum(class_weight, 1e-300)
+    log_lik = evidence / scale
+    for _ in range(n_iter - 1):
+        log_lik = (evidence - sums["offset_evidence"] + log_lik @ sums["coupling"]) / scale
+    pooled = _softmax_with_prior(log_lik, class_weight, sums["class_counts"])
+    weight = sums["informative_rows"] / sums["class_counts"].sum() / 2
+    return weight * pooled + (1 - weight) * mean
 
 
 def share_matching_offsets(proba, target_shares, *, tolerance=0.0, n_iter=300, step=0.1):

@@ -32,7 +32,7 @@ from .._privacy._gaussian import gaussian_log_moments, gdp_epsilon, gnmax_log_mo
 from .._privacy._mechanisms import noisy_class_counts
 from ._payloads import FedKTUpload
 from ._plan import FedKTPlan, target_task
-from ._secure import party_sums
+from ._secure import count_scales, party_sums
 
 # what an upload's manifest and the privacy report say when students learn party rows
 PARTY_ROWS_NOTE = (
@@ -162,7 +162,8 @@ class FedKTParty:
 
     def upload(self, student_models: list[ClassCodeModel], labels: StudentLabels,
                n_classes: int, manifest: dict[str, Any],
-               student_votes: np.ndarray | None = None) -> PartyUpload:
+               student_votes: np.ndarray | None = None, count_scale: float = 1.0,
+               ) -> PartyUpload:
         """Line 13: what the party sends, its students, and the facts the server needs:
         its class counts (at L2 only with noise, where its soft votes use them), its
         students' class shares and, at L2, its privacy guarantee (from `labels`, its
@@ -170,9 +171,9 @@ class FedKTParty:
         party's rows.
 
         Under secure aggregation (`student_votes`: its students' votes on the rows the
-        server labels), no student: the votes and class counts under ``"sums"``, which
-        reach the server only summed over the parties, and no class share in the
-        manifest."""
+        server labels), no student: the votes and class counts (bounded by
+        `count_scale`) under ``"sums"``, which reach the server only summed over the
+        parties, and no class share in the manifest."""
         plan = self.plan
         private = plan.level == "L2"
         counts = np.bincount(self.y[self.rows], minlength=n_classes)
@@ -183,7 +184,7 @@ class FedKTParty:
                               privacy=None, privacy_note=PARTY_ROWS_NOTE
                               if plan.student_data == "party+public" else None),
                 payload=dict(FedKTUpload(students=[], codes=[]), sums=party_sums(
-                    plan, student_votes, counts, n_classes)))
+                    plan, student_votes, counts * count_scale, n_classes)))
         if plan.releases_counts:
             counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
                                         noise=plan.mechanism.noise, random_state=self.noise_rng)
@@ -232,10 +233,13 @@ def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
     student_models, labels, student_votes = party_tier(plan, parties, X, X_labelled,
                                                        party_rows, n_classes)
     per_party = student_votes.reshape(len(parties), plan.n_students, *student_votes.shape[1:])
+    # every party's rows, which the manifests hold in fit (a deployed party step does
+    # not run under secure aggregation)
+    scales = count_scales([manifest["n_rows"] for manifest in manifests])
     uploads = [party.upload(models, party_labels, n_classes, manifest,
-                            votes if secure else None)
-               for party, models, party_labels, manifest, votes
-               in zip(parties, student_models, labels, manifests, per_party)]
+                            votes if secure else None, scale)
+               for party, models, party_labels, manifest, votes, scale
+               in zip(parties, student_models, labels, manifests, per_party, scales)]
     return uploads, (student_votes, tiers)
 
 

@@ -156,7 +156,7 @@ def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root
         training_counts = None if party_counts is None else party_counts.sum(axis=0)
     else:
         X_labelled, _, server_rows = plan.tier_rows(X_public, root)
-        party_counts, votes = None, summed_votes(plan, sums)
+        party_counts, votes = None, summed_votes(plan, sums, len(uploads))
         training_counts = sums["class_counts"]
     n_labelled = num_samples(X_labelled)
     queries = server_rows[server_rows < n_public]
