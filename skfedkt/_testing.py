@@ -77,7 +77,8 @@ def flower_task_identity() -> Iterator[None]:
 def served_by_flower(estimator: Any, X: Any, y: Any, party: np.ndarray, X_public: Any,
                      classes: Any = (0, 1)) -> Any:
     """The model the Flower apps serve for `estimator`, each party ``party == k`` of
-    ``X, y`` (k in 0 to 2) a SuperNode of the in-process grid (`in_process_grid`)."""
+    ``X, y`` (k in 0 to 2) a SuperNode of the in-process grid (`in_process_grid`),
+    run within `flower_task_identity`."""
     from .flower import client_app, server_app
 
     def party_data(context):
@@ -87,6 +88,7 @@ def served_by_flower(estimator: Any, X: Any, y: Any, party: np.ndarray, X_public
     served = []
     server = server_app(estimator, X_public, N_PARTIES,
                         lambda model, context: served.append(model))
-    server(in_process_grid(client_app(estimator, party_data, X_public,
-                                      classes=list(classes))), flower_context())
+    with flower_task_identity():
+        server(in_process_grid(client_app(estimator, party_data, X_public,
+                                          classes=list(classes))), flower_context())
     return served[0]

@@ -5,7 +5,8 @@ An algorithm written outside the package (installed as its own distribution, see
 finds, by job:
 
 **The contract.** `BaseFederatedClassifier`, the class to extend (its hooks and
-declarations), with `Uploads` and `Releases` (what its class declares),
+declarations), with `Uploads` and `Releases` (what its class declares), and
+`SecureSums` (how it runs under secure aggregation, where it can),
 `shared_docs` (the parameter descriptions of ``fit``'s docstring), `Plan` (the frozen
 parameters its steps read, with `CloneFitting`), the contexts its steps take
 (`PartyContext`, `ServerContext`, and `CheckContext`, the one both sides' checks of
@@ -15,8 +16,9 @@ what crosses take; `PartyRows`, a party context's ``data``, is `FederatedData` i
 returns).
 
 **The registry.** `Algorithm`, `Flag`, `Method`, `register` (or the
-``skfedkt.algorithms`` entry point), the flag types `positive` and `fraction`, and
-`OptionError` (flags that contradict each other).
+``skfedkt.algorithms`` entry point), `algorithms` (the registered ones, installed
+plugins loaded), the flag types `positive` and `fraction`, and `OptionError` (flags
+that contradict each other).
 
 **What crosses, checked.** `UploadChecker`: each of its methods reads a field of one
 upload and refuses it naming the party, the file and the field. Uploads reach the
@@ -47,13 +49,14 @@ out, for the membership audit.
 private modules, and skfedkt reaches them in one place, checked on its versions.
 
 **Tests.** `isolated_registry` (registrations within forget themselves on exit),
-`served_by_flower` (the model the Flower apps serve, three SuperNodes in one process),
+`served_by_flower` (the model the Flower apps serve, three SuperNodes in one process,
+within `flower_task_identity`),
 `in_process_grid`, `flower_context` and `flower_task_identity` (the Flower runtime's
 pieces, outside it; these need the flower extra).
 """
 
 from ._base import BaseFederatedClassifier
-from ._declarations import Releases, Uploads
+from ._declarations import Releases, SecureSums, Uploads
 from ._deployment._received import UploadChecker
 from ._deployment._upload import PartyUpload
 from ._engine._compat import (
@@ -87,6 +90,7 @@ from ._engine._validation import FederatedData
 from ._privacy._release import Release, final_model_release, models_release
 from ._registry import (
     Algorithm,
+    algorithms,
     Flag,
     Method,
     OptionError,
@@ -122,6 +126,7 @@ __all__ = [
     "Plan",
     "Release",
     "Releases",
+    "SecureSums",
     "ServerContext",
     "StackedRows",
     "StrOptions",
@@ -129,6 +134,7 @@ __all__ = [
     "TierJob",
     "UploadChecker",
     "Uploads",
+    "algorithms",
     "derived_random_state",
     "draw_seeds",
     "final_model_release",

@@ -34,7 +34,7 @@ PLUGIN = Path(__file__).parent / "consensus_plugin"
 def declared():
     """The algorithm registered by importing its package, as a contributor's is, in a
     registry that this module's tests alone see."""
-    from skfedkt._registry import algorithms, isolated_registry
+    from skfedkt.algorithm import algorithms, isolated_registry
 
     sys.path.insert(0, str(PLUGIN))
     try:
@@ -148,6 +148,14 @@ def test_a_false_float_payload_is_refused_naming_party_and_field(data):
                              X_unlabeled=X_public) for name in range(3)]
     uploads[1].payload["proba"] = uploads[1].payload["proba"][:-1]
     with pytest.raises(UploadError, match="Party 1 refused: proba: shape"):
+        clf.server_round(uploads, X_public)
+    # within the bound, yet no probabilities: a party pulling the consensus its way
+    uploads[1].payload["proba"] = np.tile([1.0, -1.0], (len(X_public), 1))
+    with pytest.raises(UploadError, match="Party 1 refused: proba: probabilities must "
+                       "not be negative"):
+        clf.server_round(uploads, X_public)
+    uploads[1].payload["proba"] = np.tile([0.9, 0.9], (len(X_public), 1))
+    with pytest.raises(UploadError, match="each row of probabilities must sum to one"):
         clf.server_round(uploads, X_public)
 
 

@@ -128,6 +128,16 @@ class UploadChecker:
             self.refuse(key, f"values must be within [-{bound:.4g}, {bound:.4g}]")
         return array
 
+    def probabilities(self, key: str, n_rows_expected: int) -> np.ndarray:
+        """A payload matrix of class probabilities: one row of n_classes values in
+        [0, 1] summing to one (within float32's rounding) per expected row."""
+        proba = self.floats(key, (n_rows_expected, self.n_classes), bound=1.0)
+        if (proba < 0).any():
+            self.refuse(key, "probabilities must not be negative")
+        if not np.allclose(proba.sum(axis=1), 1.0, rtol=0, atol=1e-4):
+            self.refuse(key, "each row of probabilities must sum to one")
+        return proba
+
     def vote_counts(self, key: str, n_rows_expected: int, bound: float) -> np.ndarray:
         """A payload matrix of noisy vote counts: one row of n_classes finite numbers
         per queried public row, none beyond `bound` in magnitude (a count plus any

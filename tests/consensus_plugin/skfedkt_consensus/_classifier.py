@@ -41,7 +41,7 @@ def _upload_check(context: CheckContext[ConsensusPlan],
                 checker.refuse("payload", "a final upload after the last round holds "
                                "nothing")
             return
-        checker.floats("proba", (n_public, checker.n_classes), bound=1.0)
+        checker.probabilities("proba", n_public)
 
     return check
 
@@ -53,7 +53,7 @@ def _message_check(context: CheckContext[ConsensusPlan]) -> Callable[[UploadChec
         checker.count("round", positive=True, at_most=context.plan.n_rounds)
         if not isinstance(checker.manifest("done"), bool):
             checker.refuse("done", "not true or false")
-        checker.floats("consensus", (n_public, checker.n_classes), bound=1.0)
+        checker.probabilities("consensus", n_public)
 
     return check
 
