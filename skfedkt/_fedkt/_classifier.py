@@ -239,7 +239,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         communication of FedKT (the final model's trip back is not counted). After
         `fit`, its students as skops writes them into an upload file, measured when
         first read (NaN, with a warning, where skops cannot write them); after
-        `fit_server`, the size of each upload file.
+        `fit_server`, the size of each upload file. Under secure aggregation, the
+        keys, sealed shares, masked votes and unmasking shares of its secure sum.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
