@@ -6,17 +6,25 @@ Like scikit-learn's, the configuration belongs to a thread: `set_config` and
 `config_context` change the calling thread's, and the engine carries it into the worker
 processes and threads of its own parallel batches. Workers started by another library
 (``GridSearchCV(n_jobs=2)``) begin from the defaults, which the environment sets:
-``SKFEDKT_STACK_NETWORKS=0`` turns the stacked path off there too.
+``SKFEDKT_STACK_NETWORKS=0`` turns the stacked path off there too, and
+``SKFEDKT_SECURE_AGGREGATION=1`` secure aggregation on.
 """
 
 import os
 import threading
 from contextlib import contextmanager
 
+
+def _environment_switch(name, default):
+    """The switch the environment variable `name` sets ("0", "false", "no", "off":
+    off; anything else: on), `default` where it is unset or empty."""
+    value = os.environ.get(name, "").strip().lower()
+    return default if not value else value not in ("0", "false", "no", "off")
+
+
 _DEFAULTS = {
-    "stack_networks": os.environ.get("SKFEDKT_STACK_NETWORKS", "1").strip().lower()
-    not in ("0", "false", "no", "off"),
-    "secure_aggregation": False,
+    "stack_networks": _environment_switch("SKFEDKT_STACK_NETWORKS", True),
+    "secure_aggregation": _environment_switch("SKFEDKT_SECURE_AGGREGATION", False),
 }
 _local = threading.local()
 
@@ -63,7 +71,9 @@ def set_config(stack_networks=None, secure_aggregation=None):
         unmasks only as a total, and no model of a party reaches the server. An
         algorithm or option that needs more than sums is refused before any work,
         naming why. The deployed steps (``fit_party``, ``fit_server``) do not run the
-        secure sum's stages, and refuse to run under it.
+        secure sum's stages, and refuse to run under it. Workers that another library
+        starts (``GridSearchCV(n_jobs=2)``) begin from the defaults: set
+        ``SKFEDKT_SECURE_AGGREGATION=1`` in the environment for them.
 
     Examples
     --------

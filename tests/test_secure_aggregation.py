@@ -112,3 +112,15 @@ def test_bounding_party_counts_leaves_the_callers_counts_alone():
     totals = np.array([[108.0], [175.0], [20.0], [13.0], [25.0]])
     bounded, capped = bounded_party_counts(totals)
     assert capped.tolist() == [1] and bounded[1, 0] == 166 and totals[1, 0] == 175
+
+
+def test_the_environment_turns_it_on_for_workers_another_library_starts():
+    import os
+    import subprocess
+    import sys
+
+    printed = subprocess.run(
+        [sys.executable, "-c", "import skfedkt; print(skfedkt.get_config())"],
+        env=dict(os.environ, SKFEDKT_SECURE_AGGREGATION="1"), capture_output=True,
+        text=True, check=True).stdout
+    assert printed.strip() == "{'stack_networks': True, 'secure_aggregation': True}"
