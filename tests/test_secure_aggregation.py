@@ -124,3 +124,17 @@ def test_the_environment_turns_it_on_for_workers_another_library_starts():
         env=dict(os.environ, SKFEDKT_SECURE_AGGREGATION="1"), capture_output=True,
         text=True, check=True).stdout
     assert printed.strip() == "{'stack_networks': True, 'secure_aggregation': True}"
+
+
+def test_the_membership_audit_attacks_the_final_model_alone():
+    from skfedkt.privacy import membership_audit
+
+    X, y, party, X_public, _ = _split(load_breast_cancer, 0.0)
+    with skfedkt.config_context(secure_aggregation=True):
+        clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), voting="hard",
+                              n_students=2, n_teachers=3, random_state=0).fit(
+            X[:200], y[:200], groups=party[:200], X_unlabeled=X_public)
+        audit = membership_audit(clf, X[:200], y[:200], groups=party[:200],
+                                 X_unlabeled=X_public, X_holdout=X[200:300],
+                                 y_holdout=y[200:300], n_reference=0)
+    assert {result.release for result in audit.results} == {"final model"}

@@ -60,7 +60,8 @@ def _sent_bytes(clf: FedKTClassifier) -> np.ndarray:
 def _fit_releases(clf: FedKTClassifier) -> list[Release]:
     """What FedKT lets out (see `skfedkt.privacy.membership_audit`): every party's
     students, its upload (at L2 covered by the party's epsilon), and the final model
-    (covered by ``epsilon_`` at L1 and L2)."""
+    (covered by ``epsilon_`` at L1 and L2). Under secure aggregation no student leaves
+    its party: the final model alone."""
     report = clf.privacy_report_
     party_epsilons = report.party_epsilons or {}
     delta = 0.0 if report.delta is None else report.delta
@@ -69,6 +70,7 @@ def _fit_releases(clf: FedKTClassifier) -> list[Release]:
                           party_epsilons.get(party, np.inf), delta)
         for party, students, codes in zip(clf.parties_.tolist(), clf.students_,
                                           clf._student_codes)
+        if students
     ]
     return [*uploads, final_model_release(clf, clf.epsilon_, delta)]
 
