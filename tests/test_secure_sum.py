@@ -19,6 +19,7 @@ from skfedkt._secure_sum import (
     encode_integers,
     run_secure_sum,
 )
+from skfedkt._deployment._secure import fixed_point_for
 from skfedkt._secure_sum._shamir import combine, split
 
 SESSION = b"a test session of the secure sum"
@@ -75,8 +76,10 @@ def test_fixed_point_sums_stay_within_the_stated_error_bound():
     assert 0 < error <= encoding.error_bound(5) == 5 / 2 ** 21
     with pytest.raises(ValueError, match="beyond the agreed bound 1"):
         encoding.encode(np.array([1.5]))
-    with pytest.raises(ValueError, match="overflows 64 bits"):
-        FixedPoint(scale=2.0 ** 60, bound=16).check_capacity(10)
+    # the scale a secure sum agrees on leaves its total room in 64 bits
+    for n_parties, bound in ((5, 1.0), (100, 1e6), (1000, 1e12)):
+        scale = fixed_point_for(n_parties, bound).scale
+        assert n_parties * bound * scale < 2.0 ** 63 and scale <= 2.0 ** 32
 
 
 def test_the_agreement_refuses_sums_that_protect_no_one():

@@ -174,26 +174,26 @@ class FedKTParty:
         server labels), no student: the votes and class counts (bounded by
         `count_scale`) under ``"sums"``, which reach the server only summed over the
         parties, and no class share in the manifest."""
-        plan = self.plan
-        private = plan.level == "L2"
+        plan, secure = self.plan, student_votes is not None
+        private = plan.level == "L2"  # never under secure aggregation
         counts = np.bincount(self.y[self.rows], minlength=n_classes)
-        if student_votes is not None:
-            return PartyUpload(
-                manifest=dict(manifest, class_counts=None, student_class_shares=None,
-                              n_queries=labels.n_queries, n_teachers=self.n_teachers,
-                              privacy=None, privacy_note=PARTY_ROWS_NOTE
-                              if plan.student_data == "party+public" else None),
-                payload=dict(FedKTUpload(students=[], codes=[]), sums=party_sums(
-                    plan, student_votes, counts * count_scale, n_classes)))
         if plan.releases_counts:
             counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
                                         noise=plan.mechanism.noise, random_state=self.noise_rng)
+        payload = dict(FedKTUpload(
+            students=[] if secure else [model.estimator for model in student_models],
+            codes=[] if secure else [model.codes for model in student_models],
+        ))
+        if student_votes is not None:  # under secure aggregation
+            payload.update(sums=party_sums(plan, student_votes, counts * count_scale,
+                                           n_classes))
         return PartyUpload(
             manifest=dict(
                 manifest,
-                class_counts=None if private and not plan.releases_counts
+                class_counts=None if secure or private and not plan.releases_counts
                 else counts.tolist(),
-                student_class_shares=np.asarray(labels.student_shares).tolist(),
+                student_class_shares=None if secure
+                else np.asarray(labels.student_shares).tolist(),
                 n_queries=labels.n_queries,
                 n_teachers=self.n_teachers,
                 privacy=party_guarantee(plan, labels.log_moments, labels.n_queries)
@@ -201,10 +201,7 @@ class FedKTParty:
                 privacy_note=PARTY_ROWS_NOTE
                 if self.plan.student_data == "party+public" else None,
             ),
-            payload=dict(FedKTUpload(
-                students=[model.estimator for model in student_models],
-                codes=[model.codes for model in student_models],
-            )),
+            payload=payload,
         )
 
 
@@ -233,9 +230,10 @@ def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
     student_models, labels, student_votes = party_tier(plan, parties, X, X_labelled,
                                                        party_rows, n_classes)
     per_party = student_votes.reshape(len(parties), plan.n_students, *student_votes.shape[1:])
-    # every party's rows, which the manifests hold in fit (a deployed party step does
-    # not run under secure aggregation)
-    scales = count_scales([manifest["n_rows"] for manifest in manifests])
+    # under secure aggregation each party caps its own weight, from every party's rows,
+    # which the manifests hold in fit (a deployed party step does not run under it)
+    scales = (count_scales([manifest["n_rows"] for manifest in manifests]) if secure
+              else np.ones(len(parties)))
     uploads = [party.upload(models, party_labels, n_classes, manifest,
                             votes if secure else None, scale)
                for party, models, party_labels, manifest, votes, scale

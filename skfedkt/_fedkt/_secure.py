@@ -76,7 +76,7 @@ def party_sums(plan: FedKTPlan, student_votes: np.ndarray, class_counts: np.ndar
 def summed_votes(plan: FedKTPlan, sums: dict[str, np.ndarray], n_parties: int) -> np.ndarray:
     """The histogram the server labels with, from the `n_parties` parties' summed
     votes: as `server_votes` makes it from their students' votes (float votes differ
-    from its by the sum's fixed point and reordered arithmetic, under 1e-9 of a vote:
+    from its by the sum's fixed point and reordered arithmetic, in the last digits:
     where its votes tie exactly, the tie may break otherwise)."""
     if plan.pooling == "prior-corrected":
         return n_parties * plan.n_students * prior_corrected_from_sums(sums, n_parties)

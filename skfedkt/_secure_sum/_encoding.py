@@ -28,7 +28,7 @@ class FixedPoint:
 
     Each value is off by at most ``1 / (2 * scale)``, so a sum of `n` values by at most
     ``n / (2 * scale)`` (`error_bound`); the sum of `n` values fits while
-    ``n * bound * scale < 2**63``, which `check_capacity` refuses otherwise."""
+    ``n * bound * scale < 2**63`` (the scale of ``_deployment._secure.fixed_point_for``)."""
 
     scale: float = 2.0 ** 32
     bound: float = 1.0
@@ -49,8 +49,3 @@ class FixedPoint:
     def error_bound(self, n_values: int) -> float:
         """The most a decoded sum of `n_values` values is off by."""
         return n_values / (2 * self.scale)
-
-    def check_capacity(self, n_values: int) -> None:
-        if n_values * self.bound * self.scale >= 2.0 ** 63:
-            raise ValueError(f"A sum of {n_values} values within {self.bound:.4g} at "
-                             f"scale {self.scale:.4g} overflows 64 bits: lower the scale.")

@@ -123,8 +123,8 @@ class SecureSumParty:
         if self.index not in self._survivors:
             raise self._refuse(None, "survivors", "this party's masked input is missing")
         self._need(len(self._survivors), "survivors", "masked inputs reached the coordinator")
-        return dict(party=self.index, signature=crypto.sign(
-            self._signing_key, self._survivors_message(self._survivors)))
+        return dict(party=self.index, signature=self._signing_key.sign(
+            self._survivors_message(self._survivors)))
 
     def unmask(self, survivors, dropped, signatures: Mapping[int, bytes]) -> dict[str, Any]:
         """Stage 5: the shares that unmask the sum: of each survivor's self-mask seed

@@ -74,10 +74,6 @@ def open_sealed(key: bytes, sealed: bytes, associated: bytes) -> bytes | None:
         return None
 
 
-def sign(key: Ed25519PrivateKey, message: bytes) -> bytes:
-    return key.sign(message)
-
-
 def verify(public: bytes, signature: bytes, message: bytes) -> bool:
     try:
         Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
