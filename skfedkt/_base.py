@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 from abc import ABCMeta, abstractmethod
 from dataclasses import replace
 
@@ -42,7 +42,7 @@ from ._deployment._protocol import (
 )
 from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
-from ._deployment._secure import refuse_too_few_to_hide, securely_summed
+from ._deployment._secure import float_bound_of, securely_summed
 from ._engine._context import (
     CheckContext,
     Message,
@@ -327,7 +327,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         X_public = data.X_public if uses_public_set or X_unlabeled is not None else None
         root = root_seed(self.random_state)
         if secure := get_config()["secure_aggregation"]:
-            refuse_too_few_to_hide(data.parties)
+            bound = float_bound_of(self._secure_sums, plan, data)
         party_context = PartyContext(
             plan, data, root, [dict(party=party, n_rows=len(rows))
                                for party, rows in zip(data.parties, data.party_rows)],
@@ -335,21 +335,20 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         server_context = ServerContext(plan, X_public, root, self.classes_)
         parties = self._parties(party_context, lambda party: derived_random_state(
             root, "party", party, scratch=True))
-        message, messages = None, []
+        message, messages, sent = None, [], np.zeros(len(data.parties), dtype=np.int64)
         with recording_tiers() as tier_fits:
             while True:
                 uploads, reused = self._party_step(self._answering(party_context, message),
                                                    parties)
+                if secure:  # the server gets the sums alone, and nothing a party step kept
+                    uploads, sums, round_sent = securely_summed(uploads, data.parties, bound)
+                    server_context, reused = replace(server_context, sums=sums), None
+                    sent += round_sent
                 if not self.runs_rounds or message is not None and message.manifest["done"]:
                     break
                 message = self._round_message(server_context.with_message(message), uploads)
                 messages.append(message)
             server_context = replace(server_context, message=message, rounds=tuple(messages))
-            if secure:  # the server gets the sums alone, and nothing a party step kept
-                declared = cast(SecureSums, self._secure_sums)  # _secure_plan checked it
-                uploads, sums, sent = securely_summed(uploads, data.parties, declared.float_bound(
-                    plan, max(len(rows) for rows in data.party_rows)))
-                server_context, reused = replace(server_context, sums=sums), None
             fitted = self._server_step(server_context, uploads, reused)
         fitted.update(tier_fits_=tier_fits)
         # what each party sent is measured when asked for: skops takes far longer than

@@ -28,11 +28,15 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
     return FixedPoint(scale=min(_FINEST_SCALE, 2.0 ** room), bound=bound)
 
 
-def refuse_too_few_to_hide(parties: Sequence[Hashable]) -> None:
-    """Refuse, before any work, a secure sum of fewer than 3 parties."""
-    if len(parties) < 3:
-        raise ValueError(f"secure_aggregation needs at least 3 parties, got {len(parties)}: "
-                         "with two, each learns the other's input from the sum.")
+def float_bound_of(declared: Any, plan: Any, data: Any) -> float:
+    """The bound on the floats the parties of `data` (`FederatedData`) sum, which the
+    algorithm's `SecureSums` (`declared`) gives for `plan`; refused, before any work,
+    for fewer than 3 parties."""
+    if len(data.parties) < 3:
+        raise ValueError(f"secure_aggregation needs at least 3 parties, got "
+                         f"{len(data.parties)}: with two, each learns the other's input "
+                         "from the sum.")
+    return float(declared.float_bound(plan, max(map(len, data.party_rows))))
 
 
 def securely_summed(uploads: Sequence[Any], parties: Sequence[Hashable], float_bound: float,
@@ -41,6 +45,8 @@ def securely_summed(uploads: Sequence[Any], parties: Sequence[Hashable], float_b
     secure sum of the parties (`parties`, aligned with `uploads`) in one process, and
     the bytes each party sent in it."""
     terms = [upload.payload.get(SUMS) for upload in uploads]
+    if not any(terms):  # nothing to sum this round (a final step that sends nothing)
+        return list(uploads), {}, np.zeros(len(parties), dtype=np.int64)
     layout = _layout(terms[0] or {}, parties[0])
     for party, party_terms in zip(parties, terms):
         if _layout(party_terms or {}, party) != layout:

@@ -173,8 +173,9 @@ class ServerContext(_Context, Generic[PlanT]):
         manifests are their parties' claims, rather than made in `fit` from the pooled
         rows.
     sums : dict or None
-        Under secure aggregation, in the last step: the secure sums of what the
-        parties' uploads held under ``"sums"``, by name; None otherwise.
+        Under secure aggregation, in each round and the last step: the secure sums
+        of what the parties' uploads of that round held under ``"sums"``, by name;
+        None otherwise.
     """
 
     plan: PlanT
