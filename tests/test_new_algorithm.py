@@ -63,6 +63,16 @@ def data():
     return X[:400], y[:400], party, X[400:500], X[500:], y[500:]
 
 
+def test_an_algorithm_that_declares_no_secure_sums_is_refused_under_them(data):
+    import skfedkt
+
+    X, y, party, X_public, _, _ = data
+    with skfedkt.config_context(secure_aggregation=True), pytest.raises(
+            ValueError, match="ConsensusDistillClassifier cannot run under "
+            "secure_aggregation: it declares no secure sums"):
+        _estimator().fit(X, y, groups=party, X_unlabeled=X_public)
+
+
 def test_fit_and_the_deployed_steps_give_one_model(data, tmp_path):
     X, y, party, X_public, X_test, _ = data
     fitted = _estimator(n_rounds=3).fit(X, y, groups=party, X_unlabeled=X_public)

@@ -48,3 +48,90 @@ def test_the_thresholds_shares_sum_to_discrete_laplace_noise(gamma):
 def test_the_pmf_is_a_distribution():
     k = np.arange(-2000, 2001)
     assert discrete_laplace_pmf(0.05, k).sum() == pytest.approx(1, abs=1e-12)
+
+
+# FedKT at L1 under secure aggregation: the parties' noise, through the secure sum
+
+
+def _digits_parties(n_public):
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    order = np.random.RandomState(0).permutation(len(y))
+    X, y = X[order], y[order]
+    return X[n_public:], y[n_public:], np.arange(len(y) - n_public) % 6, X[:n_public]
+
+
+@pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")  # shallow trees
+def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(monkeypatch):
+    """Over 10,000 noisy counts (1,000 queries x 10 classes) of a fit, the secure
+    path's votes minus the plain path's (the same students) are the sum of 6 parties'
+    shares, sized for a threshold of 4: a Pólya difference of shape 6/4 each side. The
+    server draws no noise, and the epsilon is the accountant's data-independent one."""
+    from sklearn.base import clone
+    from sklearn.tree import DecisionTreeClassifier
+
+    import skfedkt
+    from skfedkt import FedKTClassifier
+    from skfedkt._fedkt import _plan
+    from skfedkt.privacy import ServerNoise, data_independent_epsilon
+
+    X, y, party, X_public = _digits_parties(1000)
+    gamma = 0.5
+    clf = FedKTClassifier(DecisionTreeClassifier(max_depth=4), voting="hard",
+                          privacy=ServerNoise(gamma=gamma), n_teachers=2, random_state=0)
+    plain = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+
+    def no_server_noise(*args, **kwargs):
+        raise AssertionError("the server added noise")
+
+    monkeypatch.setattr(_plan, "add_noise", no_server_noise)
+    with skfedkt.config_context(secure_aggregation=True):
+        secure = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+    noise = (secure.vote_counts_ - plain.vote_counts_).ravel()
+    assert noise.dtype.kind == "f" and (noise == np.rint(noise)).all()
+    assert _chi_square_pvalue(noise.astype(np.int64),
+                              lambda k: _polya_difference_pmf(gamma, 6 / 4, k)) > 1e-3
+    report = secure.privacy_report_
+    assert np.isnan(report.data_dependent_epsilon)
+    assert secure.epsilon_ == data_independent_epsilon(
+        1000, gamma=gamma, delta=1e-5, sensitivity=2 * clf.n_students)
+    assert "no one sees" in report.statement
+
+
+@pytest.mark.parametrize("voting", ["hard", "soft"])
+def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting):
+    """Five parties' noisy votes through the secure sum, two of them lost before their
+    masked input: the three left (the threshold) carry discrete Laplace noise of the
+    mechanism's parameter per vote, over 10,000 counts; soft votes in units of
+    1/2**16 vote, whose parameter makes a query 2 s gamma-DP with rounding counted
+    (a gamma of 2**15 makes the parameter per unit about 0.5, which 10,000 draws
+    resolve)."""
+    from skfedkt._fedkt._classifier import FedKTClassifier
+    from skfedkt._fedkt._secure import SecureVotes, noise_units, party_sums
+    from skfedkt._secure_sum import Agreement, decode_integers, encode_integers, run_secure_sum
+    from skfedkt.privacy import ServerNoise
+
+    gamma = 0.5 if voting == "hard" else 2.0 ** 15
+    n_queries, n_classes, n_parties = 1000, 10, 5
+    plan = FedKTClassifier(voting=voting, privacy=ServerNoise(gamma=gamma))._plan()
+    units, parameter = noise_units(plan, n_classes)
+    if voting == "hard":
+        student_votes = np.zeros((plan.n_students, n_queries), dtype=np.int64)
+        votes = np.zeros((n_queries, n_classes))
+        votes[:, 0] = plan.n_students
+    else:
+        student_votes = np.full((plan.n_students, n_queries, n_classes), 1 / n_classes)
+        votes = student_votes.sum(axis=0)
+    secure = SecureVotes(student_votes, 1.0, np.arange(n_queries), n_parties)
+    inputs = {index: encode_integers(party_sums(
+        plan, secure, None, n_classes, np.random.RandomState(index))["noisy_votes"])
+        for index in range(n_parties)}
+    run = run_secure_sum(Agreement(b"l1 noise in shares", tuple("abcde"), 3, len(inputs[0])),
+                         inputs, drop_before={3: "masked", 4: "masked"})
+    assert run.survivors == (0, 1, 2)
+    noise = decode_integers(run.total) - 3 * np.rint(votes * units).astype(np.int64).ravel()
+    assert _chi_square_pvalue(noise, lambda k: discrete_laplace_pmf(parameter, k)) > 1e-3
+    # the discrete Laplace's epsilon per query: a party moves a row by at most this
+    sensitivity = 2 * plan.n_students * units + (n_classes if voting == "soft" else 0)
+    assert parameter * sensitivity == pytest.approx(2 * plan.n_students * gamma)

@@ -8,8 +8,8 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.tree import DecisionTreeClassifier
 
 import skfedkt
-from skfedkt import FedCTClassifier, FedKTClassifier, SoftVotes
-from skfedkt.privacy import ServerNoise
+from skfedkt import FedKTClassifier, SoftVotes
+from skfedkt.privacy import PartyNoise, ServerNoise
 
 
 def _split(loader, skew):
@@ -75,9 +75,8 @@ def test_the_server_step_receives_no_party_terms_and_nothing_reused(monkeypatch)
 @pytest.mark.parametrize("make, match", [
     (lambda: FedKTClassifier(distill=False), "distill=False predicts with the parties' "
      "students"),
-    (lambda: FedKTClassifier(privacy=ServerNoise()), "privacy=ServerNoise"),
-    (lambda: FedCTClassifier(DecisionTreeClassifier()), "FedCTClassifier cannot run under "
-     "secure_aggregation: it declares no secure sums"),
+    (lambda: FedKTClassifier(privacy=ServerNoise(noise="gaussian")),
+     r"ServerNoise\(noise='gaussian'\) has no shares"),
 ])
 def test_what_needs_more_than_sums_is_refused_before_any_work(make, match, monkeypatch):
     X, y, party, X_public, _ = _split(load_breast_cancer, 0.0)
@@ -138,3 +137,17 @@ def test_the_membership_audit_attacks_the_final_model_alone():
                                  X_unlabeled=X_public, X_holdout=X[200:300],
                                  y_holdout=y[200:300], n_reference=0)
     assert {result.release for result in audit.results} == {"final model"}
+
+
+@pytest.mark.parametrize("voting", ["soft", "hard"])
+def test_fedkt_l2_sums_the_parties_private_students_votes(voting):
+    """At L2 every student is private already: their summed votes, and the parties'
+    noisy class counts, give the plain path's public labels and epsilon."""
+    X, y, party, X_public, _ = _split(load_digits, 0.5)
+    clf = FedKTClassifier(DecisionTreeClassifier(max_depth=6), voting=voting,
+                          privacy=PartyNoise(gamma=0.5), random_state=0)
+    plain = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+    with skfedkt.config_context(secure_aggregation=True):
+        secure = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+    np.testing.assert_array_equal(secure.public_labels_, plain.public_labels_)
+    assert secure.epsilon_ == plain.epsilon_

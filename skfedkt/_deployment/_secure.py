@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from .._secure_sum import Agreement, FixedPoint, decode_integers, encode_integers, run_secure_sum
+from .._secure_sum import (
+    Agreement,
+    FixedPoint,
+    decode_integers,
+    encode_integers,
+    majority,
+    run_secure_sum,
+)
 from ._upload import PartyUpload
 
 # the payload key of what a party sends in sum only
@@ -55,7 +62,7 @@ def securely_summed(uploads: Sequence[Any], parties: Sequence[Hashable], float_b
     encoding = fixed_point_for(len(parties), float_bound)
     length = sum(int(np.prod(shape)) for _, shape, _ in layout)
     agreement = Agreement(secrets.token_bytes(32), tuple(parties),
-                          len(parties) // 2 + 1, max(length, 1))
+                          majority(len(parties)), max(length, 1))
     words = {index: np.concatenate([
         encode_integers(party_terms[name]) if kind == "i"
         else encoding.encode(party_terms[name]) for name, _, kind in layout]

@@ -32,7 +32,7 @@ from .._privacy._gaussian import gaussian_log_moments, gdp_epsilon, gnmax_log_mo
 from .._privacy._mechanisms import noisy_class_counts
 from ._payloads import FedKTUpload
 from ._plan import FedKTPlan, target_task
-from ._secure import count_scales, party_sums
+from ._secure import SecureVotes, count_scales, party_sums
 
 # what an upload's manifest and the privacy report say when students learn party rows
 PARTY_ROWS_NOTE = (
@@ -162,20 +162,19 @@ class FedKTParty:
 
     def upload(self, student_models: list[ClassCodeModel], labels: StudentLabels,
                n_classes: int, manifest: dict[str, Any],
-               student_votes: np.ndarray | None = None, count_scale: float = 1.0,
-               ) -> PartyUpload:
+               secure: SecureVotes | None = None) -> PartyUpload:
         """Line 13: what the party sends, its students, and the facts the server needs:
         its class counts (at L2 only with noise, where its soft votes use them), its
         students' class shares and, at L2, its privacy guarantee (from `labels`, its
         `StudentLabels`); and what the upload reveals when its students learned the
         party's rows.
 
-        Under secure aggregation (`student_votes`: its students' votes on the rows the
-        server labels), no student: the votes and class counts (bounded by
-        `count_scale`) under ``"sums"``, which reach the server only summed over the
-        parties, and no class share in the manifest."""
-        plan, secure = self.plan, student_votes is not None
-        private = plan.level == "L2"  # never under secure aggregation
+        Under secure aggregation (`secure`: its students' votes and what it needs to
+        send them), no student: the votes and class counts (`_secure.party_sums`) under
+        ``"sums"``, which reach the server only summed over the parties, and no class
+        share in the manifest."""
+        plan = self.plan
+        private = plan.level == "L2"
         counts = np.bincount(self.y[self.rows], minlength=n_classes)
         if plan.releases_counts:
             counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
@@ -184,9 +183,8 @@ class FedKTParty:
             students=[] if secure else [model.estimator for model in student_models],
             codes=[] if secure else [model.codes for model in student_models],
         ))
-        if student_votes is not None:  # under secure aggregation
-            payload.update(sums=party_sums(plan, student_votes, counts * count_scale,
-                                           n_classes))
+        if secure is not None:
+            payload.update(sums=party_sums(plan, secure, counts, n_classes, self.noise_rng))
         return PartyUpload(
             manifest=dict(
                 manifest,
@@ -234,8 +232,8 @@ def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
     # which the manifests hold in fit (a deployed party step does not run under it)
     scales = (count_scales([manifest["n_rows"] for manifest in manifests]) if secure
               else np.ones(len(parties)))
-    uploads = [party.upload(models, party_labels, n_classes, manifest,
-                            votes if secure else None, scale)
+    uploads = [party.upload(models, party_labels, n_classes, manifest, SecureVotes(
+                   votes, scale, tiers[2], len(manifests)) if secure else None)
                for party, models, party_labels, manifest, votes, scale
                in zip(parties, student_models, labels, manifests, per_party, scales)]
     return uploads, (student_votes, tiers)

@@ -206,14 +206,15 @@ class FedKTPlan(Plan):
         privacy cost grows with it."""
         return max(1, round(self.mechanism.query_fraction * n_public))
 
-    def vote_targets(self, histograms: Iterable[np.ndarray], level: str, soft_labels: bool,
-                     noise_rng: np.random.RandomState,
+    def vote_targets(self, histograms: Iterable[np.ndarray], level: str | None,
+                     soft_labels: bool, noise_rng: np.random.RandomState,
                      tie_rng: np.random.RandomState) -> Iterator[np.ndarray]:
         """What a tier's learner is taught from each of its vote histograms.
 
         Laplace noise of scale 1/gamma, or Gaussian noise of standard deviation 1/gamma,
-        is added to every count at the tier of `level` only; then either the (noisy)
-        vote distribution, clipped at zero and normalised, or the plurality label.
+        is added to every count at the tier of `level` only (None: the histograms
+        carry their noise already); then either the (noisy) vote distribution, clipped
+        at zero and normalised, or the plurality label.
         """
         noisy = self.level == level
         for votes in histograms:

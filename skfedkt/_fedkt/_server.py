@@ -47,7 +47,7 @@ from .._privacy._reports import guarantee_strength, PrivacyReport
 from ._party import PARTY_ROWS_NOTE
 from ._payloads import fedkt_upload
 from ._plan import FedKTPlan, target_task
-from ._secure import summed_votes
+from ._secure import noise_units, summed_votes
 from ._votes import HardVotes, SoftVotes, chosen_hard_votes, hard_vote_counts
 
 # standard errors by which the server's label shares may differ from the training's
@@ -156,12 +156,14 @@ def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root
         training_counts = None if party_counts is None else party_counts.sum(axis=0)
     else:
         X_labelled, _, server_rows = plan.tier_rows(X_public, root)
-        party_counts, votes = None, summed_votes(plan, sums, len(uploads))
-        training_counts = sums["class_counts"]
+        party_counts, votes = None, summed_votes(plan, sums, len(uploads), server_rows,
+                                                 num_samples(X_labelled))
+        training_counts = sums.get("class_counts")
     n_labelled = num_samples(X_labelled)
     queries = server_rows[server_rows < n_public]
     share_offsets, final_task = _final_labels(plan, votes, server_rows, queries,
-                                              training_counts, root, n_labelled)
+                                              training_counts, root, n_labelled,
+                                              noised=sums is not None)
     plan.say(f"server: {plan.pooling if plan.soft_votes else 'hard'} vote of "
              f"{len(uploads) * plan.n_students} students; " + (
                  f"the final model learns {len(np.unique(final_task.y))} classes on "
@@ -183,7 +185,7 @@ def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root
                                                 n_labelled, plan.n_students))
     n_queries = uploads[0].manifest["n_queries"] if plan.level == "L2" else len(queries)
     privacy = privacy_report(plan, [upload.manifest.get("privacy") for upload in uploads],
-                             parties, votes[queries], n_queries)
+                             parties, votes[queries], n_queries, secure=sums is not None)
     return dict(fitted, privacy_report_=privacy, epsilon_=privacy.epsilon)
 
 
@@ -208,11 +210,13 @@ def _party_counts(uploads: Sequence[Message], parties: np.ndarray,
     return None if None in counts else _bounded_counts(counts, parties, claimed)
 
 
-def _final_labels(plan, votes, server_rows, queries, training_counts, root, n_labelled):
+def _final_labels(plan, votes, server_rows, queries, training_counts, root, n_labelled,
+                  noised):
     """Lines 14-20: the (noisy, at L1) labels of the final model on the server's rows,
     shifted to the training's class shares (of `training_counts`, the parties' summed
     class counts) where `plan.match_shares`. Returns the offsets of that shift and the
-    final model's task."""
+    final model's task. `noised`: the parties added L1's noise to their secure sum,
+    and the server adds none."""
     noise_rng, tie_rng = (
         np.random.RandomState(seed)
         for seed in draw_seeds(derived_random_state(root, "server"), 2)
@@ -230,8 +234,8 @@ def _final_labels(plan, votes, server_rows, queries, training_counts, root, n_la
         )
         query_votes = shifted(query_votes, share_offsets)
     (final_targets,) = plan.vote_targets(
-        [query_votes], "L1", plan.learns_soft_labels("final"), noise_rng, tie_rng
-    )
+        [query_votes], None if noised else "L1", plan.learns_soft_labels("final"), noise_rng,
+        tie_rng)
     return share_offsets, target_task(plan.final, final_targets, server_rows, n_labelled,
                                       "the final model")
 
@@ -403,15 +407,19 @@ def _warn_on_collapse(plan, shares, classes, parties, public_set_shifted):
 
 
 def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
-                   parties: np.ndarray, query_votes: np.ndarray,
-                   n_queries: int) -> PrivacyReport:
+                   parties: np.ndarray, query_votes: np.ndarray, n_queries: int,
+                   secure: bool = False) -> PrivacyReport:
     """Account the noisy tier (FedKT's Section 4 and Appendix A): the parties'
     guarantees `party_privacy` (at L2), the server's votes on its queries `query_votes`
     (at L1), and the number of releases per noisy histogram `n_queries`.
 
     Every vote, a class code or a probability vector, has L1 mass one, so one model
     moves a histogram by at most 2 either way. With soft labels the whole noisy
-    histogram is released, not its argmax: only the data-independent bounds hold.
+    histogram is released, not its argmax: only the data-independent bounds hold. So
+    they do under secure aggregation (`secure`), where the votes at L1 carry the
+    parties' discrete Laplace noise, whose every query is ``gamma * sensitivity``-DP
+    as the Laplace mechanism's, and no one sees the noise-free votes that the
+    data-dependent analysis reads.
     """
     level = plan.level
     soft_labels = plan.learns_soft_labels("students" if level == "L2" else "final")
@@ -425,14 +433,16 @@ def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
             statement="FedKT-L0 adds no noise: no differential privacy (epsilon = "
             f"inf).{uploads}",
         )
+    summed_noise = secure and level == "L1"
     data_dependent, data_independent, party_epsilons, sensitivity, largest_order = (
-        _account(plan, party_privacy, parties, query_votes, n_queries)
+        _account(plan, party_privacy, parties,
+                 None if summed_noise or soft_labels else query_votes, n_queries)
     )
     gaussian = plan.mechanism.noise == "gaussian"
     if level == "L2":
         # parallel composition over parties (Theorem 4)
         epsilon = max(party_epsilons.values())
-    elif soft_labels or gaussian:
+    elif soft_labels or gaussian or summed_noise:
         epsilon = data_independent
     else:
         epsilon = min(data_dependent, data_independent)
@@ -454,6 +464,15 @@ def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
                    if largest_order else "")
                 + "), itself computed from private votes, so not published"
             )
+    elif summed_noise:
+        units, parameter = noise_units(plan, query_votes.shape[1])
+        bounds = (
+            f"data-independent epsilon {data_independent:.4g}. The parties added the "
+            f"noise in shares of their secure sum: discrete Laplace of parameter "
+            f"{parameter:.4g} per 1/{units} vote, sized so that the fewest parties the sum "
+            "accepts carry all of it (more survivors add more), and a party moves a "
+            "query's summed units by at most gamma * sensitivity / parameter; the "
+            "data-dependent analysis reads the noise-free votes, which no one sees")
     elif soft_labels:
         bounds = (f"data-independent epsilon {data_independent:.4g} (the data-dependent "
                   "moments accountant covers argmax releases only)")
@@ -487,14 +506,15 @@ def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
 
 def _account(plan, party_privacy, parties, query_votes, n_queries):
     """(data-dependent, data-independent, per-party epsilons, sensitivity, whether the
-    moments bound still decreased at the largest order)."""
+    moments bound still decreased at the largest order); at L1 no data-dependent
+    epsilon (NaN) without noise-free `query_votes` (None)."""
     if plan.level == "L1" and plan.mechanism.noise == "gaussian":
         # one party moves all s of its students' votes: sqrt(2) s in L2 norm
         sensitivity = ONE_VOTE_L2 * plan.n_students
         noise = {"sigma": 1 / plan.mechanism.gamma, "delta": plan.mechanism.delta,
                  "sensitivity": sensitivity}
         with _largest_order_noted() as largest_order:
-            data_dependent = np.nan if plan.learns_soft_labels("final") else gnmax_epsilon(
+            data_dependent = np.nan if query_votes is None else gnmax_epsilon(
                 query_votes, **noise)
         return (data_dependent, gaussian_epsilon(n_queries, **noise), None, sensitivity,
                 bool(largest_order))
@@ -504,7 +524,7 @@ def _account(plan, party_privacy, parties, query_votes, n_queries):
         accountant = dict(gamma=plan.mechanism.gamma, delta=plan.mechanism.delta,
                           orders=DEFAULT_ORDERS)
         with _largest_order_noted() as largest_order:
-            data_dependent = np.nan if plan.learns_soft_labels("final") else pate_epsilon(
+            data_dependent = np.nan if query_votes is None else pate_epsilon(
                 query_votes, sensitivity=sensitivity, **accountant
             )
             data_independent = data_independent_epsilon(

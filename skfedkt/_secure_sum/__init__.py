@@ -9,7 +9,7 @@ their sum and nothing of any one of them, though some parties drop along the way
 - `_simulation`: one sum run in one process, with its transcript.
 """
 
-from ._agreement import Agreement, SecureSumError
+from ._agreement import Agreement, SecureSumError, majority
 from ._coordinator import SecureSumCoordinator
 from ._encoding import FixedPoint, decode_integers, encode_integers
 from ._party import SecureSumParty
@@ -17,4 +17,4 @@ from ._simulation import STAGES, SecureSumRun, run_secure_sum
 
 __all__ = ["Agreement", "FixedPoint", "STAGES", "SecureSumCoordinator", "SecureSumError",
            "SecureSumParty", "SecureSumRun", "decode_integers", "encode_integers",
-           "run_secure_sum"]
+           "majority", "run_secure_sum"]

@@ -72,5 +72,10 @@ class Agreement:
         return digest(self.session, purpose, *parts)
 
 
+def majority(n_parties: int) -> int:
+    """The default threshold of a sum of `n_parties`: the fewest that are a majority."""
+    return n_parties // 2 + 1
+
+
 def indices_bytes(indices) -> bytes:
     return b"".join(int(index).to_bytes(4, "big") for index in sorted(indices))
