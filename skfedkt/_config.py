@@ -66,9 +66,10 @@ def set_config(stack_networks=None, secure_aggregation=None):
     secure_aggregation : bool, default=None
         Whether ``fit`` hands the server only the sums of what the parties send
         (False, the default: each party's upload). Under it, what the algorithm's
-        server needs in sum only (FedKT's vote and class counts) leaves each party
-        masked, in a secure sum (Bonawitz et al., 2017) that the simulated server
-        unmasks only as a total, and no model of a party reaches the server. An
+        server needs in sum only (votes, label and class counts, weights times rows)
+        leaves each party masked, in a secure sum (Bonawitz et al., 2017) that the
+        simulated server unmasks only as a total, no model of a party reaches the
+        server, and at FedKT's L1 the parties add the noise in shares. An
         algorithm or option that needs more than sums is refused before any work,
         naming why. The deployed steps (``fit_party``, ``fit_server``) do not run the
         secure sum's stages, and refuse to run under it. Workers that another library

@@ -6,6 +6,8 @@
 - `_payloads`: what crosses, typed: a party's weights and the server's message.
 - `_server`: what runs at the server: the average of the parties' weights, weighted by
   their rows, and when to stop; the final model carries the last average.
+- `_secure`: what a round sends under secure aggregation: the parties' weights times
+  their rows, in sum, within a bound each party enforces.
 - `_classifier`: `FedAvgClassifier`, its parameters, and `fit`, which runs the rounds of
   both steps in one process.
 - `_declaration`: its declaration to the registry (`skfedkt._registry`): its

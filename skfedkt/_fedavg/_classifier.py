@@ -30,6 +30,7 @@ from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedAvgParty, first_round, party_round
 from ._payloads import fedavg_upload
 from ._plan import FedAvgPlan, base_estimator
+from ._secure import SECURE_SUMS
 from ._server import check_party_upload, check_server_message, finished, server_round
 
 
@@ -59,9 +60,9 @@ def _sent_bytes(clf: FedAvgClassifier) -> np.ndarray:
 
 def _fit_releases(clf: FedAvgClassifier) -> list[Release]:
     """What FedAvg lets out (see `skfedkt.privacy.membership_audit`): the final model.
-    Every party's weights of every round reach the server too; the fitted estimator
-    does not keep them: `skfedkt.privacy.party_membership_audit` attacks a party's
-    upload."""
+    Every party's weights of every round reach the server too (under secure
+    aggregation, only their sum); the fitted estimator does not keep them:
+    `skfedkt.privacy.party_membership_audit` attacks a party's upload."""
     return [final_model_release(clf)]
 
 
@@ -168,6 +169,8 @@ class FedAvgClassifier(BaseFederatedClassifier):
         Bytes each party sent over all rounds, aligned with ``parties_``: with `fit`,
         the sum of ``bytes_sent`` in `history_` (the average broadcast back is not
         counted); with `fit_server`, the size of each party's final upload file.
+        Under secure aggregation, the keys, sealed shares, masked words and unmasking
+        shares of its secure sum of every round.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
@@ -187,7 +190,12 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     What the server sees is every party's weights after every round: FedAvg gives no
     privacy guarantee. `skfedkt.privacy.party_membership_audit` attacks what a party's
-    upload lets out.
+    upload lets out. Under ``skfedkt.set_config(secure_aggregation=True)`` it sees only
+    their sums: each party sends its weights times its rows, its rows and its rows
+    predicted right (with FedDF, its model's class probabilities on the public set) in
+    a secure sum, which holds weights up to 2**20 in magnitude (a party whose weights
+    exceed it is refused); the average goes back to every party in the clear, and a
+    first round (`init`) runs as that algorithm does under it.
 
     References
     ----------
@@ -220,6 +228,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
                        message_check=_message_check)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
+    _secure_sums = SECURE_SUMS
 
     runs_rounds = True
 
@@ -277,7 +286,8 @@ class FedAvgClassifier(BaseFederatedClassifier):
         if context.message is None and context.plan.init is not None:
             return PartyStepResult(first_round(context, parties))
         return PartyStepResult(party_round(context.plan, parties, context.data, context.root,
-                                           context.message, context.manifests))
+                                           context.message, context.manifests,
+                                           context.secure))
 
     def _server_round(self, context: ServerContext[FedAvgPlan],
                       uploads: Sequence[Message]) -> PartyUpload:

@@ -1,10 +1,11 @@
 """FedAvg's server step: what runs on the server in every round, and at the end.
 
-Functions of a frozen `FedAvgPlan`: `server_round` averages the parties' weights into
-the next round's message (FedDF then distils the parties' models into the average on
-the public set; with a one-shot first round, round 0 is that algorithm's server step,
-`first_round_message`), `finished` gives the fitted attributes from the last message,
-and the checks say what an upload and a message must hold.
+Functions of a frozen `FedAvgPlan`: `server_round` averages the parties' weights (under
+secure aggregation, from their sums) into the next round's message (FedDF then distils
+the parties' models into the average on the public set; with a one-shot first round,
+round 0 is that algorithm's server step, `first_round_message`), `finished` gives the
+fitted attributes from the last message, and the checks say what an upload and a
+message must hold.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .._engine._weights import (
 )
 from ._payloads import FedAvgMessage, fedavg_message, fedavg_upload
 from ._plan import FedAvgPlan
+from ._secure import summed_round
 
 # the weight shapes of the agreed model for the agreed features (None: not agreed) and
 # classes (`weight_shapes_of`)
@@ -43,18 +45,38 @@ def server_round(context: ServerContext[FedAvgPlan], uploads: Sequence[Message])
     if message is None and plan.init is not None:
         return first_round_message(context, uploads)
     fitted = 0 if message is None else int(message.manifest["round"])
-    counts = [upload.manifest["n_rows"] for upload in uploads]
-    party_weights = [trained_weights(upload) for upload in uploads]
-    weights = averaged_weights(party_weights, counts)
-    if plan.distill_epochs and len(classes) > 1:  # one class: nothing to distil
-        weights = distilled_weights(plan, party_weights, weights, context.X_public,
-                                    len(classes),
+    distils = plan.distill_epochs > 0 and len(classes) > 1  # one class: nothing to distil
+    weights, accuracy, proba = (
+        averaged_round(plan, uploads, context.X_public, len(classes), distils)
+        if context.sums is None
+        else summed_round(context.sums, len(uploads), distils))  # under secure aggregation
+    if proba is not None:
+        weights = distilled_weights(plan, proba, weights, context.X_public, len(classes),
                                     derived_random_state(context.root, "distillation", fitted))
-    accuracy = float(np.average([upload.manifest["training_accuracy"] for upload in uploads],
-                                weights=counts))
     plan.say(f"round {fitted + 1}: the parties' mean training accuracy {accuracy:.3f}")
     return round_message(plan, message, weights, dict(
         train_accuracy=accuracy, bytes_sent=weight_bytes(weights)))
+
+
+def averaged_round(plan: FedAvgPlan, uploads: Sequence[Message], X_public: Any,
+                   n_classes: int, distils: bool,
+                   ) -> tuple[list[np.ndarray], float, np.ndarray | None]:
+    """From the parties' uploads: the average of their weights, weighted by their rows,
+    their training accuracy weighted likewise, and (where the server `distils`, FedDF)
+    their models' mean class probabilities on `X_public`."""
+    counts = [upload.manifest["n_rows"] for upload in uploads]
+    party_weights = [trained_weights(upload) for upload in uploads]
+    accuracy = float(np.average([upload.manifest["training_accuracy"] for upload in uploads],
+                                weights=counts))
+    proba = (np.mean([model_proba(plan, w, X_public, n_classes) for w in party_weights],
+                     axis=0) if distils else None)
+    return averaged_weights(party_weights, counts), accuracy, proba
+
+
+def model_proba(plan: FedAvgPlan, weights: list[np.ndarray], X_public: Any,
+                n_classes: int) -> np.ndarray:
+    """The class probabilities on `X_public` of the model carrying `weights`."""
+    return model_of(plan.estimator, weights, n_classes).predict_proba(X_public)
 
 
 def trained_weights(upload: Message) -> list[np.ndarray]:
@@ -82,16 +104,14 @@ def round_message(plan: FedAvgPlan, message: Message | None, weights: list[np.nd
     )
 
 
-def distilled_weights(plan: FedAvgPlan, party_weights: list[list[np.ndarray]],
-                      weights: list[np.ndarray], X_public: Any, n_classes: int,
+def distilled_weights(plan: FedAvgPlan, proba: np.ndarray, weights: list[np.ndarray],
+                      X_public: Any, n_classes: int,
                       random_state: np.random.RandomState) -> list[np.ndarray]:
     """FedDF (Lin et al., 2020): the averaged model trained `distill_epochs` epochs on
-    the public rows, labelled by the parties' models' mean class probabilities (their
-    winning class: scikit-learn's models learn hard labels; FedDF's own distillation
-    matches the probabilities)."""
+    the public rows, labelled by the parties' models' mean class probabilities `proba`
+    (their winning class: scikit-learn's models learn hard labels; FedDF's own
+    distillation matches the probabilities)."""
     n_public = X_public.shape[0]
-    proba = np.mean([model_of(plan.estimator, w, n_classes).predict_proba(X_public)
-                     for w in party_weights], axis=0)
     labels = proba.argmax(axis=1)
     (seed,) = draw_seeds(random_state, 1)
     model = started_model(plan.estimator, X_public, labels, n_classes, int(seed), weights)

@@ -33,12 +33,14 @@ from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
 from ._payloads import fedct_upload
 from ._plan import FedCTPlan, base_estimators
+from ._secure import SECURE_SUMS
 from ._server import (
     FedCTServer,
     check_party_upload,
     check_server_message,
     finished,
     label_bytes,
+    secure_finished,
 )
 
 
@@ -65,15 +67,21 @@ def _fit_releases(clf: FedCTClassifier) -> list[Release]:
     the attacker chooses, which is the server's power to pick the public set; every
     party's final local model, which the voting ensemble needs; and that ensemble.
     With `TeacherVotes` the fitted estimator keeps no teachers: their vote counts are
-    audited on the uploads (`skfedkt.privacy.party_membership_audit`)."""
+    audited on the uploads (`skfedkt.privacy.party_membership_audit`). Under secure
+    aggregation nothing of a party leaves it but in sum: the federation's model alone,
+    fitted on the consensus, post-processing of what the parties shared (covered by
+    ``epsilon_``)."""
     report = clf.privacy_report_
+    delta = 0.0 if report is None else report.delta
+    if clf._secure:
+        return [final_model_release(clf, clf.epsilon_, delta)]
     n_classes = len(clf.classes_)
     releases = []
     for party, model in zip(clf.parties_.tolist(), clf._models):
         if not isinstance(clf.privacy, TeacherVotes):
             releases.append(_labels_release(
                 clf.privacy, party, model, n_classes, getattr(report, "sensitivity", None),
-                clf.epsilon_, 0.0 if report is None else report.delta))
+                clf.epsilon_, delta))
         releases.append(models_release("local model", party, [model], n_classes))
     return [*releases, final_model_release(clf)]
 
@@ -158,7 +166,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         ``predict_proba`` gives the vote shares; ties go to the first class of
         ``classes_``. ``"soft"``: argmax of the averaged ``predict_proba`` (a model
         without it contributes its vote). Either way ``predict`` is the argmax of
-        ``predict_proba``, as scikit-learn requires.
+        ``predict_proba``, as scikit-learn requires. Under secure aggregation, the
+        federation's one model gives its own probabilities.
     privacy : BitFlips or None, default=None
         If set (`skfedkt.privacy.BitFlips`), every party flips the bits of the labels
         it shares at random before sending them, which makes each round's release
@@ -188,7 +197,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         clone, each was trained on the positions ``0..k-1`` of the ``k`` classes its
         labels held (skorch nets: on the indices into ``classes_``), so its own
         predictions are not labels of ``classes_``; a party whose training labels held
-        one class has a constant ``DummyClassifier``.
+        one class has a constant ``DummyClassifier``. Under secure aggregation, one
+        model: the federation's (see Notes).
     consensus_mask_ : ndarray of bool of shape (n_public,)
         Public examples that received a consensus label in the last round (with bit-flip
         noise, an example on which every party abstained gets none).
@@ -200,11 +210,14 @@ class FedCTClassifier(BaseFederatedClassifier):
         Per round: ``round``, ``consensus_changed`` (fraction of public labels that
         changed), ``train_accuracy`` (mean accuracy of the parties' models on their own
         training rows after the round's refit) and ``bytes_sent`` (bytes each party sent:
-        its one-hot label matrix, one bit per public example and class).
+        its one-hot label matrix, one bit per public example and class; None under
+        secure aggregation, where `upload_bytes_` counts them).
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent over all rounds, aligned with ``parties_``: with `fit`,
         the sum of ``bytes_sent`` in `history_` (the consensus broadcast back is not
-        counted); with `fit_server`, the size of each party's final upload file.
+        counted); with `fit_server`, the size of each party's final upload file. Under
+        secure aggregation, the keys, sealed shares, masked counts and unmasking shares
+        of its secure sums.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
@@ -220,6 +233,17 @@ class FedCTClassifier(BaseFederatedClassifier):
     `server_round` on their uploads, whose message goes back to every party; when it
     says done, `fit_server` assembles the parties' final models. `fit` is exactly these
     steps in one process, so both give the same model for the same `random_state`.
+
+    Under ``skfedkt.set_config(secure_aggregation=True)`` (`fit` only, at least three
+    parties) every party sends, in a secure sum, its labels as one-hot counts (with
+    `TeacherVotes`, its noisy vote counts, each clipped to a count plus ten standard
+    deviations of its noise) and its training accuracy: the server sees the summed
+    counts alone, and forms the same consensus as without, round after round. No
+    party's model leaves it: the federation's model is one seeded clone of
+    `estimator`, fitted by the server on the public rows of the last consensus
+    (``consensus_mask_``, ``consensus_labels_``), which ``estimators_`` holds. It is
+    refused with ``n_rounds=0`` (no consensus to learn) and with a list or dict
+    `estimator`.
 
     Every round refits a fresh clone of each party's estimator on its rows plus the
     pseudo-labelled public set: this works for any model (trees have no weights to keep)
@@ -273,10 +297,11 @@ class FedCTClassifier(BaseFederatedClassifier):
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
                        message_check=_message_check)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
+    _secure_sums = SECURE_SUMS
 
     runs_rounds = True
 
-    _private_fitted = ("_models",)
+    _private_fitted = ("_models", "_secure")
 
     _parameter_objects = ("privacy",)
 
@@ -331,7 +356,8 @@ class FedCTClassifier(BaseFederatedClassifier):
     def _party_step(self, context: PartyContext[FedCTPlan],
                     parties: Sequence[FedCTParty]) -> PartyStepResult:
         uploads = party_round(context.plan, parties, context.data, context.root,
-                              context.message, context.manifests, context.share_model)
+                              context.message, context.manifests, context.share_model,
+                              context.secure)
         for party, upload in zip(parties, uploads):
             # in process, for the membership audit of what the upload lets out
             upload.local_model = GlobalLabelClassifier(party.model, context.data.classes)
@@ -342,11 +368,15 @@ class FedCTClassifier(BaseFederatedClassifier):
                       uploads: Sequence[Message]) -> PartyUpload:
         server = FedCTServer(context.plan, num_samples(context.X_public),
                              len(context.known_classes), context.root)
-        return server.round(uploads, context.message)
+        return server.round(uploads, context.message, context.sums)
 
     def _server_step(self, context: ServerContext[FedCTPlan], uploads: Sequence[Message],
                      reused: Any) -> dict[str, Any]:
         assert context.message is not None  # the rounds end on the server's message
+        if context.sums is not None:
+            return secure_finished(context.plan, len(uploads), context.message,
+                                   context.known_classes, context.X_public, context.root,
+                                   context.sums)
         return finished(context.plan, uploads, context.message, context.known_classes)
 
     def _after_fit(self, context: ServerContext[FedCTPlan], uploads: Sequence[Message],
@@ -354,14 +384,17 @@ class FedCTClassifier(BaseFederatedClassifier):
         if data is not None:
             warn_if_classes_lost(
                 self.classes_, self._predict_codes(context.X_public),
-                "The parties' vote predicts on the public set", data.y, "the training rows",
+                ("The federation's model" if self._secure else "The parties' vote")
+                + " predicts on the public set", data.y, "the training rows",
                 SHIFTED_PUBLIC_SET_REMEDY if data.public_set_shifted
                 else _SKEWED_PARTIES_REMEDY,
             )
 
     def _proba(self, X: Any) -> np.ndarray:
-        # vote shares (hard voting) or averaged probabilities of the parties' models
-        return ensemble_proba(self._models, X, len(self.classes_), self.voting)
+        # vote shares (hard voting) or averaged probabilities of the parties' models;
+        # the one model of secure aggregation gives its own probabilities
+        return ensemble_proba(self._models, X, len(self.classes_),
+                              "soft" if self._secure else self.voting)
 
     def _predict_codes(self, X: Any) -> np.ndarray:
         # the argmax of predict_proba, as scikit-learn requires

@@ -19,6 +19,10 @@ from .._privacy._mechanisms import BitFlips, TeacherVotes
 if TYPE_CHECKING:  # the base class: the algorithm's own would import in a circle
     from .._base import BaseFederatedClassifier
 
+# standard deviations beyond which no noise draw of an honest party plausibly lies
+# (probability below 1e-20 per count)
+PLAUSIBLE_NOISE = 10
+
 
 @dataclass(frozen=True)
 class FedCTPlan(Plan):
@@ -124,6 +128,13 @@ class FedCTPlan(Plan):
         n_releases = n_queries * max(self.n_rounds, 1)
         return gaussian_sigma(n_releases, epsilon=votes.epsilon, delta=votes.delta,
                               sensitivity=ONE_VOTE_L2)
+
+    def vote_bound(self, n_queries: int) -> float:
+        """The largest magnitude of an honest party's noisy vote count with `n_queries`
+        queries: every teacher's vote plus `PLAUSIBLE_NOISE` standard deviations of its
+        noise (`vote_sigma`)."""
+        return (self.known_teacher_votes.n_teachers
+                + PLAUSIBLE_NOISE * self.vote_sigma(n_queries))
 
     def sensitivity(self, n_public: int) -> float:
         """The bits one training example can change in a party's shared labels of

@@ -1,8 +1,8 @@
 """FedCT's server step: what runs on the server in every round, and at the end.
 
 Functions of a frozen `FedCTPlan`: `FedCTServer` runs a round, `finished` gives the
-fitted attributes from the parties' final uploads, `privacy_report` accounts for the
-bit flips.
+fitted attributes from the parties' final uploads (`secure_finished` from their secure
+sums), `privacy_report` accounts for the bit flips.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ from .._privacy._reports import BitFlipPrivacyReport, guarantee_strength, Teache
 from ._party import instructions
 from ._payloads import FedCTMessage, FedCTUpload, fedct_message, fedct_upload
 from ._plan import FedCTPlan
-
-# standard deviations beyond which no noise draw of an honest party plausibly lies
-# (probability below 1e-20 per count)
-PLAUSIBLE_NOISE = 10
+from ._secure import check_sums, federation_model, summed_accuracy
 
 
 class FedCTServer:
@@ -44,15 +41,19 @@ class FedCTServer:
         self.plan, self.n_public, self.n_classes, self.root = plan, n_public, n_classes, root
         self.bytes_sent = label_bytes(n_public, n_classes)
 
-    def round(self, uploads: Sequence[Message], message: Message | None) -> PartyUpload:
-        """The message after the parties' uploads of the round `message` asked for."""
+    def round(self, uploads: Sequence[Message], message: Message | None,
+              sums: dict[str, np.ndarray] | None = None) -> PartyUpload:
+        """The message after the parties' uploads of the round `message` asked for
+        (under secure aggregation, from their `sums` alone)."""
         plan = self.plan
         consensus, fitted = instructions(message, self.n_public)
         state: dict[str, Any] = (
             dict(server_seed=self.root, history=[], stalled=0) if message is None else
             {key: message.manifest[key] for key in ("server_seed", "history", "stalled")})
         history = [dict(entry) for entry in state["history"]]
-        accuracy = float(np.mean([upload.manifest["training_accuracy"] for upload in uploads]))
+        if sums is not None:
+            check_sums(sums, len(uploads))
+        accuracy = mean_accuracy(uploads, sums)
         if fitted >= 1:  # the accuracy of the models refit on the previous consensus
             history[fitted - 1]["train_accuracy"] = accuracy
 
@@ -72,15 +73,14 @@ class FedCTServer:
         tie_keys = derived_random_state(state["server_seed"], "server").random_sample(
             (self.n_public, self.n_classes)
         )
-        if plan.teacher_votes is None:
-            labels = np.stack(self.shared(uploads))
-            new_consensus = plurality_vote(count_votes(labels, self.n_classes), tie_keys)
-        else:
-            new_consensus = self.confident_consensus(self.shared(uploads), tie_keys)
+        votes = self.summed_votes(uploads, sums)
+        new_consensus = (plurality_vote(votes, tie_keys) if plan.teacher_votes is None
+                         else self.confident_consensus(votes, len(uploads), tie_keys))
         changed = float(np.mean(new_consensus != consensus))
         stalled = state["stalled"] + 1 if changed <= plan.tol else 0
+        # under secure aggregation a party sends its secure sum's messages instead
         history.append(dict(round=fitted + 1, consensus_changed=changed, train_accuracy=None,
-                            bytes_sent=self.bytes_sent))
+                            bytes_sent=self.bytes_sent if sums is None else None))
         plan.say(f"round {fitted + 1}: {changed:.1%} of the consensus labels changed")
         if stalled >= plan.n_iter_no_change:
             # the models just fit already learned this consensus: they are final
@@ -88,6 +88,17 @@ class FedCTServer:
             return reply(consensus, fitted, new_consensus, True, stalled)
         done = fitted + 1 == plan.n_rounds
         return reply(new_consensus, fitted + 1, new_consensus, done, stalled)
+
+    def summed_votes(self, uploads: Sequence[Message],
+                     sums: dict[str, np.ndarray] | None) -> np.ndarray:
+        """What the server votes on: the counts of the parties' labels on the public
+        set, or with `TeacherVotes` the sum of their noisy vote counts on the queries;
+        under secure aggregation, their secure `sums`."""
+        if sums is not None:
+            return sums["label_counts" if self.plan.teacher_votes is None else "vote_counts"]
+        if self.plan.teacher_votes is None:
+            return count_votes(np.stack(self.shared(uploads)), self.n_classes)
+        return np.sum(self.shared(uploads), axis=0)
 
     def shared(self, uploads: Sequence[Message]) -> list[np.ndarray]:
         """What every party shared in a round the server votes on, which the check of
@@ -100,19 +111,18 @@ class FedCTServer:
                               "votes on.", party=missing[0], field="labels")
         return [values for values in shared if values is not None]
 
-    def confident_consensus(self, vote_counts: list[np.ndarray],
+    def confident_consensus(self, summed: np.ndarray, n_parties: int,
                             tie_keys: np.ndarray) -> np.ndarray:
-        """The consensus of the parties' noisy teacher vote counts on the queries: the
-        top class of their sum where it leads the runner-up by `threshold` standard
-        deviations of the summed noise (the difference of two sums of
-        ``len(vote_counts)`` noisy counts), -1 elsewhere. Post-processing of what the
-        parties released: it costs no privacy."""
+        """The consensus of the `n_parties` parties' noisy teacher vote counts on the
+        queries, `summed`: the top class of the sum where it leads the runner-up by
+        `threshold` standard deviations of the summed noise (the difference of two sums
+        of `n_parties` noisy counts), -1 elsewhere. Post-processing of what the parties
+        released: it costs no privacy."""
         votes = self.plan.known_teacher_votes
-        summed = np.sum(vote_counts, axis=0)
         queries = self.plan.queries(self.n_public, self.root)
         # one class has no runner-up: its noisy count must clear the threshold itself
         runner_up = np.sort(summed, axis=1)[:, -2] if self.n_classes > 1 else 0.0
-        noise = self.plan.vote_sigma(len(queries)) * np.sqrt(2 * len(vote_counts))
+        noise = self.plan.vote_sigma(len(queries)) * np.sqrt(2 * n_parties)
         confident = summed.max(axis=1) - runner_up > votes.threshold * noise
         consensus = np.full(self.n_public, -1)
         consensus[queries[confident]] = plurality_vote(summed, tie_keys[queries])[confident]
@@ -130,6 +140,14 @@ def label_bytes(n_public: int, n_classes: int) -> int:
     return int(np.ceil(n_public * n_classes / 8))
 
 
+def mean_accuracy(uploads: Sequence[Message], sums: dict[str, np.ndarray] | None) -> float:
+    """The parties' mean training accuracy: from their manifests, or under secure
+    aggregation from its secure `sums`."""
+    if sums is None:
+        return float(np.mean([upload.manifest["training_accuracy"] for upload in uploads]))
+    return summed_accuracy(sums, len(uploads))
+
+
 def finished(plan: FedCTPlan, uploads: Sequence[Message], message: Message,
              classes: np.ndarray) -> dict[str, Any]:
     """The fitted attributes of `FedCTClassifier`, from the parties' final `uploads`
@@ -144,16 +162,35 @@ def finished(plan: FedCTPlan, uploads: Sequence[Message], message: Message,
             party=missing[0], field="model",
         )
     models = [ClassCodeModel(payload["model"], payload["codes"]) for payload in payloads]
+    return _fitted(plan, message, classes, models, mean_accuracy(uploads, None), secure=False)
+
+
+def secure_finished(plan: FedCTPlan, n_parties: int, message: Message, classes: np.ndarray,
+                    X_public: Any, root: int, sums: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The fitted attributes of `FedCTClassifier` under secure aggregation, from the
+    secure `sums` of the `n_parties` parties' final step and the server's last
+    `message`: the federation's model (`federation_model`) on the last consensus."""
+    check_sums(sums, n_parties)
+    last = np.asarray(fedct_message(message)["last_consensus"])
+    model = federation_model(plan, X_public, last, len(classes), root)
+    return _fitted(plan, message, classes, [model], summed_accuracy(sums, n_parties),
+                   secure=True)
+
+
+def _fitted(plan: FedCTPlan, message: Message, classes: np.ndarray,
+            models: list[ClassCodeModel], accuracy: float, secure: bool) -> dict[str, Any]:
+    """The fitted attributes of the final `models` and the server's last `message`
+    (`accuracy`: the parties' mean training accuracy in the final step; `secure`:
+    whether the server saw sums alone)."""
     history = [dict(entry) for entry in message.manifest["history"]]
     if history and history[-1]["train_accuracy"] is None:
         # the training accuracy of the final models
-        history[-1]["train_accuracy"] = float(np.mean(
-            [upload.manifest["training_accuracy"] for upload in uploads]
-        ))
+        history[-1]["train_accuracy"] = accuracy
     last = np.asarray(fedct_message(message)["last_consensus"])
     privacy = privacy_report(plan, len(last), len(history), len(classes))
     return dict(
         _models=models,
+        _secure=secure,
         estimators_=[model.estimator for model in models],
         history_=history,
         n_rounds_=len(history),
@@ -181,8 +218,7 @@ def check_party_upload(checker: UploadChecker, plan: FedCTPlan, n_public: int, r
         checker.labels("labels", n_public, low=-1)  # -1: a bit-flipped abstention
     else:
         n_queries = len(plan.queries(n_public, root))
-        checker.vote_counts("vote_counts", n_queries, plan.teacher_votes.n_teachers
-                            + PLAUSIBLE_NOISE * plan.vote_sigma(n_queries))
+        checker.vote_counts("vote_counts", n_queries, plan.vote_bound(n_queries))
     checker.number("training_accuracy", 0.0, 1.0)
     if checker.optional_model() is None and final:
         return  # fit_server names every party that kept its model

@@ -27,6 +27,7 @@ from .._privacy._release import Release, final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
 from ._payloads import OneShotUpload, oneshot_upload
 from ._plan import OneShotPlan, final_template, local_template
+from ._secure import SECURE_SUMS
 from ._server import check_upload, server_step, warn_if_collapsed
 
 
@@ -47,7 +48,8 @@ def _sent_bytes(clf: OneShotEnsembleClassifier) -> np.ndarray:
 
 def _fit_releases(clf: OneShotEnsembleClassifier) -> list[Release]:
     """What a one-shot ensemble lets out (see `skfedkt.privacy.membership_audit`):
-    every trained party's local model (its upload) and the final model."""
+    every trained party's local model (its upload) and the final model; under secure
+    aggregation, which keeps the local models at their parties, the final model."""
     n_classes = len(clf.classes_)
     return [
         *(models_release("upload", party, [ClassCodeModel(model, codes)], n_classes)
@@ -138,15 +140,18 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     parties_ : ndarray of shape (n_parties,)
         The party labels found in ``groups``, sorted.
     trained_parties_ : ndarray of shape (n_trained,)
-        The parties with enough rows to train and send a model.
+        The parties with enough rows to train and send a model (under secure
+        aggregation: whose rows, as their manifests say, reach `min_samples`).
     estimators_ : list of estimator
         Every local model trained on a party's full rows, aligned with
-        ``trained_parties_``. Like every fitted clone, each was trained on the
-        positions ``0..k-1`` of the ``k`` classes its labels held (skorch nets: on the
-        indices into ``classes_``), so its own predictions are not labels of
-        ``classes_``; a party with one class has a constant ``DummyClassifier``.
+        ``trained_parties_``; empty under secure aggregation. Like every fitted clone,
+        each was trained on the positions ``0..k-1`` of the ``k`` classes its labels
+        held (skorch nets: on the indices into ``classes_``), so its own predictions
+        are not labels of ``classes_``; a party with one class has a constant
+        ``DummyClassifier``.
     selected_parties_ : ndarray of shape (n_ensemble,)
-        The parties whose models form the ensemble.
+        The parties whose models form the ensemble (every trained party under secure
+        aggregation).
     local_scores_ : ndarray of shape (n_trained,)
         With ``selection="cv"`` only: each trained party's held-out score (NaN where
         undefined), aligned with ``trained_parties_``.
@@ -157,6 +162,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         its local model as skops writes it into an upload file, measured when first
         read (0 for a party too small to train: its size and validation score are a
         few bytes, not counted); after `fit_server`, the size of its upload file.
+        Under secure aggregation, the keys, sealed shares, masked votes and unmasking
+        shares of its secure sum.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
@@ -168,6 +175,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     `fit_server` the server step on their upload files; `fit` is exactly these steps in
     one process, so both give the same model for the same `random_state`. Every party
     that can train sends its model in the one round, and the server selects.
+
+    Under ``skfedkt.set_config(secure_aggregation=True)`` (``distill=True`` and
+    ``selection="all"`` only) no local model and no party's class counts reach the
+    server: each party sends its model's votes on the public set, and its class counts,
+    in a secure sum, and the server distils the ensemble's mean vote from the sums.
 
     References
     ----------
@@ -197,6 +209,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     _plan_type = OneShotPlan
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
+    _secure_sums = SECURE_SUMS
 
     _private_fitted = ("_ensemble", "_local_codes", "_final_model")
 
@@ -262,20 +275,22 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                     parties: Sequence[OneShotParty]) -> PartyStepResult:
         data = context.data
         fits = party_tier(context.plan, parties, data.X, data.classes)
+        # under secure aggregation each party votes on the public rows itself
+        X_public = data.X_public if context.secure else None
         return PartyStepResult([
-            party.upload(party_fits, data.classes, manifest)
+            party.upload(party_fits, data.classes, manifest, X_public)
             for party, party_fits, manifest in zip(parties, fits, context.manifests)])
 
     def _server_step(self, context: ServerContext[OneShotPlan], uploads: Sequence[Message],
                      reused: Any) -> dict[str, Any]:
         return server_step(context.plan, uploads, context.X_public, context.root,
-                           context.known_classes)
+                           context.known_classes, context.sums)
 
     def _after_fit(self, context: ServerContext[OneShotPlan], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:
         if context.X_public is not None:
             warn_if_collapsed(context.plan, self._predict_codes(context.X_public), uploads,
-                              self.classes_)
+                              self.classes_, context.sums)
 
     def _regressor_outputs(self, X: Any) -> np.ndarray:
         """A regressor final model's per-class outputs, shape (n_samples, n_classes)."""

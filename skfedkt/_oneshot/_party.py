@@ -24,6 +24,7 @@ from .._engine._fitting import Task, TierJob, fit_clones
 from .._engine._seeds import draw_seeds
 from ._payloads import OneShotUpload
 from ._plan import OneShotPlan
+from ._secure import party_sums
 
 # what a party's task gives back: its fitted model and its score (None unless scored)
 TaskFit = tuple[ClassCodeModel, Any]
@@ -62,22 +63,33 @@ class OneShotParty:
                               name=f"party {self.party!r}, without its held-out rows"))
         return tasks
 
-    def upload(self, fits: list[TaskFit], classes: np.ndarray,
-               manifest: dict[str, Any]) -> PartyUpload:
+    def upload(self, fits: list[TaskFit], classes: np.ndarray, manifest: dict[str, Any],
+               X_public: Any = None) -> PartyUpload:
         """The local model, its held-out score and the party's class counts; `fits` are
-        the ``(model, score)`` of its tasks."""
+        the ``(model, score)`` of its tasks.
+
+        Under secure aggregation (`X_public`: the public rows the server distils on), no
+        model and no class counts in the clear: its model's votes on `X_public`, and its
+        class counts, under ``"sums"`` (`_secure.party_sums`), which reach the server
+        only summed over the parties."""
         (models, scores) = zip(*fits) if fits else ((), ())
         score = scores[1] if self.split is not None else None
+        model = models[0] if self.trained else None
+        counts = np.bincount(self.y[self.rows], minlength=len(classes))
+        secure = X_public is not None
+        payload = dict(OneShotUpload(
+            model=None if secure or model is None else model.estimator,
+            codes=None if secure or model is None else model.codes,
+        ))
+        if secure:
+            payload.update(sums=party_sums(self.plan, model, X_public, counts))
         return PartyUpload(
             manifest=dict(
                 manifest,
-                class_counts=np.bincount(self.y[self.rows], minlength=len(classes)).tolist(),
+                class_counts=None if secure else counts.tolist(),
                 score=None if score is None or np.isnan(score) else score,
             ),
-            payload=dict(OneShotUpload(
-                model=models[0].estimator if self.trained else None,
-                codes=models[0].codes if self.trained else None,
-            )),
+            payload=payload,
         )
 
 

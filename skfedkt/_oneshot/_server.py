@@ -20,6 +20,7 @@ from .._engine._validation import parties_in_words, warn_if_classes_lost
 from ._party import check_some_party_trains
 from ._payloads import oneshot_upload
 from ._plan import OneShotPlan
+from ._secure import summed_ensemble
 
 
 def check_upload(checker: UploadChecker) -> None:
@@ -31,10 +32,29 @@ def check_upload(checker: UploadChecker) -> None:
 
 
 def server_step(plan: OneShotPlan, uploads: Sequence[Message], X_public: Any, root: int,
-                classes: np.ndarray) -> dict[str, Any]:
+                classes: np.ndarray, sums: dict[str, np.ndarray] | None = None,
+                ) -> dict[str, Any]:
     """Selection among the trained parties' models, then distillation on `X_public`
-    (with ``distill=True``). Returns the fitted attributes of `OneShotEnsembleClassifier`."""
+    (with ``distill=True``). Returns the fitted attributes of `OneShotEnsembleClassifier`.
+    Under secure aggregation, `sums` holds the parties' summed votes (`_secure.party_sums`)
+    and the uploads no model: the server distils their mean vote."""
     check_some_party_trains(plan, [upload.manifest["n_rows"] for upload in uploads])
+    rng = derived_random_state(root, "server")
+    targets: np.ndarray | None
+    if sums is not None:  # its refusal leaves every party in, and a final model
+        fitted, targets = summed_ensemble(plan, uploads, sums)
+    else:
+        fitted = _selected_ensemble(plan, uploads, rng)
+        targets = None if plan.final is None else ensemble_proba(
+            fitted["_ensemble"], X_public, len(classes), plan.voting)
+    if targets is not None:
+        fitted.update(_distil(plan, targets, X_public, len(classes), rng))
+    return fitted
+
+
+def _selected_ensemble(plan: OneShotPlan, uploads: Sequence[Message],
+                       rng: np.random.RandomState) -> dict[str, Any]:
+    """The trained parties' models and those `plan.selection` keeps in the ensemble."""
     trained = [upload for upload in uploads if oneshot_upload(upload)["model"] is not None]
     local_models = [ClassCodeModel(payload["model"], payload["codes"])
                     for payload in map(oneshot_upload, trained)]
@@ -49,26 +69,25 @@ def server_step(plan: OneShotPlan, uploads: Sequence[Message], X_public: Any, ro
         scores = np.array([np.nan if upload.manifest["score"] is None
                            else upload.manifest["score"] for upload in trained], dtype=float)
         fitted["local_scores_"] = scores
-    rng = derived_random_state(root, "server")
     chosen = _select(plan, np.array([upload.manifest["n_rows"] for upload in trained]),
                      scores, rng)
     plan.say(f"{parties_in_words(len(trained))} trained a local model; the ensemble keeps "
              f"{len(chosen)} ({plan.selection!r} selection)")
-    ensemble = [local_models[i] for i in chosen]
-    fitted.update(selected_parties_=trained_parties[chosen], _ensemble=ensemble)
-    if plan.final is not None:
-        fitted.update(_distil(plan, ensemble, X_public, len(classes), rng))
+    fitted.update(selected_parties_=trained_parties[chosen],
+                  _ensemble=[local_models[i] for i in chosen])
     return fitted
 
 
 def warn_if_collapsed(plan: OneShotPlan, predicted: np.ndarray, uploads: Sequence[Message],
-                      classes: np.ndarray) -> None:
+                      classes: np.ndarray, sums: dict[str, np.ndarray] | None = None) -> None:
     """Warn when the model's predictions on the public set (class codes `predicted`)
-    lose classes that the parties' rows hold."""
-    counts = [upload.manifest["class_counts"] for upload in uploads]
+    lose classes that the parties' rows hold: their class counts, as the manifests say
+    them or, under secure aggregation, as `sums` holds their total."""
+    counts = (sums["class_counts"] if sums is not None
+              else np.sum([upload.manifest["class_counts"] for upload in uploads], axis=0))
     warn_if_classes_lost(
         classes, predicted, "The model predicts on the public set",
-        np.repeat(np.arange(len(classes)), np.sum(counts, axis=0)),
+        np.repeat(np.arange(len(classes)), counts),
         "the training rows", _collapse_remedy(plan),
     )
 
@@ -98,11 +117,10 @@ def _select(plan, sizes, scores, rng):
     return np.sort(np.argsort(-merit, kind="stable")[:k])
 
 
-def _distil(plan, ensemble, X_public, n_classes, rng):
+def _distil(plan, targets, X_public, n_classes, rng):
     """The final model and its fitted attributes: a regressor learns the ensemble's class
-    probabilities on the public rows, a classifier its labels."""
+    probabilities on the public rows (`targets`), a classifier its labels."""
     (seed,) = draw_seeds(rng, 1)
-    targets = ensemble_proba(ensemble, X_public, n_classes, plan.voting)
     if is_regressor(plan.final):
         return dict(final_estimator_=seeded_clone(plan.final, seed).fit(X_public, targets),
                     _final_model=None)
