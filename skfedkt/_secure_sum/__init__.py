@@ -7,6 +7,7 @@ their sum and nothing of any one of them, though some parties drop along the way
 - `_shamir`: Shamir's sharing of the secrets that unmask a dropped party.
 - `_encoding`: integers and fixed-point floats as words.
 - `_simulation`: one sum run in one process, with its transcript.
+- `_wire`: the bytes of every message, and of a party's or the coordinator's saved state.
 """
 
 from ._agreement import Agreement, SecureSumError, majority
@@ -14,7 +15,9 @@ from ._coordinator import SecureSumCoordinator
 from ._encoding import FixedPoint, decode_integers, encode_integers
 from ._party import SecureSumParty
 from ._simulation import STAGES, SecureSumRun, run_secure_sum
+from ._wire import MESSAGES, message_from_bytes, message_to_bytes
 
-__all__ = ["Agreement", "FixedPoint", "STAGES", "SecureSumCoordinator", "SecureSumError",
-           "SecureSumParty", "SecureSumRun", "decode_integers", "encode_integers",
-           "majority", "run_secure_sum"]
+__all__ = ["Agreement", "FixedPoint", "MESSAGES", "STAGES", "SecureSumCoordinator",
+           "SecureSumError", "SecureSumParty", "SecureSumRun", "decode_integers",
+           "encode_integers", "majority", "message_from_bytes", "message_to_bytes",
+           "run_secure_sum"]

@@ -3,7 +3,9 @@ the parties, and from their masked inputs and the shares they give back it learn
 sum of the survivors' inputs, and nothing of any one of them.
 
 Every party's message is checked before it is used, and a stage that keeps fewer than
-the threshold of parties refuses the sum, naming the parties lost."""
+the threshold of parties refuses the sum, naming the parties lost. Between stages the
+coordinator may be saved (`SecureSumCoordinator.to_bytes`) and loaded in another process
+(`SecureSumCoordinator.from_bytes`)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,14 @@ from typing import Any
 import numpy as np
 
 from . import _primitives as crypto
+from . import _wire as wire
 from ._agreement import Agreement, SecureSumError
 from ._encoding import WORD
 from ._shamir import SHARE_BYTES, combine
+
+_STATE_HEADER = dict(format="skfedkt secure sum coordinator state 1")
+_STATE = wire.Record(dict(roster=wire.ByParty(wire.PUBLIC_KEYS), sharing=wire.Indices(tuple),
+                          survivors=wire.Indices(tuple), masked=wire.ByParty(wire.Words())))
 
 
 class SecureSumCoordinator:
@@ -35,6 +42,49 @@ class SecureSumCoordinator:
         self.sharing: tuple[int, ...] = ()
         self.survivors: tuple[int, ...] = ()
         self._masked: dict[int, np.ndarray] = {}
+
+    def to_bytes(self) -> bytes:
+        """The coordinator's state, for `from_bytes` to take up where it stopped: the
+        roster, the sharing parties, the survivors and their masked inputs. It holds
+        nothing the coordinator does not learn anyway, yet it stays on the coordinator's
+        machine: it is what the sum is computed from.
+
+        Returns
+        -------
+        bytes
+            UTF-8 JSON naming its format and the session.
+        """
+        return wire.dump(_STATE_HEADER, _STATE, dict(
+            roster=self.roster, sharing=self.sharing, survivors=self.survivors,
+            masked=self._masked), self.agreement, "coordinator state")
+
+    @classmethod
+    def from_bytes(cls, agreement: Agreement, data: bytes) -> SecureSumCoordinator:
+        """The coordinator of the sum, as `to_bytes` saved it.
+
+        Parameters
+        ----------
+        agreement : Agreement
+            The sum, whose session the state must name.
+        data : bytes
+            The state `to_bytes` gave.
+
+        Returns
+        -------
+        SecureSumCoordinator
+
+        Raises
+        ------
+        SecureSumError
+            A state of another format or session, or not of a state's shape, naming the
+            field.
+        """
+        coordinator = cls(agreement)
+        state = wire.load(_STATE_HEADER, _STATE, data, agreement, "coordinator state",
+                          lambda field, reason: SecureSumError(None, None, field, reason))
+        coordinator.roster, coordinator.sharing = state["roster"], state["sharing"]
+        coordinator.survivors, coordinator._masked = state["survivors"], state["masked"]
+        return coordinator
 
     def _refuse(self, party: Any, field: str, reason: str) -> SecureSumError:
         return SecureSumError(None, None if party is None else self.agreement.name(party),

@@ -4,7 +4,10 @@ coordinator needs to unmask the sum, never both of one party's.
 
 A party checks every message of the coordinator before it answers, and answers each
 stage once: a coordinator that sends the parties different rosters, asks for both
-shares of one party, or asks twice is refused."""
+shares of one party, or asks twice is refused.
+
+Between stages a party may be saved (`SecureSumParty.to_bytes`) and loaded in another
+process (`SecureSumParty.from_bytes`), answering as it would have without the pause."""
 
 from __future__ import annotations
 
@@ -14,11 +17,21 @@ from typing import Any
 import numpy as np
 
 from . import _primitives as crypto
+from . import _wire as wire
 from ._agreement import Agreement, SecureSumError, indices_bytes
 from ._encoding import WORD
 from ._shamir import SHARE_BYTES, split
 
 _KEYS = ("cipher", "mask", "signing")
+_STAGES = ("advertise", "share", "mask", "confirm", "unmask", "done")
+_STATE_HEADER = dict(format="skfedkt secure sum party state 1")
+_SECRET = wire.Bytes(crypto.KEY_BYTES)
+_STATE = wire.Record(dict(
+    index=wire.Index(), stage=wire.Choice(_STAGES), cipher=_SECRET, mask=_SECRET,
+    signing=_SECRET, self_seed=_SECRET, roster=wire.ByParty(wire.PUBLIC_KEYS),
+    shares=wire.ByParty(wire.Record(dict(mask=wire.Bytes(SHARE_BYTES),
+                                         seed=wire.Bytes(SHARE_BYTES)))),
+    survivors=wire.Indices(tuple)))
 
 
 class SecureSumParty:
@@ -48,6 +61,69 @@ class SecureSumParty:
     def name(self):
         return self.agreement.name(self.index)
 
+    def to_bytes(self) -> bytes:
+        """This party's state, for `from_bytes` to take up at the stage it reached.
+
+        The state holds the party's secrets (its private keys, its self-mask seed, the
+        shares the others sent it): it stays on the party's machine, readable by the
+        party alone (a file of mode 0600, say), and is never sent. Save it after each
+        stage, answered or refused, and before sending that stage's message, so that a
+        party loaded again refuses to answer a stage twice.
+
+        Returns
+        -------
+        bytes
+            UTF-8 JSON naming its format and the session.
+        """
+        return wire.dump(_STATE_HEADER, _STATE, dict(
+            index=self.index, stage=self._stage,
+            cipher=crypto.private_bytes(self._cipher_key),
+            mask=crypto.private_bytes(self._mask_key),
+            signing=crypto.private_bytes(self._signing_key), self_seed=self._self_seed,
+            roster=self._roster, survivors=self._survivors,
+            shares={sender: dict(mask=mask, seed=seed)
+                    for sender, (mask, seed) in self._shares.items()}),
+            self.agreement, "party state")
+
+    @classmethod
+    def from_bytes(cls, agreement: Agreement, index: int, data: bytes) -> SecureSumParty:
+        """Party `index` of the sum, as `to_bytes` saved it.
+
+        Parameters
+        ----------
+        agreement : Agreement
+            The sum, whose session the state must name.
+        index : int
+            The party, whose state it must be.
+        data : bytes
+            The state `to_bytes` gave.
+
+        Returns
+        -------
+        SecureSumParty
+
+        Raises
+        ------
+        SecureSumError
+            A state of another format, session or party, or not of a state's shape,
+            naming the field.
+        """
+        party = cls(agreement, index)
+        state = wire.load(_STATE_HEADER, _STATE, data, agreement, "party state",
+                          lambda field, reason: party._refuse(None, field, reason))
+        if state["index"] != index:
+            raise party._refuse(None, "index", f"the state of party "
+                                f"{agreement.name(state['index'])!r}")
+        party._cipher_key = crypto.agreement_key_from_bytes(state["cipher"])
+        party._mask_key = crypto.agreement_key_from_bytes(state["mask"])
+        party._signing_key = crypto.signing_key_from_bytes(state["signing"])
+        party._self_seed, party._stage = state["self_seed"], state["stage"]
+        party._roster, party._survivors = state["roster"], state["survivors"]
+        party._roster_tag = party._tag_of_roster() if party._roster else b""
+        party._shares = {sender: (shares["mask"], shares["seed"])
+                         for sender, shares in state["shares"].items()}
+        return party
+
     def _refuse(self, party: Any, field: str, reason: str) -> SecureSumError:
         return SecureSumError(self.name, party, field, reason)
 
@@ -67,9 +143,7 @@ class SecureSumParty:
         party's mask key and self-mask seed, one sealed for each other party."""
         self._advance("share", "mask")
         self._roster = self._checked_roster(roster)
-        self._roster_tag = self.agreement.tag(b"roster", *(
-            index.to_bytes(4, "big") + b"".join(self._roster[index][key] for key in _KEYS)
-            for index in sorted(self._roster)))
+        self._roster_tag = self._tag_of_roster()
         points = {index: self.agreement.point(index) for index in self._roster}
         mask_shares = split(crypto.private_bytes(self._mask_key), list(points.values()),
                             self.agreement.threshold)
@@ -190,6 +264,12 @@ class SecureSumParty:
             raise self._refuse(None, "roster", "a key appears twice")
         self._need(len(checked), "roster", "parties advertised keys")
         return checked
+
+    def _tag_of_roster(self) -> bytes:
+        """What binds the shares and the confirmations to the roster this party saw."""
+        return self.agreement.tag(b"roster", *(
+            index.to_bytes(4, "big") + b"".join(self._roster[index][key] for key in _KEYS)
+            for index in sorted(self._roster)))
 
     def _public_keys(self) -> dict[str, bytes]:
         return dict(cipher=crypto.public_bytes(self._cipher_key),

@@ -20,6 +20,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 KEY_BYTES = 32
+SIGNATURE_BYTES = 64  # Ed25519's
+SEAL_OVERHEAD = 12 + 16  # AES-GCM's nonce and tag around what `seal` seals
 
 
 def new_agreement_key() -> X25519PrivateKey:
@@ -30,12 +32,22 @@ def new_signing_key() -> Ed25519PrivateKey:
     return Ed25519PrivateKey.generate()
 
 
+def agreement_key_from_bytes(raw: bytes) -> X25519PrivateKey:
+    return X25519PrivateKey.from_private_bytes(raw)
+
+
+def signing_key_from_bytes(raw: bytes) -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(raw)
+
+
 def public_bytes(key: X25519PrivateKey | Ed25519PrivateKey) -> bytes:
     return key.public_key().public_bytes(serialization.Encoding.Raw,
                                          serialization.PublicFormat.Raw)
 
 
-def private_bytes(key: X25519PrivateKey) -> bytes:
+def private_bytes(key: X25519PrivateKey | Ed25519PrivateKey) -> bytes:
+    """The raw 32 secret bytes of a private key, which the `..._from_bytes` loaders take
+    back."""
     return key.private_bytes(encoding=serialization.Encoding.Raw,
                              format=serialization.PrivateFormat.Raw,
                              encryption_algorithm=serialization.NoEncryption())
