@@ -42,6 +42,11 @@ TINY = {
                        "--cod-rna-rows", "8000"], "| cod-rna | L2 |"),
     "bench_scaling": (["--algorithms", "oneshot", "--parties", "4", "--rows", "--n-jobs",
                        "1"], "oneshot"),
+    "bench_secure_aggregation": (["--parties", "5", "--rows", "200", "--public", "100",
+                                  "--classes", "3", "--trees", "2", "--n-jobs", "1",
+                                  "--repeats", "1", "--sweep-parties", "3",
+                                  "--sweep-public", "50", "--sweep-classes", "2"],
+                                 "| hard (the paper's) | "),
     "bench_share_tolerance": (["--datasets", "wine", "--betas", "1", "--seeds", "1",
                                "--n-jobs", "1", "--trees", "2"], "| wine | 1 |"),
     "count_options": ([], "FedKT: "),
@@ -62,7 +67,7 @@ NEEDS_TORCH = {"bench_networks", "bench_busy_machine"}
 
 # the scripts whose tables a results page shows, with a figure drawn from them
 DRAWN = {"bench_label_skew", "bench_final_model", "bench_networks", "bench_scaling",
-         "bench_deployment", "bench_fedct_privacy"}
+         "bench_deployment", "bench_fedct_privacy", "bench_secure_aggregation"}
 
 
 @pytest.mark.parametrize("script", sorted(TINY))

@@ -3,7 +3,7 @@ their sum and nothing of any one of them, though some parties drop along the way
 
 - `_agreement`: what the parties agree on beforehand, and the refusal every stage raises.
 - `_party`, `_coordinator`: each side's stages (Bonawitz et al., CCS 2017).
-- `_primitives`: X25519, HKDF, ChaCha20, AES-GCM and Ed25519, from `cryptography`.
+- `_primitives`: X25519, HKDF, AES-CTR, AES-GCM and Ed25519, from `cryptography`.
 - `_shamir`: Shamir's sharing of the secrets that unmask a dropped party.
 - `_encoding`: integers and fixed-point floats as words.
 - `_simulation`: one sum run in one process, with its transcript.

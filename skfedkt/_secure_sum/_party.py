@@ -56,6 +56,7 @@ class SecureSumParty:
         self._roster_tag = b""
         self._shares: dict[int, tuple[bytes, bytes]] = {}  # sender: (mask key, self seed)
         self._survivors: tuple[int, ...] = ()
+        self._share_keys: dict[int, bytes] = {}  # by party, from the roster's keys
 
     @property
     def name(self):
@@ -186,7 +187,8 @@ class SecureSumParty:
         for other in sharing:
             if other != self.index:
                 mask = crypto.expand_mask(self._pair_seed(other), self.agreement.length)
-                masked = masked + mask if self.index < other else masked - mask
+                # in place: a party adds as many masks as parties
+                (np.add if self.index < other else np.subtract)(masked, mask, out=masked)
         return dict(party=self.index, masked=masked)
 
     def confirm(self, survivors) -> dict[str, Any]:
@@ -287,8 +289,12 @@ class SecureSumParty:
         return checked
 
     def _share_key(self, other: int) -> bytes:
-        return crypto.agreed_secret(self._cipher_key, self._roster[other]["cipher"],
-                                    b"shares", self.agreement.session)
+        # sealing to a party and opening from it use one key: agreed once
+        if other not in self._share_keys:
+            self._share_keys[other] = crypto.agreed_secret(
+                self._cipher_key, self._roster[other]["cipher"], b"shares",
+                self.agreement.session)
+        return self._share_keys[other]
 
     def _pair_seed(self, other: int) -> bytes:
         return crypto.agreed_secret(self._mask_key, self._roster[other]["mask"], b"mask",

@@ -1,5 +1,5 @@
 """The cryptographic primitives of the secure sum, every one from `cryptography`: X25519
-key agreement, HKDF-SHA256, ChaCha20 to expand a 256-bit seed into a mask, AES-GCM to
+key agreement, HKDF-SHA256, AES-256-CTR to expand a 256-bit seed into a mask, AES-GCM to
 seal the shares a party sends another through the coordinator, Ed25519 signatures."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -65,9 +65,9 @@ def agreed_secret(private: X25519PrivateKey | bytes, public: bytes, purpose: byt
 
 
 def expand_mask(seed: bytes, length: int) -> np.ndarray:
-    """`length` pseudo-random 64-bit words from a 256-bit seed (ChaCha20's keystream,
-    a zero nonce: each seed expands one mask)."""
-    cipher = Cipher(algorithms.ChaCha20(seed, bytes(16)), mode=None).encryptor()
+    """`length` pseudo-random 64-bit words from a 256-bit seed (AES-256's keystream in
+    counter mode from a zero counter: each seed expands one mask)."""
+    cipher = Cipher(algorithms.AES(seed), modes.CTR(bytes(16))).encryptor()
     return np.frombuffer(cipher.update(bytes(8 * length)), dtype="<u8")
 
 
