@@ -84,7 +84,7 @@ def refuse_insecure(name: str, secure_sums: SecureSums[Any] | None, plan: Any,
     why = ("it declares no secure sums" if secure_sums is None
            else secure_sums.refusal(plan))
     if why is not None:
-        raise ValueError(f"{name} cannot run under secure_aggregation: {why}. Turn it off "
+        raise ValueError(f"{name} cannot run under secure_aggregation: {why}. Or turn it off "
                          "(skfedkt.set_config(secure_aggregation=False)).")
 
 

@@ -86,6 +86,7 @@ def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(mo
         raise AssertionError("the server added noise")
 
     monkeypatch.setattr(_plan, "add_noise", no_server_noise)
+    _seeded_secret_noise(monkeypatch)
     with skfedkt.config_context(secure_aggregation=True):
         secure = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
     noise = (secure.vote_counts_ - plain.vote_counts_).ravel()
@@ -99,8 +100,37 @@ def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(mo
     assert "no one sees" in report.statement
 
 
+def _seeded_secret_noise(monkeypatch):
+    """The parties' secret noise, seeded: a goodness-of-fit test that fails one run in
+    a thousand by chance fails the same runs every time."""
+    from skfedkt._fedkt import _secure
+
+    seeds = iter(range(10 ** 6))
+    monkeypatch.setattr(_secure, "secret_noise_source",
+                        lambda: np.random.default_rng(next(seeds)))
+
+
+def test_fedkt_l1_noise_is_drawn_from_no_seed_the_coordinator_knows():
+    """Two fits of one random_state draw different noise: each party's comes from the
+    operating system."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    import skfedkt
+    from skfedkt import FedKTClassifier
+    from skfedkt.privacy import ServerNoise
+
+    X, y, party, X_public = _digits_parties(200)
+    clf = FedKTClassifier(DecisionTreeClassifier(max_depth=4), voting="hard",
+                          privacy=ServerNoise(gamma=0.5), n_teachers=2, random_state=0)
+    with skfedkt.config_context(secure_aggregation=True):
+        first, second = (clf.fit(X, y, groups=party, X_unlabeled=X_public).vote_counts_
+                         for _ in range(2))
+    assert not np.array_equal(first, second, equal_nan=True)
+
+
 @pytest.mark.parametrize("voting", ["hard", "soft"])
-def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting):
+def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting,
+                                                                           monkeypatch):
     """Five parties' noisy votes through the secure sum, two of them lost before their
     masked input: the three left (the threshold) carry discrete Laplace noise of the
     mechanism's parameter per vote, over 10,000 counts; soft votes in units of
@@ -124,9 +154,9 @@ def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting
         student_votes = np.full((plan.n_students, n_queries, n_classes), 1 / n_classes)
         votes = student_votes.sum(axis=0)
     secure = SecureVotes(student_votes, 1.0, np.arange(n_queries), n_parties)
-    inputs = {index: encode_integers(party_sums(
-        plan, secure, None, n_classes, np.random.RandomState(index))["noisy_votes"])
-        for index in range(n_parties)}
+    _seeded_secret_noise(monkeypatch)
+    inputs = {index: encode_integers(party_sums(plan, secure, None, n_classes)["noisy_votes"])
+              for index in range(n_parties)}
     run = run_secure_sum(Agreement(b"l1 noise in shares", tuple("abcde"), 3, len(inputs[0])),
                          inputs, drop_before={3: "masked", 4: "masked"})
     assert run.survivors == (0, 1, 2)

@@ -85,7 +85,7 @@ def test_the_server_step_receives_no_party_terms_and_nothing_reused(monkeypatch)
     (lambda: FedKTClassifier(distill=False), "distill=False predicts with the parties' "
      "students"),
     (lambda: FedKTClassifier(privacy=ServerNoise(noise="gaussian")),
-     r"ServerNoise\(noise='gaussian'\) has no shares"),
+     r"Laplace noise only; use ServerNoise\(noise='laplace'\)"),
 ])
 def test_what_needs_more_than_sums_is_refused_before_any_work(make, match, monkeypatch):
     X, y, party, X_public, _ = _split(load_breast_cancer, 0.0)

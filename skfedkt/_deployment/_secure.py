@@ -42,7 +42,8 @@ def float_bound_of(declared: Any, plan: Any, data: Any) -> float:
     if len(data.parties) < 3:
         raise ValueError(f"secure_aggregation needs at least 3 parties, got "
                          f"{len(data.parties)}: with two, each learns the other's input "
-                         "from the sum.")
+                         "from the sum. Fit with more parties, or turn it off "
+                         "(skfedkt.set_config(secure_aggregation=False)).")
     return float(declared.float_bound(plan, max(map(len, data.party_rows))))
 
 

@@ -204,7 +204,9 @@ class FedKTClassifier(BaseFederatedClassifier):
     random_state : int, RandomState instance or None, default=None
         Controls the partitions, one seed per clone (set on every ``random_state``
         parameter of a clone, nested ones too, and on torch's RNG for skorch nets), the
-        noise and the tie breaks. Results are identical for any `n_jobs` and joblib
+        noise and the tie breaks (but under secure aggregation the parties' L1 noise,
+        which comes from the operating system: a seed the coordinator knows would let
+        it remove the noise). Results are identical for any `n_jobs` and joblib
         backend, except for skorch nets under the threading backend, whose threads share
         torch's RNG.
     verbose : int, default=0
@@ -250,7 +252,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         The server's noise-free vote histogram on the whole public set: vote counts
         (int64) with hard voting, summed class probabilities (float64) with soft voting.
         For analysis: it is what the L1 noise protects, and a deployment would not
-        publish it.
+        publish it. Under secure aggregation at L1 the server never holds it: the
+        parties' noisy sums on its queries, NaN on the other rows.
     share_offsets_ : ndarray of shape (n_classes,)
         The log-offsets per class that the server added to its pooled votes so that
         its labels hold the training rows' class shares (``SoftVotes(match_shares)``); zeros

@@ -184,7 +184,7 @@ class FedKTParty:
             codes=[] if secure else [model.codes for model in student_models],
         ))
         if secure is not None:
-            payload.update(sums=party_sums(plan, secure, counts, n_classes, self.noise_rng))
+            payload.update(sums=party_sums(plan, secure, counts, n_classes))
         return PartyUpload(
             manifest=dict(
                 manifest,

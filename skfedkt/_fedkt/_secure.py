@@ -9,6 +9,7 @@ sees a noise-free vote and adds none."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -36,9 +37,8 @@ def _refusal(plan: FedKTPlan) -> str | None:
         return ("distill=False predicts with the parties' students, which stay at their "
                 "parties under it; keep distill=True")
     if plan.level == "L1" and plan.mechanism.noise != "laplace":
-        return ("ServerNoise(noise='gaussian') has no shares the parties add whose sum "
-                "its accountant covers; use noise='laplace', whose discrete Laplace "
-                "noise they add in shares")
+        return ("the parties add L1's noise in shares, which exist for Laplace noise "
+                "only; use ServerNoise(noise='laplace')")
     return None
 
 
@@ -89,10 +89,10 @@ class SecureVotes(NamedTuple):
 
 
 def party_sums(plan: FedKTPlan, secure: SecureVotes, class_counts: np.ndarray,
-               n_classes: int, noise_rng: np.random.RandomState) -> dict[str, Any]:
+               n_classes: int) -> dict[str, Any]:
     """What one party sends in sum: its students' votes as the server counts them, and
     its class counts (scaled by its factor). At L1: its votes on the server's queries
-    alone, with its share (drawn from `noise_rng`) of the noise that the threshold's
+    alone, with its share (`secret_noise_source`) of the noise that the threshold's
     number of shares sum to, and no counts."""
     student_votes = secure.student_votes
     if plan.level == "L1":
@@ -101,7 +101,7 @@ def party_sums(plan: FedKTPlan, secure: SecureVotes, class_counts: np.ndarray,
         votes = (queried.sum(axis=0, dtype=np.float64) if plan.soft_votes
                  else _hard_votes(plan, queried, n_classes))
         return dict(noisy_votes=np.rint(votes * units).astype(np.int64) + discrete_laplace_share(
-            parameter, majority(secure.n_parties), votes.shape, noise_rng))
+            parameter, majority(secure.n_parties), votes.shape, secret_noise_source()))
     # at L2 the counts cross only with the party's noise (`PartyNoise.counts_gamma`)
     counts = np.asarray(class_counts * secure.count_scale, dtype=np.float64)
     sums: dict[str, Any] = dict(class_counts=counts) if (
@@ -120,6 +120,13 @@ def party_sums(plan: FedKTPlan, secure: SecureVotes, class_counts: np.ndarray,
         if consistent is not None:
             sums["consistent"] = consistent.astype(np.int64)
     return sums
+
+
+def secret_noise_source() -> np.random.Generator:
+    """A generator of the party's noise shares, seeded by the operating system: a seed
+    derived from `random_state`, which the coordinator knows (it draws the queries from
+    it), would let it recompute and remove the noise."""
+    return np.random.default_rng(secrets.randbits(128))
 
 
 def _hard_votes(plan, student_votes, n_classes):

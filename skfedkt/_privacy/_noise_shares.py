@@ -17,7 +17,8 @@ import numpy as np
 
 def discrete_laplace_share(gamma: float, n_shares: int, size, random_state) -> np.ndarray:
     """One party's share (int64 array of shape `size`) of discrete Laplace noise of
-    parameter `gamma`: `n_shares` shares sum to it."""
+    parameter `gamma`, drawn from `random_state` (a RandomState or a Generator):
+    `n_shares` shares sum to it."""
     if not gamma > 0 or n_shares < 1:
         raise ValueError(f"gamma must be positive and n_shares at least 1, got {gamma!r} "
                          f"and {n_shares!r}.")

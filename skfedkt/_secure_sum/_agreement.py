@@ -35,7 +35,10 @@ class Agreement:
         The party names, in the order of their points of Shamir's sharing.
     threshold : int
         The fewest parties that must stay to the end: fewer refuse the sum. A majority
-        of the parties (at least 2), so that no two disjoint groups can each unmask.
+        of the parties (at least 2), so that no two disjoint groups of honest parties
+        can each unmask; a coordinator that tells two groups different survivors with
+        ``2 * threshold - n`` parties colluding in both can unmask a party (Bonawitz et
+        al. take a threshold above 2n/3 against such a coordinator).
     length : int
         The number of 64-bit words each party adds.
     """
