@@ -11,8 +11,8 @@ the students plainly, the secure sum's messages under it) and whether both fits 
 the public rows the same labels. The bar is secure / plain <= 1.2 on 2 cores; it is
 printed, not asserted.
 
-The second table runs the secure sum alone (``run_secure_sum``, one process, a
-majority threshold) on vectors of public rows x classes words, one axis varied at a
+The second table runs the secure sum alone (``run_secure_sum``, one process, the
+default threshold, above two thirds of the parties) on vectors of public rows x classes words, one axis varied at a
 time around the first table's parties, public rows and classes: seconds (mean ± std
 over ``--repeats``) and bytes per party. The third drops parties at that centre: one,
 and the most the threshold allows, before the "masked" stage (the survivors unmask
@@ -48,7 +48,7 @@ from sklearn.ensemble import RandomForestClassifier
 import skfedkt
 from skfedkt import FedKTClassifier
 from skfedkt._deployment._secure import _n_bytes
-from skfedkt._secure_sum import Agreement, run_secure_sum
+from skfedkt._secure_sum import Agreement, default_threshold, run_secure_sum
 
 BAR = 1.2
 
@@ -121,7 +121,7 @@ def secure_sum(n_parties, length, drop_before=None):
     """One secure sum of random words: its seconds, the mean bytes a staying party sent,
     and whether the total is the survivors' sum."""
     agreement = Agreement(secrets.token_bytes(32), tuple(range(n_parties)),
-                          n_parties // 2 + 1, length)
+                          default_threshold(n_parties), length)
     rng = np.random.default_rng(n_parties)
     inputs = {index: rng.integers(0, 2**16, length, dtype=np.uint64)
               for index in range(n_parties)}
@@ -145,7 +145,7 @@ def sums(args):
         + [(args.parties, public, args.classes) for public in args.sweep_public]
         + [(args.parties, args.public, classes) for classes in args.sweep_classes]
         + [centre]))
-    most = args.parties - (args.parties // 2 + 1)  # the threshold is a majority
+    most = args.parties - default_threshold(args.parties)
     drops = list(dict.fromkeys([(0, None), (1, "masked"), (most, "masked"), (1, "unmask")]))
     length = args.public * args.classes
     runs = [("sweep", point) for point in grid] + [("drop", drop) for drop in drops]
@@ -161,7 +161,7 @@ def sums(args):
             measured[kind, what].append(secure_sum(
                 args.parties, length, {index: stage for index in range(dropped)}))
     print()
-    print(f"The secure sum alone: words of public rows x classes, a majority threshold, "
+    print(f"The secure sum alone: words of public rows x classes, the default threshold, "
           f"{args.repeats} repeats")
     print_table(["parties", "public rows", "classes", "words", "seconds",
                  "kB per party"], [
@@ -171,7 +171,7 @@ def sums(args):
         for point in sorted(grid) for parties, public, classes in [point]])
     print()
     print(f"Dropouts: {args.parties} parties, {length:,} words, threshold "
-          f"{args.parties // 2 + 1}, {args.repeats} repeats interleaved")
+          f"{default_threshold(args.parties)}, {args.repeats} repeats interleaved")
     none = np.array([m[0] for m in measured["drop", (0, None)]])
     print_table(["dropped", "before stage", "seconds", "ratio to no dropout",
                  "kB per staying party", "total is the survivors' sum"], [

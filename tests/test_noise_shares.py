@@ -66,7 +66,7 @@ def _digits_parties(n_public):
 def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(monkeypatch):
     """Over 10,000 noisy counts (1,000 queries x 10 classes) of a fit, the secure
     path's votes minus the plain path's (the same students) are the sum of 6 parties'
-    shares, sized for a threshold of 4: a Pólya difference of shape 6/4 each side. The
+    shares, sized for a threshold of 5: a Pólya difference of shape 6/5 each side. The
     server draws no noise, and the epsilon is the accountant's data-independent one."""
     from sklearn.base import clone
     from sklearn.tree import DecisionTreeClassifier
@@ -92,7 +92,7 @@ def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(mo
     noise = (secure.vote_counts_ - plain.vote_counts_).ravel()
     assert noise.dtype.kind == "f" and (noise == np.rint(noise)).all()
     assert _chi_square_pvalue(noise.astype(np.int64),
-                              lambda k: _polya_difference_pmf(gamma, 6 / 4, k)) > 1e-3
+                              lambda k: _polya_difference_pmf(gamma, 6 / 5, k)) > 1e-3
     report = secure.privacy_report_
     assert np.isnan(report.data_dependent_epsilon)
     assert secure.epsilon_ == data_independent_epsilon(
@@ -131,19 +131,22 @@ def test_fedkt_l1_noise_is_drawn_from_no_seed_the_coordinator_knows():
 @pytest.mark.parametrize("voting", ["hard", "soft"])
 def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting,
                                                                            monkeypatch):
-    """Five parties' noisy votes through the secure sum, two of them lost before their
-    masked input: the three left (the threshold) carry discrete Laplace noise of the
-    mechanism's parameter per vote, over 10,000 counts; soft votes in units of
-    1/2**16 vote, whose parameter makes a query 2 s gamma-DP with rounding counted
-    (a gamma of 2**15 makes the parameter per unit about 0.5, which 10,000 draws
-    resolve)."""
+    """Seven parties' noisy votes through the secure sum, two of them (the most the
+    default threshold allows) lost before their masked input: the five left carry
+    discrete Laplace noise of the mechanism's parameter per vote, over 10,000 counts;
+    soft votes in units of 1/2**16 vote, whose parameter makes a query 2 s gamma-DP
+    with rounding counted (a gamma of 2**15 makes the parameter per unit about 0.5,
+    which 10,000 draws resolve)."""
     from skfedkt._fedkt._classifier import FedKTClassifier
     from skfedkt._fedkt._secure import SecureVotes, noise_units, party_sums
-    from skfedkt._secure_sum import Agreement, decode_integers, encode_integers, run_secure_sum
+    from skfedkt._secure_sum import (Agreement, decode_integers, default_threshold,
+                                     encode_integers, run_secure_sum)
     from skfedkt.privacy import ServerNoise
 
     gamma = 0.5 if voting == "hard" else 2.0 ** 15
-    n_queries, n_classes, n_parties = 1000, 10, 5
+    n_queries, n_classes, n_parties = 1000, 10, 7
+    threshold = default_threshold(n_parties)
+    assert threshold == 5
     plan = FedKTClassifier(voting=voting, privacy=ServerNoise(gamma=gamma))._plan()
     units, parameter = noise_units(plan, n_classes)
     if voting == "hard":
@@ -157,10 +160,12 @@ def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting
     _seeded_secret_noise(monkeypatch)
     inputs = {index: encode_integers(party_sums(plan, secure, None, n_classes)["noisy_votes"])
               for index in range(n_parties)}
-    run = run_secure_sum(Agreement(b"l1 noise in shares", tuple("abcde"), 3, len(inputs[0])),
-                         inputs, drop_before={3: "masked", 4: "masked"})
-    assert run.survivors == (0, 1, 2)
-    noise = decode_integers(run.total) - 3 * np.rint(votes * units).astype(np.int64).ravel()
+    run = run_secure_sum(Agreement(b"l1 noise in shares", tuple("abcdefg"), threshold,
+                                   len(inputs[0])), inputs,
+                         drop_before={5: "masked", 6: "masked"})
+    assert run.survivors == tuple(range(threshold))
+    noise = (decode_integers(run.total)
+             - threshold * np.rint(votes * units).astype(np.int64).ravel())
     assert _chi_square_pvalue(noise, lambda k: discrete_laplace_pmf(parameter, k)) > 1e-3
     # the discrete Laplace's epsilon per query: a party moves a row by at most this
     sensitivity = 2 * plan.n_students * units + (n_classes if voting == "soft" else 0)

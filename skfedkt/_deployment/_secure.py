@@ -16,8 +16,8 @@ from .._secure_sum import (
     Agreement,
     FixedPoint,
     decode_integers,
+    default_threshold,
     encode_integers,
-    majority,
     run_secure_sum,
 )
 from ._upload import PartyUpload
@@ -63,7 +63,7 @@ def securely_summed(uploads: Sequence[Any], parties: Sequence[Hashable], float_b
     encoding = fixed_point_for(len(parties), float_bound)
     length = sum(int(np.prod(shape)) for _, shape, _ in layout)
     agreement = Agreement(secrets.token_bytes(32), tuple(parties),
-                          majority(len(parties)), max(length, 1))
+                          default_threshold(len(parties)), max(length, 1))
     words = {index: np.concatenate([
         encode_integers(party_terms[name]) if kind == "i"
         else encoding.encode(party_terms[name]) for name, _, kind in layout]

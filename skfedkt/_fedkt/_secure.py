@@ -17,7 +17,7 @@ import numpy as np
 
 from .._declarations import SecureSums
 from .._privacy._noise_shares import discrete_laplace_share
-from .._secure_sum import majority
+from .._secure_sum import default_threshold
 from .._engine._voting import (
     bounded_party_counts,
     prior_corrected_from_sums,
@@ -101,7 +101,7 @@ def party_sums(plan: FedKTPlan, secure: SecureVotes, class_counts: np.ndarray,
         votes = (queried.sum(axis=0, dtype=np.float64) if plan.soft_votes
                  else _hard_votes(plan, queried, n_classes))
         return dict(noisy_votes=np.rint(votes * units).astype(np.int64) + discrete_laplace_share(
-            parameter, majority(secure.n_parties), votes.shape, secret_noise_source()))
+            parameter, default_threshold(secure.n_parties), votes.shape, secret_noise_source()))
     # at L2 the counts cross only with the party's noise (`PartyNoise.counts_gamma`)
     counts = np.asarray(class_counts * secure.count_scale, dtype=np.float64)
     sums: dict[str, Any] = dict(class_counts=counts) if (

@@ -35,10 +35,10 @@ class Agreement:
         The party names, in the order of their points of Shamir's sharing.
     threshold : int
         The fewest parties that must stay to the end: fewer refuse the sum. A majority
-        of the parties (at least 2), so that no two disjoint groups of honest parties
-        can each unmask; a coordinator that tells two groups different survivors with
-        ``2 * threshold - n`` parties colluding in both can unmask a party (Bonawitz et
-        al. take a threshold above 2n/3 against such a coordinator).
+        of the parties at least, so that no two disjoint groups of honest parties can
+        each unmask; a coordinator that tells two groups different survivors with
+        ``2 * threshold - n`` parties colluding in both can unmask a party, which
+        `default_threshold` (above 2n/3) makes more than a third.
     length : int
         The number of 64-bit words each party adds.
     """
@@ -75,9 +75,12 @@ class Agreement:
         return digest(self.session, purpose, *parts)
 
 
-def majority(n_parties: int) -> int:
-    """The default threshold of a sum of `n_parties`: the fewest that are a majority."""
-    return n_parties // 2 + 1
+def default_threshold(n_parties: int) -> int:
+    """The default threshold of a sum of `n_parties`: the fewest above two thirds of
+    them, so that a coordinator that tells groups of parties different survivors needs
+    more than a third colluding to unmask anyone (Bonawitz et al., 2017), while up to
+    about a third may drop."""
+    return 2 * n_parties // 3 + 1
 
 
 def indices_bytes(indices) -> bytes:
