@@ -153,9 +153,10 @@ def party_round(plan: FedAvgPlan, parties: Sequence[FedAvgParty], data: PartyRow
     trained = train_parties(plan, data, parties,
                             [party.round_seed(round_, root) for party in parties], weights,
                             f"local training, round {round_}")
-    sums = ([secure_sums(plan, party, party_trained, data)
-             for party, party_trained in zip(parties, trained)] if secure
-            else [None] * len(parties))
+    sums: list[dict[str, np.ndarray] | None] = (
+        [secure_sums(plan, party, party_trained, data)
+         for party, party_trained in zip(parties, trained)] if secure
+        else [None] * len(parties))
     return [party.upload(manifest, party_trained, terms)
             for party, manifest, party_trained, terms in zip(parties, manifests, trained, sums)]
 
