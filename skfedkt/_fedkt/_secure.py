@@ -99,7 +99,10 @@ def party_sums(plan: FedKTPlan, secure: SecureVotes, class_counts: np.ndarray,
         units, parameter = noise_units(plan, n_classes)
         queried = student_votes[:, secure.queries]
         votes = (queried.sum(axis=0, dtype=np.float64) if plan.soft_votes
-                 else _hard_votes(plan, queried, n_classes))
+                 # the histogram the server counts, released as is: no data-dependent
+                 # fallback to every student's votes where no party is unanimous
+                 else chosen_hard_votes(*hard_vote_counts(
+                     queried[None], n_classes, plan.votes.consistent), warn_if_empty=False))
         return dict(noisy_votes=np.rint(votes * units).astype(np.int64) + discrete_laplace_share(
             parameter, default_threshold(secure.n_parties), votes.shape, secret_noise_source()))
     # at L2 the counts cross only with the party's noise (`PartyNoise.counts_gamma`)
@@ -127,14 +130,6 @@ def secret_noise_source() -> np.random.Generator:
     derived from `random_state`, which the coordinator knows (it draws the queries from
     it), would let it recompute and remove the noise."""
     return np.random.default_rng(secrets.randbits(128))
-
-
-def _hard_votes(plan, student_votes, n_classes):
-    """The hard votes the server counts at L1: the consistent ones with consistent
-    voting (the noisy histogram is released as is, with no fallback)."""
-    every, consistent = hard_vote_counts(student_votes[None], n_classes,
-                                         plan.votes.consistent)
-    return every if consistent is None else consistent
 
 
 def summed_votes(plan: FedKTPlan, sums: dict[str, np.ndarray], n_parties: int,
