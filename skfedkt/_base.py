@@ -42,7 +42,7 @@ from ._deployment._protocol import (
 )
 from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
-from ._deployment._secure import float_bound_of, securely_summed
+from ._deployment._secure import secure_parties, securely_summed
 from ._engine._context import (
     CheckContext,
     Message,
@@ -326,12 +326,13 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         # the rows of X where no public set was given; none where the steps use none
         X_public = data.X_public if uses_public_set or X_unlabeled is not None else None
         root = root_seed(self.random_state)
-        if secure := get_config()["secure_aggregation"]:
-            bound = float_bound_of(self._secure_sums, plan, data)
+        secure = get_config()["secure_aggregation"]
+        sum_parties, bound = (secure_parties(self._secure_sums, plan, data) if secure
+                              else (None, 0.0))
         party_context = PartyContext(
             plan, data, root, [dict(party=party, n_rows=len(rows))
                                for party, rows in zip(data.parties, data.party_rows)],
-            secure=secure)
+            secure=sum_parties)
         server_context = ServerContext(plan, X_public, root, self.classes_)
         parties = self._parties(party_context, lambda party: derived_random_state(
             root, "party", party, scratch=True))
@@ -340,8 +341,8 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
             while True:
                 uploads, reused = self._party_step(self._answering(party_context, message),
                                                    parties)
-                if secure:  # the server gets the sums alone, and nothing a party step kept
-                    uploads, sums, round_sent = securely_summed(uploads, data.parties, bound)
+                if sum_parties:  # the server gets the sums alone, nothing a party step kept
+                    uploads, sums, round_sent = securely_summed(uploads, sum_parties, bound)
                     server_context, reused = replace(server_context, sums=sums), None
                     sent += round_sent
                 if not self.runs_rounds or message is not None and message.manifest["done"]:

@@ -156,7 +156,7 @@ def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting
     else:
         student_votes = np.full((plan.n_students, n_queries, n_classes), 1 / n_classes)
         votes = student_votes.sum(axis=0)
-    secure = SecureVotes(student_votes, 1.0, np.arange(n_queries), n_parties)
+    secure = SecureVotes(student_votes, 1.0, np.arange(n_queries), threshold)
     _seeded_secret_noise(monkeypatch)
     inputs = {index: encode_integers(party_sums(plan, secure, None, n_classes)["noisy_votes"])
               for index in range(n_parties)}

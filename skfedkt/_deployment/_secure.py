@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._engine._context import SumParties
 from .._secure_sum import (
     Agreement,
     FixedPoint,
@@ -35,55 +36,95 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
     return FixedPoint(scale=min(_FINEST_SCALE, 2.0 ** room), bound=bound)
 
 
-def float_bound_of(declared: Any, plan: Any, data: Any) -> float:
-    """The bound on the floats the parties of `data` (`FederatedData`) sum, which the
-    algorithm's `SecureSums` (`declared`) gives for `plan`; refused, before any work,
-    for fewer than 3 parties."""
+def secure_parties(declared: Any, plan: Any, data: Any) -> tuple[SumParties, float]:
+    """The parties of `data` (`FederatedData`) as one secure sum holds them (the
+    default threshold), and the bound on the floats they sum, which the algorithm's
+    `SecureSums` (`declared`) gives for `plan`; refused, before any work, for fewer
+    than 3 parties."""
     if len(data.parties) < 3:
         raise ValueError(f"secure_aggregation needs at least 3 parties, got "
                          f"{len(data.parties)}: with two, each learns the other's input "
                          "from the sum. Fit with more parties, or turn it off "
                          "(skfedkt.set_config(secure_aggregation=False)).")
-    return float(declared.float_bound(plan, max(map(len, data.party_rows))))
+    rows = tuple(map(len, data.party_rows))
+    return (SumParties(tuple(data.parties), rows, default_threshold(len(rows))),
+            float(declared.float_bound(plan, max(rows))))
 
 
-def securely_summed(uploads: Sequence[Any], parties: Sequence[Hashable], float_bound: float,
+def securely_summed(uploads: Sequence[Any], parties: SumParties, float_bound: float,
                     ) -> tuple[list[PartyUpload], dict[str, np.ndarray], np.ndarray]:
     """The uploads without their ``"sums"``, the sums' totals by name, summed by a
-    secure sum of the parties (`parties`, aligned with `uploads`) in one process, and
-    the bytes each party sent in it."""
+    secure sum of `parties` (aligned with `uploads`) in one process, and the bytes each
+    party sent in it."""
+    names = parties.parties
     terms = [upload.payload.get(SUMS) for upload in uploads]
     if not any(terms):  # nothing to sum this round (a final step that sends nothing)
-        return list(uploads), {}, np.zeros(len(parties), dtype=np.int64)
-    layout = _layout(terms[0] or {}, parties[0])
-    for party, party_terms in zip(parties, terms):
-        if _layout(party_terms or {}, party) != layout:
+        return list(uploads), {}, np.zeros(len(names), dtype=np.int64)
+    layout = sums_layout(terms[0] or {}, names[0])
+    for party, party_terms in zip(names, terms):
+        if sums_layout(party_terms or {}, party) != layout:
             raise ValueError(f"Party {party!r}'s sums are not the others': every party "
                              "sends the same names, shapes and kinds of numbers.")
-    encoding = fixed_point_for(len(parties), float_bound)
-    length = sum(int(np.prod(shape)) for _, shape, _ in layout)
-    agreement = Agreement(secrets.token_bytes(32), tuple(parties),
-                          default_threshold(len(parties)), max(length, 1))
-    words = {index: np.concatenate([
-        encode_integers(party_terms[name]) if kind == "i"
-        else encoding.encode(party_terms[name]) for name, _, kind in layout]
-        or [np.zeros(1, dtype="<u8")]) for index, party_terms in enumerate(terms)}
-    run = run_secure_sum(agreement, words)
-    total = run.total
+    encoding = fixed_point_for(len(names), float_bound)
+    agreement = Agreement(secrets.token_bytes(32), tuple(names), parties.threshold,
+                          layout_length(layout))
+    run = run_secure_sum(agreement, {index: encoded(party_terms or {}, layout, encoding)
+                                     for index, party_terms in enumerate(terms)})
+    sent = np.zeros(len(names), dtype=np.int64)
+    for messages in run.received.values():
+        for message in messages:
+            sent[message["party"]] += _n_bytes(message)
+    return [without_sums(upload) for upload in uploads], decoded(run.total, layout,
+                                                                   encoding), sent
+
+
+# each sum a party sends: its name, shape, and kind ("i": integers, "f": floats)
+Layout = list[tuple[str, tuple[int, ...], str]]
+
+
+def sums_layout(terms: dict[str, Any], party: Hashable) -> Layout:
+    """The names, shapes and kinds of the sums `terms` of `party` (the same at every
+    party), sorted by name."""
+    layout = []
+    for name in sorted(terms):
+        values = np.asarray(terms[name])
+        if values.dtype.kind not in "iubf":
+            raise ValueError(f"Party {party!r}'s sum {name!r} holds {values.dtype}, not "
+                             "numbers.")
+        layout.append((name, values.shape, "f" if values.dtype.kind == "f" else "i"))
+    return layout
+
+
+def layout_length(layout: Layout) -> int:
+    """The words a sum of `layout` takes (one at least: an empty sum adds a zero)."""
+    return max(sum(math.prod(shape) for _, shape, _ in layout), 1)
+
+
+def encoded(terms: dict[str, Any], layout: Layout, encoding: FixedPoint) -> np.ndarray:
+    """The words of a party's sums, in `layout`'s order: integers exactly, floats in
+    fixed point."""
+    words = [encode_integers(terms[name]) if kind == "i" else encoding.encode(terms[name])
+             for name, _, kind in layout]
+    return np.concatenate(words) if words else np.zeros(1, dtype="<u8")
+
+
+def decoded(total: np.ndarray, layout: Layout, encoding: FixedPoint,
+            ) -> dict[str, np.ndarray]:
+    """The sums, by name, that the words `total` hold."""
     sums, start = {}, 0
     for name, shape, kind in layout:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         part = total[start:start + size]
         sums[name] = (decode_integers(part) if kind == "i" else encoding.decode(part)
                       ).reshape(shape)
         start += size
-    stripped = [replace(upload, payload={key: value for key, value in upload.payload.items()
-                                         if key != SUMS}) for upload in uploads]
-    sent = np.zeros(len(parties), dtype=np.int64)
-    for messages in run.received.values():
-        for message in messages:
-            sent[message["party"]] += _n_bytes(message)
-    return stripped, sums, sent
+    return sums
+
+
+def without_sums(upload: PartyUpload) -> PartyUpload:
+    """`upload` without what it sends in sum only."""
+    return replace(upload, payload={key: value for key, value in upload.payload.items()
+                                    if key != SUMS})
 
 
 def _n_bytes(value: Any) -> int:
@@ -93,14 +134,3 @@ def _n_bytes(value: Any) -> int:
     if isinstance(value, (bytes, np.ndarray)):
         return len(value) if isinstance(value, bytes) else value.nbytes
     return 4  # a party's index
-
-
-def _layout(terms: dict[str, Any], party: Hashable) -> list[tuple[str, tuple, str]]:
-    layout = []
-    for name in sorted(terms):
-        values = np.asarray(terms[name])
-        if values.dtype.kind not in "iubf":
-            raise ValueError(f"Party {party!r}'s sum {name!r} holds {values.dtype}, not "
-                             "numbers.")
-        layout.append((name, values.shape, "f" if values.dtype.kind == "f" else "i"))
-    return layout

@@ -91,6 +91,20 @@ class _Context:
         return replace(self, plan=plan)  # type: ignore[type-var]
 
 
+class SumParties(NamedTuple):
+    """The parties of a secure sum, as a party step sizes what it sends in it."""
+
+    #: every party of the sum, in the agreed order
+    parties: tuple[Any, ...]
+    #: each party's rows, aligned with `parties` (manifests say them in the clear)
+    party_rows: tuple[int, ...]
+    #: the fewest parties whose inputs the sum holds
+    threshold: int
+
+    def rows_of(self, party: Any) -> int:
+        return self.party_rows[self.parties.index(party)]
+
+
 @dataclass(frozen=True)
 class PartyContext(_Context, Generic[PlanT]):
     """What a party step works with: every party's in `fit`, one party's on its own
@@ -113,9 +127,10 @@ class PartyContext(_Context, Generic[PlanT]):
     share_model : bool
         Algorithms with rounds: whether the final round's upload carries the party's
         own model.
-    secure : bool
-        Whether the server receives only the sums of what the parties send (the
-        algorithm's ``SecureSums``): the step puts them under its uploads' ``"sums"``.
+    secure : SumParties or None
+        Under secure aggregation, the parties of the sum: the server receives only the
+        sums of what the parties send (the algorithm's ``SecureSums``), and the step
+        puts them under its uploads' ``"sums"``; None otherwise.
     """
 
     plan: PlanT
@@ -124,7 +139,7 @@ class PartyContext(_Context, Generic[PlanT]):
     manifests: list[dict[str, Any]]
     message: Message | None = None
     share_model: bool = True
-    secure: bool = False
+    secure: SumParties | None = None
 
     @property
     def X_public(self) -> Any:

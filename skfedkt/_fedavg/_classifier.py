@@ -287,7 +287,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
             return PartyStepResult(first_round(context, parties))
         return PartyStepResult(party_round(context.plan, parties, context.data, context.root,
                                            context.message, context.manifests,
-                                           context.secure))
+                                           context.secure is not None))
 
     def _server_round(self, context: ServerContext[FedAvgPlan],
                       uploads: Sequence[Message]) -> PartyUpload:

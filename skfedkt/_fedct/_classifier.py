@@ -357,7 +357,7 @@ class FedCTClassifier(BaseFederatedClassifier):
                     parties: Sequence[FedCTParty]) -> PartyStepResult:
         uploads = party_round(context.plan, parties, context.data, context.root,
                               context.message, context.manifests, context.share_model,
-                              context.secure)
+                              context.secure is not None)
         for party, upload in zip(parties, uploads):
             # in process, for the membership audit of what the upload lets out
             upload.local_model = GlobalLabelClassifier(party.model, context.data.classes)

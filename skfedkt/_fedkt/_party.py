@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._engine._compat import num_samples, safe_indexing
+from .._engine._context import SumParties
 from .._deployment._upload import PartyUpload
 from .._engine._class_codes import ClassCodeModel, code_dtype
 from .._engine._fitting import Task, TierJob, fit_clones, group_votes, iter_clone_fits
@@ -206,11 +207,12 @@ class FedKTParty:
 def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
                tiers: tuple[Any, np.ndarray, np.ndarray], n_classes: int,
                manifests: list[dict[str, Any]],
-               secure: bool = False) -> tuple[list[PartyUpload], Any]:
+               secure: SumParties | None = None) -> tuple[list[PartyUpload], Any]:
     """FedKT's party step for `parties` (`FedKTParty`: one on its own machine, every
     party in ``fit``): their teachers, their votes on the rows of `tiers` (what
     `FedKTPlan.tier_rows` returns), their students; each party's upload with its
-    manifest of `manifests` (`secure`: the students' votes in sum instead of the
+    manifest of `manifests` (`secure`, the parties of the secure sum: the students'
+    votes in sum instead of the
     students).
 
     Returns the uploads and what the server step may reuse in the same process: the
@@ -228,12 +230,13 @@ def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
     student_models, labels, student_votes = party_tier(plan, parties, X, X_labelled,
                                                        party_rows, n_classes)
     per_party = student_votes.reshape(len(parties), plan.n_students, *student_votes.shape[1:])
-    # under secure aggregation each party caps its own weight, from every party's rows,
-    # which the manifests hold in fit (a deployed party step does not run under it)
-    scales = (count_scales([manifest["n_rows"] for manifest in manifests]) if secure
-              else np.ones(len(parties)))
+    # under secure aggregation each party caps its own weight, from every party's rows
+    scales = np.ones(len(parties))
+    if secure is not None:
+        every_scale = count_scales(secure.party_rows)
+        scales = every_scale[[secure.parties.index(m["party"]) for m in manifests]]
     uploads = [party.upload(models, party_labels, n_classes, manifest, SecureVotes(
-                   votes, scale, tiers[2], len(manifests)) if secure else None)
+                   votes, scale, tiers[2], secure.threshold) if secure else None)
                for party, models, party_labels, manifest, votes, scale
                in zip(parties, student_models, labels, manifests, per_party, scales)]
     return uploads, (student_votes, tiers)

@@ -17,7 +17,6 @@ import numpy as np
 
 from .._declarations import SecureSums
 from .._privacy._noise_shares import discrete_laplace_share
-from .._secure_sum import default_threshold
 from .._engine._voting import (
     bounded_party_counts,
     prior_corrected_from_sums,
@@ -84,8 +83,8 @@ class SecureVotes(NamedTuple):
     count_scale: float
     #: the rows the server labels (`FedKTPlan.tier_rows`)
     queries: np.ndarray
-    #: the parties of the sum, whose threshold the noise shares are sized for
-    n_parties: int
+    #: the threshold of the sum, the fewest shares the noise is sized for
+    threshold: int
 
 
 def party_sums(plan: FedKTPlan, secure: SecureVotes, class_counts: np.ndarray,
@@ -104,7 +103,7 @@ def party_sums(plan: FedKTPlan, secure: SecureVotes, class_counts: np.ndarray,
                  else chosen_hard_votes(*hard_vote_counts(
                      queried[None], n_classes, plan.votes.consistent), warn_if_empty=False))
         return dict(noisy_votes=np.rint(votes * units).astype(np.int64) + discrete_laplace_share(
-            parameter, default_threshold(secure.n_parties), votes.shape, secret_noise_source()))
+            parameter, secure.threshold, votes.shape, secret_noise_source()))
     # at L2 the counts cross only with the party's noise (`PartyNoise.counts_gamma`)
     counts = np.asarray(class_counts * secure.count_scale, dtype=np.float64)
     sums: dict[str, Any] = dict(class_counts=counts) if (

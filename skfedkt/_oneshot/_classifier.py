@@ -276,7 +276,7 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         data = context.data
         fits = party_tier(context.plan, parties, data.X, data.classes)
         # under secure aggregation each party votes on the public rows itself
-        X_public = data.X_public if context.secure else None
+        X_public = data.X_public if context.secure is not None else None
         return PartyStepResult([
             party.upload(party_fits, data.classes, manifest, X_public)
             for party, party_fits, manifest in zip(parties, fits, context.manifests)])
