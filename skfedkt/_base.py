@@ -23,7 +23,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ._engine._compat import constructor_parameters, fit_context
-from ._agreed_limits import reference_party_limits
+from ._agreements import ConsortiumAgreements
 from ._config import get_config
 from ._declarations import (
     _COMMON_PARAMETERS,
@@ -43,6 +43,12 @@ from ._deployment._protocol import (
 from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
 from ._deployment._secure import secure_parties, securely_summed
+from ._deployment._secure_stages import (
+    SecureParty,
+    round_sums,
+    session_parties,
+    surviving_uploads,
+)
 from ._engine._context import (
     CheckContext,
     Message,
@@ -68,8 +74,8 @@ from ._shared_docs import shared_docs
 __all__ = ["BaseFederatedClassifier", "Releases", "Uploads", "_if_offered", "shared_docs"]
 
 
-class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, BaseEstimator,
-                              metaclass=ABCMeta):
+class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin,
+                              MetaEstimatorMixin, BaseEstimator, metaclass=ABCMeta):
     """Base class of the federated meta-estimators: one interface for every algorithm.
 
     `fit`, `fit_party`, `server_round` (algorithms with rounds), `fit_server` and the
@@ -175,48 +181,6 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         """Warnings about the fitted model (`data`: the pooled rows in `fit`, None in
         `fit_server`); none by default."""
 
-    def agreed_upload_limits(self, X_unlabeled, classes, *, party_rows=None, margin=4.0):
-        """The caps on every file of a deployment that this agreement implies.
-
-        Runs the deployment's steps for one reference party that holds `party_rows`
-        rows drawn from the public set with labels of every class (random labels:
-        trees grow as large as rows allow), and caps each file at `margin` times what
-        its largest honest upload needs: the file, its members inflated, its schema,
-        its members and objects. The defaults of `UploadLimits` stay the upper bound;
-        a refusal names the cap and this derivation. An algorithm whose upload grows
-        with the party's rows (local models of unbounded depth) needs `party_rows` of
-        the largest party.
-
-        Parameters
-        ----------
-        X_unlabeled : {array-like, sparse matrix, DataFrame}
-            The agreed public set.
-        classes : array-like of shape (n_classes,)
-            The agreed class labels.
-        party_rows : int, default=None
-            Rows of the reference party; None: as many as the public set.
-        margin : float, default=4.0
-            How many times an honest upload's needs the caps allow (at least 1).
-
-        Returns
-        -------
-        limits : UploadLimits
-            For ``fit_server``, ``server_round`` and, for a party, ``fit_party``'s
-            message.
-
-        Examples
-        --------
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.tree import DecisionTreeClassifier
-        >>> from skfedkt import FedKTClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
-        >>> limits = clf.agreed_upload_limits(X[:100], classes=[0, 1])
-        >>> limits.max_file_bytes < 2**20
-        True
-        """
-        return reference_party_limits(self, X_unlabeled, classes, party_rows, margin)
-
     # --- validation and fitted state ------------------------------------------------------
 
     def __sklearn_tags__(self):
@@ -277,12 +241,12 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
                 )
         return self._plan_type.of(self)
 
-    def _secure_plan(self, deployed=False):
-        """The frozen plan, refused under secure aggregation where the step cannot run
-        on sums (`refuse_insecure`)."""
+    def _secure_plan(self):
+        """The frozen plan, refused under secure aggregation where the algorithm cannot
+        run on sums (`refuse_insecure`)."""
         plan = self._plan()
         if get_config()["secure_aggregation"]:
-            refuse_insecure(type(self).__name__, self._secure_sums, plan, deployed)
+            refuse_insecure(type(self).__name__, self._secure_sums, plan)
         return plan
 
     def _set_fitted(self, fitted):
@@ -363,7 +327,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
     @shared_docs
     @warnings_once_per_call
     def fit_party(self, X, y, *, party, classes, X_unlabeled=None, message=None,
-                  share_model=None, party_seed=None):
+                  share_model=None, party_seed=None, secure_session=None):
         """The party step, on one party's machine; returns what the party sends.
 
         This estimator is not modified.
@@ -386,6 +350,10 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
             ``None`` derives them from `random_state` and `party`, as `fit` does; with
             a privacy mechanism whose noise a party adds, a server that knows
             `random_state` could then recompute it: pass a secret seed there.
+        secure_session : SecureSession, default=None
+            Under secure aggregation, the consortium's session (`secure_session`):
+            the upload then carries in sum only what the server needs in sum, and its
+            ``secure_state`` answers the secure sum's stages (:doc:`/secure_aggregation`).
 
         Returns
         -------
@@ -414,7 +382,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         True
         """
         self._validate_params()
-        plan = self._secure_plan(deployed=True)
+        plan = self._secure_plan()
         if not self.runs_rounds and (message is not None or share_model is not None):
             raise TypeError(
                 f"{type(self).__name__} runs one round: message and share_model are for "
@@ -423,7 +391,8 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         self._check_public_set(plan, X_unlabeled, "party step")
         data = PartyData(self, X, y, classes, X_unlabeled, party)
         context = PartyContext(plan, data, root_seed(self.random_state),
-                               [data.manifest(self)], share_model=share_model is not False)
+                               [data.manifest(self)], share_model=share_model is not False,
+                               secure=session_parties(secure_session, data.party, len(data.y)))
         for estimator in (plan.uploaded_estimators(data.party)
                           if share_model is not False else ()):
             check_uploadable(estimator, plan.upload_kind, f"{self._name}'s party step")
@@ -440,7 +409,10 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         parties = self._parties(context, lambda name: party_random_state(
             self.random_state, name, party_seed))
         (upload,), _ = self._party_step(self._answering(context, message), parties)
-        return upload
+        if context.secure is None:
+            return upload
+        upload, state = SecureParty.start(secure_session, upload)
+        return replace(upload, secure_state=state)
 
     def _message_check(self, context: CheckContext[Any]) -> Callable[[UploadChecker], Any]:
         """The check of a server's message: a class with rounds declares one (its
@@ -460,7 +432,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
     @shared_docs
     @warnings_once_per_call
     def server_round(self, uploads, X_unlabeled, *, message=None, classes=None,
-                     trusted=(), min_parties=None, limits=None):
+                     trusted=(), min_parties=None, limits=None, secure_sum=None):
         """The server's step of one round, for algorithms with rounds.
 
         Parameters
@@ -481,20 +453,21 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
             stopped, when the parties run their final step for `fit_server`.
         """
         self._validate_params()
-        plan = self._secure_plan(deployed=True)
+        plan = self._secure_plan()
         self._check_public_set(plan, X_unlabeled, "server round")
         # a clone: the round leaves this estimator unfitted
         expected, X_public = server_expectations(clone(self), X_unlabeled, classes)
-        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
+        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True,
+                                sums=round_sums(secure_sum))
         if message is not None:
             message = checked_message(message, expected, limits,
                                       check=self._message_check(context))
             expected["classes"] = message.manifest["classes"]
-        uploads, _ = collect_uploads(
+        uploads, _ = surviving_uploads(collect_uploads(
             uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
             trusted=trusted, min_parties=min_parties, limits=limits,
             check=self._uploads.check(context, False),
-        )
+        ), secure_sum)
         # what the server did not know, it took from the accepted uploads: the message
         # says it to every party
         agreed = {key: uploads[0].manifest[key]
@@ -516,7 +489,7 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
     @shared_docs
     @warnings_once_per_call
     def fit_server(self, uploads, X_unlabeled=None, *, message=None, classes=None,
-                   trusted=(), min_parties=None, limits=None):
+                   trusted=(), min_parties=None, limits=None, secure_sum=None):
         """The server step: check every upload before loading it, then fit the model.
 
         Checks each upload's manifest (format, algorithm parameters, classes, features,
@@ -542,20 +515,21 @@ class BaseFederatedClassifier(PredictSide, ClassifierMixin, MetaEstimatorMixin, 
         """
         self._validate_params()
         self._clear_fitted_state()
-        plan = self._secure_plan(deployed=True)
+        plan = self._secure_plan()
         self._check_public_set(plan, X_unlabeled, "server step")
         expected, X_public = server_expectations(self, X_unlabeled, classes)
-        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
+        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True,
+                                sums=round_sums(secure_sum))
         if self.runs_rounds:
             message = self._final_message(context, message, expected, limits)
             expected.update(classes=message.manifest["classes"],
                             round=message.manifest["round"])
         elif message is not None:
             raise TypeError(f"{type(self).__name__} runs one round: leave message out.")
-        uploads, left_out = collect_uploads(
+        uploads, left_out = surviving_uploads(collect_uploads(
             uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
             check=self._uploads.check(context, True),
-        )
+        ), secure_sum)
         manifest = uploads[0].manifest
         classes = np.array(manifest["classes"])
         if X_public is None:  # the features the parties agreed on

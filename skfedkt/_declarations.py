@@ -11,7 +11,7 @@ import numpy as np
 
 from ._deployment._received import UploadChecker
 from ._deployment._upload import PartyUpload
-from ._engine._context import CheckContext, PlanT
+from ._engine._context import CheckContext, PlanT, ServerContext
 from ._privacy._release import Release
 
 
@@ -27,7 +27,7 @@ class Uploads(Generic[PlanT]):
     fields through the checker, whose every refusal names the party, the file and the
     field."""
 
-    check: Callable[[CheckContext[PlanT], bool], Callable[[UploadChecker], Any]]
+    check: Callable[[ServerContext[PlanT], bool], Callable[[UploadChecker], Any]]
     """``check(context, final)``: the check of a party's upload, on the server as each
     is read; `final`: whether it is the upload of the last step (`fit_server`)."""
     sent_bytes: Callable[[Any], np.ndarray]
@@ -71,16 +71,9 @@ class SecureSums(Generic[PlanT]):
     sums, where no party holds more than `max_rows` rows."""
 
 
-def refuse_insecure(name: str, secure_sums: SecureSums[Any] | None, plan: Any,
-                    deployed: bool) -> None:
-    """Under secure aggregation, refuse a step of the class `name` that cannot run on
-    sums: a deployed step (which does not run the secure sum's stages), or an algorithm
-    or option that needs more than sums."""
-    if deployed:
-        raise ValueError(
-            f"secure_aggregation is on, and {name}'s deployed steps do not run the "
-            "secure sum's stages: run fit, or turn it off (skfedkt.set_config("
-            "secure_aggregation=False)).")
+def refuse_insecure(name: str, secure_sums: SecureSums[Any] | None, plan: Any) -> None:
+    """Under secure aggregation, refuse the class `name` where it cannot run on sums:
+    an algorithm or option that needs more than sums."""
     why = ("it declares no secure sums" if secure_sums is None
            else secure_sums.refusal(plan))
     if why is not None:

@@ -51,7 +51,10 @@ min_parties : int, default=None
     failure raises.
 limits : skfedkt.UploadLimits, default=None
     Bounds on every file read (size, inflated size, manifest, payload objects);
-    None means ``UploadLimits()``.""",
+    None means ``UploadLimits()``.
+secure_sum : SecureCoordinator, default=None
+    Under secure aggregation, the round's finished secure sum: the server takes
+    its sums, and leaves out the uploads of parties that left it.""",
 }
 
 

@@ -75,7 +75,7 @@ LAYERS = (
     ("bottom", {"_engine", "_privacy", "_secure_sum", "_config", "_version"}),
     ("protocol", {"_deployment"}),
     ("algorithms", {"_base", "_predict_side", "_declarations", "_shared_docs",
-                    "_agreed_limits", "_registry", "_fedkt", "_fedct", "_oneshot",
+                    "_agreements", "_registry", "_fedkt", "_fedct", "_oneshot",
                     "_fedavg"}),
 )
 

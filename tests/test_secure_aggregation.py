@@ -95,13 +95,13 @@ def test_what_needs_more_than_sums_is_refused_before_any_work(make, match, monke
         make().fit(X, y, groups=party, X_unlabeled=X_public)
 
 
-def test_two_parties_and_the_deployed_steps_are_refused():
+def test_two_parties_and_a_deployed_step_without_its_session_are_refused():
     X, y, party, X_public, _ = _split(load_breast_cancer, 0.0)
     clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), voting="hard")
     with skfedkt.config_context(secure_aggregation=True):
         with pytest.raises(ValueError, match="needs at least 3 parties, got 2"):
             clf.fit(X, y, groups=party % 2, X_unlabeled=X_public)
-        with pytest.raises(ValueError, match="deployed steps do not run the secure sum"):
+        with pytest.raises(TypeError, match="pass the consortium's secure_session"):
             clf.fit_party(X, y, party="a", classes=[0, 1], X_unlabeled=X_public)
 
 

@@ -38,6 +38,14 @@ class UploadChecker:
         """A manifest field's value, None when missing."""
         return self.upload.manifest.get(key)
 
+    def in_sum_only(self, manifest: Sequence[str] = (), payload: Sequence[str] = ()) -> None:
+        """Under secure aggregation: refuse any of these manifest and payload fields
+        that the upload holds in the clear (not None), where the secure sum holds them."""
+        for where, fields in ((self.upload.manifest, manifest), (self.upload.payload, payload)):
+            for field in fields:
+                if where.get(field) is not None:
+                    self.refuse(field, "sent in the clear, where the secure sum holds it")
+
     def count(self, key: str, *, positive: bool = False, at_most: int | None = None,
               value: Any = None) -> int:
         """A manifest field that must be an integer count."""

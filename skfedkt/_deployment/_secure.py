@@ -21,10 +21,8 @@ from .._secure_sum import (
     encode_integers,
     run_secure_sum,
 )
-from ._upload import PartyUpload
+from ._upload import SUMS, PartyUpload
 
-# the payload key of what a party sends in sum only
-SUMS = "sums"
 # fixed-point resolution of float terms, coarser only where the sum would overflow
 _FINEST_SCALE = 2.0 ** 32
 

@@ -126,6 +126,10 @@ def fingerprint(X):
     return digest.hexdigest()
 
 
+# the payload key of what a party sends in sum only (`_secure`)
+SUMS = "sums"
+
+
 @dataclass
 class PartyUpload:
     """What one party sends to the server: a manifest and the algorithm's payload.
@@ -157,6 +161,9 @@ class PartyUpload:
     in `fit`: FedCT's teachers, whose noisy votes it shares (None elsewhere)."""
     source: str | None = field(default=None, repr=False)
     """The file it was read from, as errors name it (None if not read from one)."""
+    secure_state: Any = field(default=None, repr=False)
+    """What the party keeps and does not send under secure aggregation: its
+    `SecureParty`, which answers the secure sum's stages (None elsewhere)."""
 
     @property
     def party(self) -> Any:
@@ -170,6 +177,10 @@ class PartyUpload:
 
     def to_bytes(self) -> bytes:
         """The upload file's bytes: a zip of the manifest and the skops payload."""
+        if SUMS in self.payload:  # only their secure sum may let them out
+            raise ValueError(f"Party {self.party!r}'s upload holds what it sends in sum "
+                             "only: a party step under secure aggregation sends it through "
+                             "the secure sum (fit_party's secure_session).")
         payload = _skops_bytes(self.payload)
         manifest = dict(self.manifest, payload_sha256=hashlib.sha256(payload).hexdigest())
         buffer = io.BytesIO()

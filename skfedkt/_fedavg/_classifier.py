@@ -34,17 +34,18 @@ from ._secure import SECURE_SUMS
 from ._server import check_party_upload, check_server_message, finished, server_round
 
 
-def _upload_check(context: CheckContext[FedAvgPlan],
+def _upload_check(context: ServerContext[FedAvgPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     plan = context.plan
     own = partial(check_party_upload, shapes_of=weight_shapes_of(plan.estimator),
-                  final=final)
+                  final=final, secure=context.sums is not None)
     if plan.init is None or plan.init_plan is None or final:
         return own
     # round 0's uploads are the first round's, checked as that algorithm checks them:
     # with its own plan and what else a check reads (`CheckContext`)
     first = plan.init._uploads.check(
-        ServerContext(plan.init_plan, context.X_public, context.root, context.classes), True)
+        ServerContext(plan.init_plan, context.X_public, context.root, context.classes,
+                      sums=context.sums), True)
     return lambda checker: (first if checker.manifest("round") == 0 else own)(checker)
 
 

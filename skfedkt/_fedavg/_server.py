@@ -191,10 +191,15 @@ def check_weights(checker: UploadChecker, shapes_of: ShapesOf, required: bool) -
         checker.floats(f"{key}[{index}]", shape, value=array)
 
 
-def check_party_upload(checker: UploadChecker, shapes_of: ShapesOf, *, final: bool) -> None:
+def check_party_upload(checker: UploadChecker, shapes_of: ShapesOf, *, final: bool,
+                       secure: bool = False) -> None:
     """A FedAvg party's upload: its rows and, in every round before the final step, its
-    trained weights and training accuracy."""
+    trained weights and training accuracy; under secure aggregation (`secure`) its rows
+    alone, the secure sum holding the rest."""
     checker.count("n_rows", positive=True)
+    if secure:
+        checker.in_sum_only(["training_accuracy"], ["weights"])
+        return
     check_weights(checker, shapes_of, required=not final)
     if final:
         if fedavg_upload(checker.upload).get("weights") is not None:

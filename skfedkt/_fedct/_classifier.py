@@ -44,10 +44,12 @@ from ._server import (
 )
 
 
-def _upload_check(context: CheckContext[FedCTPlan],
+def _upload_check(context: ServerContext[FedCTPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     plan, root, n_public = context.plan, context.root, num_samples(context.X_public)
-    return lambda checker: check_party_upload(checker, plan, n_public, root, final=final)
+    secure = context.sums is not None
+    return lambda checker: check_party_upload(checker, plan, n_public, root, final=final,
+                                              secure=secure)
 
 
 def _message_check(context: CheckContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:

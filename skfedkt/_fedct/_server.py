@@ -202,15 +202,19 @@ def _fitted(plan: FedCTPlan, message: Message, classes: np.ndarray,
 
 
 def check_party_upload(checker: UploadChecker, plan: FedCTPlan, n_public: int, root: int,
-                       *, final: bool) -> None:
+                       *, final: bool, secure: bool = False) -> None:
     """A FedCT party's upload: its rows, its training accuracy, what it shares in a
     round the server votes on (its labels of every public row among the agreed classes,
     or with `TeacherVotes` its noisy vote counts on the queries) and, in the final
-    round, its model."""
+    round, its model. Under secure aggregation (`secure`), its rows alone: the secure
+    sum holds the rest, and its model stays with it."""
     checker.count("n_rows", positive=True)
     round_ = checker.count("round", at_most=plan.n_rounds)
     payload = fedct_upload(checker.upload)
     key = "labels" if plan.teacher_votes is None else "vote_counts"
+    if secure:
+        checker.in_sum_only(["training_accuracy"], [key, "model", "codes"])
+        return
     if round_ == plan.n_rounds:
         if shared_by(payload, plan) is not None:
             checker.refuse(key, f"shared in round {round_}, on which the server does not vote")

@@ -13,7 +13,6 @@ from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._received import UploadChecker
 from .._deployment._upload import PartyUpload, payloads_bytes
 from .._engine._context import (
-    CheckContext,
     Message,
     PartyContext,
     PartyStepResult,
@@ -40,14 +39,15 @@ def _students_release(party: Any, students: list[Any], codes: list[np.ndarray],
                           n_classes, epsilon, delta if np.isfinite(epsilon) else 0.0)
 
 
-def _upload_check(context: CheckContext[FedKTPlan],
+def _upload_check(context: ServerContext[FedKTPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     plan = context.plan
     n_queries = len(plan.tier_rows(context.X_public, context.root)[1])
     # the data-independent bound of a party at L2, computed once for every upload
     bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), n_queries)
              ["data_independent_epsilon"] if plan.level == "L2" else None)
-    return lambda checker: check_upload(plan, checker, n_queries, bound)
+    secure = context.sums is not None
+    return lambda checker: check_upload(plan, checker, n_queries, bound, secure)
 
 
 def _sent_bytes(clf: FedKTClassifier) -> np.ndarray:

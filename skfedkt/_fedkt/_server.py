@@ -68,14 +68,17 @@ def _student_models(students: list[list[Any]],
 
 
 def check_upload(plan: FedKTPlan, checker: UploadChecker, n_queries: int,
-                 bound: float | None) -> None:
+                 bound: float | None, secure: bool = False) -> None:
     """What a FedKT upload must hold: its rows and class counts (at L2 only where
     they are released with noise), as many students as agreed with their class shares,
     the agreed number of queries and, at L2, a guarantee no better than the
-    data-independent bound `bound` the server computes."""
+    data-independent bound `bound` the server computes. Under secure aggregation
+    (`secure`), no counts and no student: the secure sum holds their votes."""
     private = plan.level == "L2"
+    if secure:
+        checker.in_sum_only(["class_counts"], ["student_class_shares"])
     n_rows, counts = checker.rows_and_counts(
-        counts_required=not private or plan.releases_counts)
+        counts_required=not secure and (not private or plan.releases_counts))
     if private and not plan.releases_counts and counts is not None:
         checker.refuse("class_counts", "sent at L2, where the agreed votes use none and no "
                        "noise covers them")
@@ -83,8 +86,9 @@ def check_upload(plan: FedKTPlan, checker: UploadChecker, n_queries: int,
     if n_teachers != agreed:
         checker.refuse("n_teachers", f"{n_teachers}, the agreed n_teachers="
                        f"{plan.n_teachers!r} gives {agreed} for {n_rows} rows")
-    checker.models("students", plan.n_students)
-    checker.shares("student_class_shares", plan.n_students)
+    checker.models("students", 0 if secure else plan.n_students)
+    if not secure:
+        checker.shares("student_class_shares", plan.n_students)
     if checker.count("n_queries") != n_queries:
         checker.refuse("n_queries", f"{checker.manifest('n_queries')}, the agreed "
                        f"public set gives {n_queries}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from numbers import Integral, Real
 from typing import Any
 
@@ -14,7 +15,6 @@ from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._upload import PartyUpload, payloads_bytes
 from .._deployment._received import UploadChecker
 from .._engine._context import (
-    CheckContext,
     Message,
     PartyContext,
     PartyStepResult,
@@ -31,10 +31,10 @@ from ._secure import SECURE_SUMS
 from ._server import check_upload, server_step, warn_if_collapsed
 
 
-def _upload_check(context: CheckContext[OneShotPlan],
+def _upload_check(context: ServerContext[OneShotPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     # the same fields in every step, none of them sized by the agreement
-    return check_upload
+    return partial(check_upload, secure=context.sums is not None)
 
 
 def _sent_bytes(clf: OneShotEnsembleClassifier) -> np.ndarray:

@@ -23,10 +23,13 @@ from ._plan import OneShotPlan
 from ._secure import summed_ensemble
 
 
-def check_upload(checker: UploadChecker) -> None:
+def check_upload(checker: UploadChecker, secure: bool = False) -> None:
     """A one-shot upload: rows and class counts, a local model or none, and a
-    validation score that is a scorer's (finite, at most 1) or none."""
-    checker.rows_and_counts()
+    validation score that is a scorer's (finite, at most 1) or none. Under secure
+    aggregation (`secure`), neither counts nor model: the secure sum holds them."""
+    if secure:
+        checker.in_sum_only(["class_counts"], ["model", "codes"])
+    checker.rows_and_counts(counts_required=not secure)
     checker.optional_model()
     checker.number("score", -np.inf, 1.0, optional=True)
 

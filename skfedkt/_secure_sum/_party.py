@@ -62,6 +62,12 @@ class SecureSumParty:
     def name(self):
         return self.agreement.name(self.index)
 
+    @property
+    def stage(self) -> str:
+        """The stage this party answers next: ``advertise``, ``share``, ``mask``,
+        ``confirm``, ``unmask``, or ``done``."""
+        return self._stage
+
     def to_bytes(self) -> bytes:
         """This party's state, for `from_bytes` to take up at the stage it reached.
 

@@ -1,0 +1,527 @@
+"""Secure aggregation in a deployment: the secure sum's stages as files (or Flower
+messages) between the parties' machines and the coordinator's.
+
+- `SecureSession`: what the consortium agrees on beforehand (the parties, their rows,
+  the threshold, the fixed-point encoding), one file every party and the coordinator
+  hold.
+- `SecureParty`: what a party keeps between its stages (its sums and its secrets), made
+  by its party step (`fit_party`), which sends its keys in the upload's manifest.
+- `SecureCoordinator`: the coordinator's side, from the uploads to the sums that
+  `fit_server` and `server_round` take.
+
+Every stage's message is the secure sum's own (`skfedkt._secure_sum`), bound to the
+session and the round; every document read here is bounded in size and parsed
+strictly, its refusals naming the field (and the party, where one sent it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from numbers import Integral
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+from .._config import get_config
+from .._engine._context import SumParties
+from .._secure_sum import (
+    Agreement,
+    FixedPoint,
+    SecureSumCoordinator,
+    SecureSumError,
+    SecureSumParty,
+    default_threshold,
+    message_from_bytes,
+    message_to_bytes,
+)
+from .._secure_sum._primitives import digest
+from ._archive import UploadLimits, read_file, write_atomically
+from ._protocol import _check_party_name
+from ._secure_documents import Document, b64, dumps, layout_json, layout_read
+from ._secure import (
+    SUMS,
+    Layout,
+    decoded,
+    encoded,
+    fixed_point_for,
+    layout_length,
+    sums_layout,
+    without_sums,
+)
+from ._upload import PartyUpload
+
+# the manifest field of an upload under secure aggregation: the round's session, the
+# layout of the sums, and the party's keys (the secure sum's first message)
+SECURE = "secure"
+_SESSION_FORMAT = "skfedkt secure session 1"
+_PARTY_FORMAT = "skfedkt secure party 1"
+_COORDINATOR_FORMAT = "skfedkt secure coordinator 1"
+# a session names each party once: a few hundred bytes each at most
+_MAX_SESSION_BYTES = 2 ** 20
+# a party's or the coordinator's state holds its words (8 bytes each, in base64)
+_STATE_LIMITS = UploadLimits(max_file_bytes=1 << 30)
+# the stage a party answers, by the stage its secure sum is at: the coordinator's message
+# it reads, and the one it answers with
+_PARTY_STAGES = {"share": ("roster", "shares"), "mask": ("routed", "masked"),
+                 "confirm": ("survivors", "confirm"), "unmask": ("request", "unmask")}
+# the coordinator's stages: the parties' message it reads, the one it sends, the next
+_COORDINATOR_STAGES = {"shares": ("routed", "masked"), "masked": ("survivors", "confirm"),
+                       "confirm": ("request", "unmask"), "unmask": (None, "done")}
+
+
+@dataclass(frozen=True)
+class SecureSession:
+    """What the parties and the coordinator of a secure deployment agree on before its
+    first round: one file (`save`) that every party and the coordinator hold.
+
+    Make it with the estimator's ``secure_session`` method, which sizes the fixed-point
+    encoding for the algorithm. Each round's secure sum is bound to the session and the
+    round, so no message of another deployment or round is accepted.
+
+    Attributes
+    ----------
+    session : bytes
+        32 random bytes naming this deployment.
+    parties : tuple
+        The party names, in the agreed order.
+    party_rows : tuple of int
+        Each party's rows, as its manifests say them in the clear: a party step sizes
+        its weight from every party's.
+    threshold : int
+        The fewest parties that must stay to the end of a round: fewer, and the round
+        is refused. Above two thirds of the parties by default; a majority at least.
+    float_bound : float
+        The largest magnitude of a float any party sums.
+    fixed_point : FixedPoint
+        The encoding of floats: ``round(x * scale)``, each off by at most
+        ``1 / (2 * scale)``.
+    """
+
+    session: bytes
+    parties: tuple[Hashable, ...]
+    party_rows: tuple[int, ...]
+    threshold: int
+    float_bound: float
+
+    def __post_init__(self):
+        if len(self.party_rows) != len(self.parties):
+            raise ValueError(f"party_rows gives {len(self.party_rows)} row counts for "
+                             f"{len(self.parties)} parties: one per party.")
+        if any(isinstance(rows, bool) or not isinstance(rows, Integral) or rows < 1
+               for rows in self.party_rows):
+            raise ValueError(f"party_rows must be positive integers, got "
+                             f"{list(self.party_rows)!r}.")
+        if not (math.isfinite(self.float_bound) and self.float_bound > 0):
+            raise ValueError(f"float_bound must be positive and finite, got "
+                             f"{self.float_bound!r}.")
+        for party in self.parties:
+            _check_party_name(party)
+        # the agreement checks the parties, the threshold and the session's length
+        self.agreement(0, 1)
+
+    @classmethod
+    def new(cls, parties: Sequence[Hashable], party_rows: Sequence[int], float_bound: float,
+            threshold: int | None = None) -> SecureSession:
+        """A session of fresh random bytes (``threshold`` None: the default, the fewest
+        parties above two thirds)."""
+        parties = tuple(_check_party_name(party) for party in parties)
+        return cls(secrets.token_bytes(32), parties,
+                   tuple(int(rows) for rows in party_rows),
+                   default_threshold(len(parties)) if threshold is None else int(threshold),
+                   float(float_bound))
+
+    @property
+    def fixed_point(self) -> FixedPoint:
+        return fixed_point_for(len(self.parties), self.float_bound)
+
+    def round_session(self, round_: int) -> bytes:
+        """The session bytes of one round's secure sum."""
+        return digest(self.session, b"round", int(round_).to_bytes(8, "big"))
+
+    def agreement(self, round_: int, length: int) -> Agreement:
+        """The secure sum of round `round_`, of `length` words."""
+        return Agreement(self.round_session(round_), self.parties, self.threshold, length)
+
+    def sum_parties(self) -> SumParties:
+        return SumParties(self.parties, self.party_rows, self.threshold)
+
+    def to_bytes(self) -> bytes:
+        """The session file's bytes: UTF-8 JSON."""
+        return dumps(dict(format=_SESSION_FORMAT, session=self.session.hex(),
+                           parties=list(self.parties), party_rows=list(self.party_rows),
+                           threshold=self.threshold, float_bound=self.float_bound,
+                           scale=self.fixed_point.scale))
+
+    def save(self, path: str | PathLike[str]) -> int:
+        """Write the session file; returns its size in bytes."""
+        return write_atomically(path, self.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "the secure session") -> SecureSession:
+        """The session `data` holds, read as hostile: bounded, parsed strictly, each
+        misfit refused naming the field."""
+        reader = Document(f"Secure session refused ({name})")
+        document = reader.parse(data, _MAX_SESSION_BYTES, _SESSION_FORMAT)
+        reader.fields(document, ("format", "session", "parties", "party_rows", "threshold",
+                                 "float_bound", "scale"))
+        session = document["session"]
+        if not (isinstance(session, str) and len(session) == 64
+                and all(c in "0123456789abcdef" for c in session)):
+            raise reader.refuse("session", "not 32 bytes in lowercase hexadecimal")
+        parties, rows = document["parties"], document["party_rows"]
+        for field, value in (("parties", parties), ("party_rows", rows)):
+            if not isinstance(value, list):
+                raise reader.refuse(field, "not a list")
+        bound = document["float_bound"]
+        if type(bound) not in (int, float):
+            raise reader.refuse("float_bound", "not a number")
+        try:
+            read = cls(bytes.fromhex(session), tuple(parties), tuple(rows),
+                       reader.count(document["threshold"], "threshold", 1, len(parties)),
+                       float(bound))
+        except (TypeError, ValueError) as error:
+            raise reader.refuse("agreement", str(error).rstrip(".")) from None
+        if document["scale"] != read.fixed_point.scale:
+            raise reader.refuse("scale", f"not {read.fixed_point.scale}, the scale of "
+                                "float_bound for these parties")
+        return read
+
+    @classmethod
+    def load(cls, path: str | PathLike[str]) -> SecureSession:
+        """The session file at `path` (`from_bytes`)."""
+        data = read_file(path, f"The secure session {path}",
+                         UploadLimits(max_file_bytes=_MAX_SESSION_BYTES))
+        return cls.from_bytes(data, str(path))
+
+    def index_of(self, party: Hashable, who: str) -> int:
+        if party not in self.parties:
+            raise ValueError(f"{who}: party {party!r} is not a party of the secure "
+                             f"session, whose parties are {list(self.parties)!r}.")
+        return self.parties.index(party)
+
+
+class SecureParty:
+    """What one party keeps between the stages of a round's secure sum: its sums, as
+    words, and its side of the sum (its secrets among them).
+
+    `fit_party` makes it under secure aggregation (``upload.secure_state``) and sends
+    the party's keys in the upload's manifest; `answer` then answers each of the
+    coordinator's messages. Save it (`save`, a file only this user can read) after each
+    stage, before sending the answer: it is never sent.
+    """
+
+    def __init__(self, session: SecureSession, round_: int, party: Hashable,
+                 layout: Layout, words: np.ndarray, sum_party: SecureSumParty):
+        self.session, self.round, self.party = session, round_, party
+        self.layout, self.words, self._sum_party = layout, words, sum_party
+
+    @classmethod
+    def start(cls, session: SecureSession, upload: Any) -> tuple[PartyUpload, SecureParty]:
+        """The upload to send (without its sums, with the party's keys and the sums'
+        layout in its manifest) and the party's state, from its party step's `upload`."""
+        party, round_ = upload.party, upload.manifest.get("round", 0)
+        index = session.index_of(party, f"Party {party!r}")
+        terms = upload.payload.get(SUMS) or {}
+        layout = sums_layout(terms, party)
+        agreement = session.agreement(round_, layout_length(layout))
+        state = cls(session, round_, party, layout,
+                    encoded(terms, layout, session.fixed_point),
+                    SecureSumParty(agreement, index))
+        keys = message_to_bytes("keys", state._sum_party.advertise(), agreement)
+        manifest = dict(upload.manifest, **{SECURE: dict(
+            session=agreement.session.hex(), sums=layout_json(layout),
+            keys=keys.decode())})
+        return replace(without_sums(upload), manifest=manifest), state
+
+    @property
+    def stage(self) -> str:
+        """The coordinator's message this party answers next: ``roster``, ``routed``,
+        ``survivors`` or ``request``; ``done`` once it answered all."""
+        return _PARTY_STAGES.get(self._sum_party.stage, ("done",))[0]
+
+    def answer(self, data: bytes) -> bytes:
+        """This party's answer to the coordinator's message of the stage it is at,
+        refused (a `SecureSumError` naming the field) where the message is malformed,
+        out of order, or asks what an honest party never gives (both shares of one
+        party, survivors other than those it confirmed). Save the state after it,
+        answered or refused: a refused stage is not answered again."""
+        if self._sum_party.stage not in _PARTY_STAGES:
+            raise SecureSumError(self.party, None, "stage", "this party answered every "
+                                 "stage of the round's secure sum")
+        reads, answers = _PARTY_STAGES[self._sum_party.stage]
+        agreement = self._sum_party.agreement
+        message = message_from_bytes(reads, data, agreement, reader=self._sum_party.index)
+        sum_party = self._sum_party
+        answer = (sum_party.share_keys(message) if reads == "roster"
+                  else sum_party.masked_input(message, self.words) if reads == "routed"
+                  else sum_party.confirm(message) if reads == "survivors"
+                  else sum_party.unmask(**message))
+        return message_to_bytes(answers, answer, agreement)
+
+    def to_bytes(self) -> bytes:
+        """The state's bytes: UTF-8 JSON holding the party's secrets."""
+        return dumps(dict(
+            format=_PARTY_FORMAT, session=self.session.session.hex(), round=self.round,
+            party=self.party, sums=layout_json(self.layout),
+            words=b64(self.words.tobytes()),
+            secure_sum=self._sum_party.to_bytes().decode()))
+
+    def save(self, path: str | PathLike[str]) -> int:
+        """Write the state to `path`, readable by this user alone (mode 0600)."""
+        return write_atomically(path, self.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, session: SecureSession, data: bytes,
+                   name: str = "the party's secure state") -> SecureParty:
+        """The state `data` holds, of a party of `session`."""
+        reader = Document(f"Secure party state refused ({name})")
+        document = reader.parse(data, _STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
+        reader.fields(document, ("format", "session", "round", "party", "sums", "words",
+                                 "secure_sum"))
+        if document["session"] != session.session.hex():
+            raise reader.refuse("session", "not this secure session's")
+        round_ = reader.count(document["round"], "round", 0, 2 ** 31)
+        party = document["party"]
+        index = session.index_of(party, name)
+        layout = layout_read(document["sums"], reader)
+        length = layout_length(layout)
+        words = np.frombuffer(reader.raw(document["words"], "words", 8 * length),
+                              dtype="<u8").copy()
+        secure_sum = document["secure_sum"]
+        if not isinstance(secure_sum, str):
+            raise reader.refuse("secure_sum", "not a document")
+        sum_party = SecureSumParty.from_bytes(session.agreement(round_, length), index,
+                                              secure_sum.encode())
+        return cls(session, round_, party, layout, words, sum_party)
+
+    @classmethod
+    def load(cls, session: SecureSession, path: str | PathLike[str]) -> SecureParty:
+        return cls.from_bytes(session, read_file(path, f"The secure state {path}",
+                                                 _STATE_LIMITS), str(path))
+
+
+class SecureCoordinator:
+    """The coordinator's side of a round's secure sum: `start` takes the parties'
+    uploads (their keys and the sums' layout are in the manifests), `advance` each
+    stage's answers; once done, `sums` and `survivors` are what `fit_server` and
+    `server_round` take (``secure_sum=``).
+
+    Between stages, save it (`save`) on the coordinator's machine.
+    """
+
+    def __init__(self, session: SecureSession, round_: int, layout: Layout,
+                 coordinator: SecureSumCoordinator, stage: str = "shares",
+                 total: np.ndarray | None = None):
+        self.session, self.round, self.layout = session, round_, layout
+        self._coordinator, self.stage, self._total = coordinator, stage, total
+
+    @property
+    def agreement(self) -> Agreement:
+        return self._coordinator.agreement
+
+    @classmethod
+    def start(cls, session: SecureSession, manifests: Sequence[Mapping[str, Any]],
+              ) -> tuple[SecureCoordinator, dict[Hashable, bytes]]:
+        """The coordinator of the round the parties' upload `manifests` answer, and the
+        roster to send each party whose keys arrived. A party that sent none has
+        dropped; fewer than the threshold are refused, naming the parties lost."""
+        if not manifests:
+            raise ValueError("No uploads: the secure sum starts from the parties' uploads.")
+        secure = [_secure_field(manifest) for manifest in manifests]
+        rounds = {manifest.get("round", 0) for manifest in manifests}
+        if len(rounds) != 1 or not all(type(r) is int and r >= 0 for r in rounds):
+            raise ValueError(f"The uploads answer rounds {sorted(map(repr, rounds))}: "
+                             "one secure sum sums one round.")
+        (round_,) = rounds
+        layouts = [json.dumps(fields["sums"]) for fields in secure]
+        majority = max(set(layouts), key=layouts.count)
+        layout = layout_read(json.loads(majority), Document("The uploads' sums"))
+        agreement = session.agreement(round_, layout_length(layout))
+        advertisements = []
+        for manifest, fields, written in zip(manifests, secure, layouts):
+            party = manifest.get("party")
+            who = f"Party {party!r}'s upload"
+            index = session.index_of(party, who)
+            if fields["session"] != agreement.session.hex():
+                raise SecureSumError(None, party, f"{SECURE}.session", "not the secure "
+                                     f"session's round {round_}")
+            if written != majority:
+                raise SecureSumError(None, party, f"{SECURE}.sums", "not the sums the "
+                                     "other parties send")
+            keys = message_from_bytes("keys", fields["keys"].encode(), agreement)
+            if keys["party"] != index:
+                raise SecureSumError(None, party, f"{SECURE}.keys.party",
+                                     "the keys of another party")
+            advertisements.append(keys)
+        coordinator = SecureSumCoordinator(agreement)
+        roster = message_to_bytes("roster", coordinator.collect_keys(advertisements),
+                                  agreement)
+        state = cls(session, round_, layout, coordinator)
+        return state, {agreement.name(index): roster for index in coordinator.roster}
+
+    def advance(self, answers: Sequence[bytes]) -> dict[Hashable, bytes]:
+        """The messages to send each party still in the sum, from the parties' answers
+        to the last stage (a party that sent none has dropped); after the last stage,
+        none, and the sums are ready."""
+        if self.stage not in _COORDINATOR_STAGES:
+            raise SecureSumError(None, None, "stage", "the round's secure sum is done")
+        sends, following = _COORDINATOR_STAGES[self.stage]
+        messages = [message_from_bytes(self.stage, data, self.agreement) for data in answers]
+        coordinator, name = self._coordinator, self.agreement.name
+        if self.stage == "shares":
+            routed = coordinator.route_shares(messages)
+            out = {name(index): message_to_bytes("routed", box, self.agreement)
+                   for index, box in routed.items()}
+        elif self.stage == "masked":
+            survivors = message_to_bytes("survivors", coordinator.collect_masked(messages),
+                                         self.agreement)
+            out = {name(index): survivors for index in coordinator.survivors}
+        elif self.stage == "confirm":
+            request = message_to_bytes("request", coordinator.unmask_request(messages),
+                                       self.agreement)
+            out = {name(message["party"]): request for message in messages}
+        else:
+            self._total, out = coordinator.total(messages), {}
+        self.stage = following
+        return out
+
+    @property
+    def survivors(self) -> tuple[Hashable, ...]:
+        """The parties whose inputs the sums hold."""
+        self._check_done()
+        return tuple(self.agreement.name(index) for index in self._coordinator.survivors)
+
+    @property
+    def sums(self) -> dict[str, np.ndarray]:
+        """The sums of the survivors' inputs, by name."""
+        self._check_done()
+        assert self._total is not None
+        return decoded(self._total, self.layout, self.session.fixed_point)
+
+    def _check_done(self) -> None:
+        if self.stage != "done":
+            raise ValueError(f"The round's secure sum is at stage {self.stage!r}, not "
+                             "done: advance it with the parties' answers until it is.")
+
+    def to_bytes(self) -> bytes:
+        return dumps(dict(
+            format=_COORDINATOR_FORMAT, session=self.session.session.hex(),
+            round=self.round, stage=self.stage, sums=layout_json(self.layout),
+            secure_sum=self._coordinator.to_bytes().decode(),
+            total=None if self._total is None else b64(self._total.tobytes())))
+
+    def save(self, path: str | PathLike[str]) -> int:
+        """Write the coordinator's state to `path` (mode 0600)."""
+        return write_atomically(path, self.to_bytes())
+
+    @classmethod
+    def from_bytes(cls, session: SecureSession, data: bytes,
+                   name: str = "the coordinator's secure state") -> SecureCoordinator:
+        reader = Document(f"Secure coordinator state refused ({name})")
+        document = reader.parse(data, _STATE_LIMITS.max_file_bytes, _COORDINATOR_FORMAT)
+        reader.fields(document, ("format", "session", "round", "stage", "sums",
+                                 "secure_sum", "total"))
+        if document["session"] != session.session.hex():
+            raise reader.refuse("session", "not this secure session's")
+        round_ = reader.count(document["round"], "round", 0, 2 ** 31)
+        stage = document["stage"]
+        if stage not in (*_COORDINATOR_STAGES, "done"):
+            raise reader.refuse("stage", f"not one of {', '.join(_COORDINATOR_STAGES)}, done")
+        layout = layout_read(document["sums"], reader)
+        length = layout_length(layout)
+        secure_sum = document["secure_sum"]
+        if not isinstance(secure_sum, str):
+            raise reader.refuse("secure_sum", "not a document")
+        coordinator = SecureSumCoordinator.from_bytes(session.agreement(round_, length),
+                                                      secure_sum.encode())
+        total = document["total"]
+        if (total is None) != (stage != "done"):
+            raise reader.refuse("total", "the sum is only there once done")
+        total = None if total is None else np.frombuffer(
+            reader.raw(total, "total", 8 * length), dtype="<u8").copy()
+        return cls(session, round_, layout, coordinator, stage, total)
+
+    @classmethod
+    def load(cls, session: SecureSession, path: str | PathLike[str]) -> SecureCoordinator:
+        return cls.from_bytes(session, read_file(path, f"The secure state {path}",
+                                                 _STATE_LIMITS), str(path))
+
+
+def _secure_field(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest's secure-aggregation field, of its exact shape."""
+    party = manifest.get("party")
+    fields = manifest.get(SECURE)
+    if not isinstance(fields, dict) or set(fields) != {"session", "sums", "keys"}:
+        raise SecureSumError(None, party, SECURE, "not the secure sum's session, sums "
+                             "and keys: this upload was not made under secure "
+                             "aggregation with the session")
+    if not (isinstance(fields["session"], str) and isinstance(fields["keys"], str)):
+        raise SecureSumError(None, party, SECURE, "its session and keys are not text")
+    return fields
+
+
+def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
+                    ) -> SumParties | None:
+    """The parties of a deployed party step's secure sum: under secure aggregation,
+    those of `session`, which must name `party` with its `n_rows`; None otherwise."""
+    if not get_config()["secure_aggregation"]:
+        if session is not None:
+            raise ValueError("secure_session is given, but secure_aggregation is off: run "
+                             "the step under skfedkt.config_context(secure_aggregation="
+                             "True), or leave secure_session out.")
+        return None
+    if not isinstance(session, SecureSession):
+        raise TypeError("secure_aggregation is on: pass the consortium's secure_session "
+                        "(SecureSession.load(path), made by the estimator's "
+                        f"secure_session method); got {type(session).__name__}.")
+    agreed = session.party_rows[session.index_of(party, "secure_session")]
+    if agreed != n_rows:
+        raise ValueError(f"Party {party!r} holds {n_rows} rows, the secure session says "
+                         f"{agreed}: every party's rows are agreed in the session.")
+    return session.sum_parties()
+
+
+def round_sums(coordinator: SecureCoordinator | None) -> dict[str, np.ndarray] | None:
+    """Under secure aggregation, the sums of the finished `coordinator` (a server step
+    without it is refused); None otherwise."""
+    if not get_config()["secure_aggregation"]:
+        if coordinator is not None:
+            raise ValueError("secure_sum is given, but secure_aggregation is off: run the "
+                             "step under skfedkt.config_context(secure_aggregation=True), "
+                             "or leave secure_sum out.")
+        return None
+    if not isinstance(coordinator, SecureCoordinator):
+        raise TypeError("secure_aggregation is on: pass the round's finished "
+                        "SecureCoordinator as secure_sum; got "
+                        f"{type(coordinator).__name__}.")
+    return coordinator.sums
+
+
+def surviving_uploads(collected: tuple[list[PartyUpload], dict[Any, str]],
+                      coordinator: SecureCoordinator | None,
+                      ) -> tuple[list[PartyUpload], dict[Any, str]]:
+    """Of the uploads and the left-out parties `collected` (`collect_uploads`), the
+    uploads of the secure sum's survivors (all, without one), each refused unless made
+    for the round's session; the others left out, saying why."""
+    uploads, left_out = collected
+    if coordinator is None:
+        return list(uploads), left_out
+    session, survivors = coordinator.agreement.session.hex(), coordinator.survivors
+    for upload in uploads:
+        if _secure_field(upload.manifest)["session"] != session:
+            raise SecureSumError(None, upload.party, f"{SECURE}.session", "not the "
+                                 "session and round of the secure sum given")
+    left_out = dict(left_out, **{
+        upload.party: "left the secure sum before its end: the sums hold none of it"
+        for upload in uploads if upload.party not in survivors})
+    kept = [upload for upload in uploads if upload.party in survivors]
+    missing = sorted(set(map(str, survivors)) - {str(upload.party) for upload in kept})
+    if missing:
+        raise ValueError(f"The secure sum holds the inputs of parties {missing}, whose "
+                         "uploads are not among those given: pass every survivor's upload.")
+    return kept, left_out
