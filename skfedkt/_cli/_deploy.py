@@ -17,6 +17,8 @@ import numpy as np
 from tqdm import tqdm
 
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
+from .._config import config_context
+from .._deployment._secure_stages import SecureCoordinator
 from .._deployment._upload import read_upload
 from .._engine._validation import parties_in_words
 from .._model_files import load_model, save_model
@@ -27,6 +29,14 @@ from .._registry import algorithm, algorithms
 from ._estimators import ESTIMATORS
 from ._progress import StageLines, on_a_terminal, shortened
 from ._runner import StagesOnBar
+from ._secure import (
+    add_secure_commands,
+    add_secure_options,
+    run_secure_coordinator,
+    run_secure_party,
+    run_secure_session,
+    secure_options,
+)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -140,6 +150,8 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
     server.add_argument("--party-rows", type=positive(int),
                         help="with --agreed-limits: the rows of the largest party "
                         "(default: as many as the public set)")
+    add_secure_options(party, server)
+    add_secure_commands(commands, algorithm_command, formatter, positive, _label)
 
     audit = algorithm_command(
         "audit", "attack a party's upload by membership inference, before sending it",
@@ -326,7 +338,9 @@ def _describe_upload(args, clf, upload):
 
 
 def run_party(args):
-    _refuse_overwriting_inputs(args.out, args.data, args.public, args.message)
+    _refuse_overwriting_inputs(args.out, args.data, args.public, args.message,
+                               args.secure_session, args.secure_state)
+    session, state_path = secure_options(args)
     clf = _estimator(args)
     X, y = load_local_file(args.data)
     X_public = _public(args, required=_uses_public_set(clf))
@@ -339,19 +353,26 @@ def run_party(args):
         raise ValueError(f"--message is for algorithms with rounds; {args.algorithm} runs "
                          "one.")
     start = time.perf_counter()
-    with _showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"):
-        upload = clf.fit_party(X, y, **options)
+    with (_showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"),
+          config_context(secure_aggregation=session is not None)):
+        upload = clf.fit_party(X, y, secure_session=session, **options)
     seconds = time.perf_counter() - start
+    if session is not None:  # kept before the upload leaves: it answers the next stages
+        upload.secure_state.save(state_path)
     size = upload.save(args.out)
     round_ = upload.manifest.get("round")
     print(f"party {args.name!r}: {len(y)} rows, {_describe_upload(args, clf, upload)}"
           + ("" if round_ is None else f" of round {round_}")
-          + f" in {seconds:.1f} s; wrote {args.out} ({size / 1000:.1f} kB)")
+          + f" in {seconds:.1f} s; wrote {args.out} ({size / 1000:.1f} kB)"
+          + ("" if session is None else f"; its sums wait in {state_path} for the "
+             "secure sum"))
     return 0
 
 
 def run_server(args):
-    _refuse_overwriting_inputs(args.out, *args.uploads, args.public, args.message)
+    _refuse_overwriting_inputs(args.out, *args.uploads, args.public, args.message,
+                               args.secure_session, args.secure_state)
+    session, state_path = secure_options(args)
     clf = _estimator(args)
     X_public = _public(args, required=_uses_public_set(clf))
     if args.party_rows is not None and not args.agreed_limits:
@@ -359,13 +380,16 @@ def run_server(args):
                          "add --agreed-limits, or leave --party-rows out.")
     checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties,
                   limits=_agreed_limits(args, clf, X_public) if args.agreed_limits
-                  else _limits(args))
+                  else _limits(args),
+                  secure_sum=None if session is None
+                  else SecureCoordinator.load(session, state_path))
     start = time.perf_counter()
     if clf.runs_rounds:  # rounds until the server's message says done
         done = args.message is not None and read_upload(
             args.message, limits=checks["limits"]).manifest.get("done")
         if not done:
-            with _showing_stages(f"server: {args.algorithm}'s round"):
+            with (_showing_stages(f"server: {args.algorithm}'s round"),
+                  config_context(secure_aggregation=session is not None)):
                 message = clf.server_round(args.uploads, X_public, message=args.message,
                                            **checks)
             message.save(args.out)
@@ -381,7 +405,8 @@ def run_server(args):
                   f"s; {change}{next_step}")
             return 0
         checks["message"] = args.message
-    with _showing_stages(f"server: {args.algorithm}'s server step"):
+    with (_showing_stages(f"server: {args.algorithm}'s server step"),
+          config_context(secure_aggregation=session is not None)):
         clf.fit_server(args.uploads, X_public, **checks)
     seconds = time.perf_counter() - start
     size = save_model(clf.set_params(verbose=0), args.out)
@@ -424,4 +449,6 @@ def run_score(args):
 
 
 HANDLERS = {"split": run_split, "party": run_party, "server": run_server, "audit": run_audit,
-            "score": run_score}
+            "score": run_score, "secure-party": run_secure_party,
+            "secure-coordinator": run_secure_coordinator,
+            "secure-session": lambda args: run_secure_session(args, _estimator)}

@@ -251,8 +251,9 @@ class SecureParty:
         party, survivors other than those it confirmed). Save the state after it,
         answered or refused: a refused stage is not answered again."""
         if self._sum_party.stage not in _PARTY_STAGES:
-            raise SecureSumError(self.party, None, "stage", "this party answered every "
-                                 "stage of the round's secure sum")
+            raise SecureSumError(self.party, None, "stage", "this party is done with the "
+                                 "round's secure sum: it answered, or refused, its last "
+                                 "stage")
         reads, answers = _PARTY_STAGES[self._sum_party.stage]
         agreement = self._sum_party.agreement
         message = message_from_bytes(reads, data, agreement, reader=self._sum_party.index)

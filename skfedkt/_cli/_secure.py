@@ -1,0 +1,173 @@
+"""Command line for secure aggregation in a deployment: ``skfedkt secure-session``,
+``secure-party`` and ``secure-coordinator``, and the secure options of ``party`` and
+``server``.
+
+A round runs as files: each party's ``skfedkt party ... --secure-session S
+--secure-state F`` writes its upload (its keys in the manifest, its sums kept in F);
+the coordinator's ``skfedkt secure-coordinator --uploads ...`` writes one roster per
+party; then four times each party answers its file (``secure-party``) and the
+coordinator reads the answers (``secure-coordinator --answers ...``); the server step
+(``skfedkt server ... --secure-state C``) takes the sums.
+"""
+
+import math
+import re
+from pathlib import Path
+
+from .._deployment._archive import UploadLimits, read_file, write_atomically
+from .._deployment._secure_stages import SecureCoordinator, SecureParty, SecureSession
+from .._deployment._upload import read_upload
+
+# what a party answers to each of the coordinator's messages, as `secure-party` says it
+_ANSWERS = {"roster": "its shares", "routed": "its masked sums",
+            "survivors": "its confirmation", "request": "its unmasking shares"}
+# what the coordinator sent before each stage it waits at
+_SENT_BEFORE = {"shares": "roster", "masked": "routed", "confirm": "survivors",
+                "unmask": "request"}
+# a message of the largest sum a session allows: its words in base64, and room
+_MESSAGE_LIMITS = UploadLimits(max_file_bytes=1 << 30)
+
+
+def add_secure_options(party, server):
+    """The secure options of ``skfedkt party`` and ``skfedkt server``."""
+    party.add_argument("--secure-session", metavar="SESSION",
+                       help="run under secure aggregation with this session "
+                       "(skfedkt secure-session): the upload sends the party's keys, "
+                       "and its sums wait in --secure-state")
+    party.add_argument("--secure-state", metavar="FILE",
+                       help="with --secure-session: the file that keeps this party's sums "
+                       "and secrets for secure-party (readable by this user alone; never "
+                       "send it)")
+    server.add_argument("--secure-session", metavar="SESSION",
+                        help="run under secure aggregation with this session: the server "
+                        "takes the sums of the round's finished --secure-state")
+    server.add_argument("--secure-state", metavar="FILE",
+                        help="with --secure-session: the coordinator's state once "
+                        "secure-coordinator says the sum is done")
+
+
+def add_secure_commands(commands, algorithm_command, formatter, positive, label):
+    """The secure-session, secure-party and secure-coordinator subcommands."""
+    session = algorithm_command(
+        "secure-session", "agree on a session of secure aggregation, before round 0",
+        "Write the session every party and the coordinator hold: the parties, their "
+        "rows, the threshold and the fixed-point encoding the algorithm needs.",
+    )
+    session.add_argument("--parties", required=True, nargs="+", type=label,
+                         help="every party's name, in the agreed order")
+    session.add_argument("--party-rows", required=True, nargs="+", type=positive(int),
+                         help="each party's rows, in the order of --parties")
+    session.add_argument("--threshold", type=positive(int),
+                         help="the fewest parties that must stay to the end of a round "
+                         "(default: the fewest above two thirds)")
+    session.add_argument("--out", required=True, help="the session file to write")
+
+    party = commands.add_parser(
+        "secure-party", formatter_class=formatter,
+        help="answer one stage of the secure sum, at a party",
+        description="Read the coordinator's file for this party, check it, and write "
+        "the party's answer; the state file keeps the party's progress (a stage is "
+        "answered once, and a refused one is not answered again).",
+    )
+    party.add_argument("--session", required=True, help="the secure session")
+    party.add_argument("--state", required=True,
+                       help="this party's state (from skfedkt party --secure-state)")
+    party.add_argument("--message", required=True, help="the coordinator's file for this party")
+    party.add_argument("--out", required=True, help="the answer to send the coordinator")
+
+    coordinator = commands.add_parser(
+        "secure-coordinator", formatter_class=formatter,
+        help="run one stage of the secure sum, at the coordinator",
+        description="Start the round's secure sum from the parties' uploads (--uploads), "
+        "or take the parties' answers to the last stage (--answers); writes one file per "
+        "party still in the sum to --out-dir. A party whose answer is missing has "
+        "dropped; fewer than the threshold refuse the round, naming the parties lost.",
+    )
+    coordinator.add_argument("--session", required=True, help="the secure session")
+    coordinator.add_argument("--state", required=True, help="the coordinator's state file")
+    given = coordinator.add_mutually_exclusive_group(required=True)
+    given.add_argument("--uploads", nargs="+", help="the parties' uploads of the round")
+    given.add_argument("--answers", nargs="+", help="the parties' answers to the last stage")
+    coordinator.add_argument("--out-dir", help="the folder for the files to send "
+                             "(required until the sum is done)")
+    coordinator.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
+                             help="types to load from --uploads beyond scikit-learn's")
+
+
+def run_secure_session(args, estimator):
+    session = estimator(args).secure_session(args.parties, args.party_rows,
+                                             threshold=args.threshold)
+    size = session.save(args.out)
+    print(f"secure session: {len(session.parties)} parties, threshold {session.threshold}, "
+          f"floats up to {session.float_bound:.4g} in steps of 2^"
+          f"{-int(math.log2(session.fixed_point.scale))}; wrote {args.out} "
+          f"({size} bytes)")
+    return 0
+
+
+def secure_options(args):
+    """The session of ``party --secure-session`` or ``server --secure-session``, and the
+    state file; None for both without it."""
+    if args.secure_session is None:
+        if args.secure_state is not None:
+            raise ValueError("--secure-state belongs to --secure-session: add it, or "
+                             "leave --secure-state out.")
+        return None, None
+    if args.secure_state is None:
+        raise ValueError("--secure-session needs --secure-state: the file of this side's "
+                         "secure sum.")
+    return SecureSession.load(args.secure_session), args.secure_state
+
+
+def run_secure_party(args):
+    session = SecureSession.load(args.session)
+    state = SecureParty.load(session, args.state)
+    reads = state.stage
+    try:
+        answer = state.answer(_message(args.message))
+    finally:  # answered or refused, a stage is not answered again
+        state.save(args.state)
+    write_atomically(args.out, answer)
+    print(f"party {state.party!r}: read the {reads} of round {state.round}, wrote "
+          f"{_ANSWERS[reads]} to {args.out}")
+    return 0
+
+
+def run_secure_coordinator(args):
+    session = SecureSession.load(args.session)
+    if args.uploads is not None:
+        read = "keys"
+        uploads = [read_upload(path, trusted=args.trust) for path in args.uploads]
+        coordinator, out = SecureCoordinator.start(session, [u.manifest for u in uploads])
+    else:
+        coordinator = SecureCoordinator.load(session, args.state)
+        read = coordinator.stage
+        out = coordinator.advance([_message(path) for path in args.answers])
+    coordinator.save(args.state)
+    if coordinator.stage == "done":
+        print(f"coordinator: the secure sum of round {coordinator.round} is done, over "
+              f"{len(coordinator.survivors)} parties "
+              f"({', '.join(map(str, coordinator.survivors))}); run the server step with "
+              f"--secure-state {args.state}")
+        return 0
+    if args.out_dir is None:
+        raise ValueError("--out-dir is required: the files of the next stage go there.")
+    folder = Path(args.out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    kind = _SENT_BEFORE[coordinator.stage]
+    paths = {party: folder / f"{kind}-{re.sub(r'[^A-Za-z0-9._-]', '_', str(party))}.json"
+             for party in out}
+    if len(set(paths.values())) < len(paths):
+        raise ValueError("Two party names give one file name: name the parties with "
+                         "letters, digits, '.', '_' and '-'.")
+    for party, data in out.items():
+        write_atomically(paths[party], data)
+    print(f"coordinator: round {coordinator.round}, read the {read}; wrote the {kind} "
+          f"for {len(out)} parties to {folder}: send each its file")
+    return 0
+
+
+def _message(path):
+    """A file of the secure sum's stages: bounded here, then read as its stage's
+    message (`skfedkt._secure_sum.message_from_bytes`)."""
+    return read_file(path, str(path), _MESSAGE_LIMITS)
