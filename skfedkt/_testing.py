@@ -13,9 +13,10 @@ import numpy as np
 N_PARTIES = 3
 
 
-def in_process_grid(client: Callable[[Any, Any], Any]) -> Any:
+def in_process_grid(client: Callable[[Any, Any], Any], n_parties: int = N_PARTIES) -> Any:
     """A Flower Grid that delivers every message to `client`, the ClientApp of its
-    node, in this process: three SuperNodes, partitions 0 to 2."""
+    node, in this process: `n_parties` SuperNodes (three by default), partitions 0 on.
+    A `client` that returns None for a message does not answer it."""
     from flwr.app import Context, RecordDict
     from flwr.serverapp import Grid
 
@@ -23,7 +24,7 @@ def in_process_grid(client: Callable[[Any, Any], Any]) -> Any:
         contexts = {
             100 + i: Context(run_id=1, node_id=100 + i, node_config={"partition-id": i},
                              state=RecordDict(), run_config={})
-            for i in range(N_PARTIES)
+            for i in range(n_parties)
         }
         run = None  # type: ignore[assignment]  # no run: the apps read none
 

@@ -51,20 +51,25 @@ except ImportError as exc:  # an optional dependency
     ) from exc
 from sklearn.base import clone
 
+from ._config import config_context
+from ._deployment._secure_stages import SecureCoordinator, SecureParty
 from ._deployment._upload import read_upload
 
 _RECORD = "skfedkt"
+# where a SuperNode keeps its side of the round's secure sum between messages
+_SECURE_STATE = "skfedkt-secure-state"
 
 
-def _payload(data=b""):
-    return RecordDict({_RECORD: ConfigRecord({"data": data})})
+def _payload(data=b"", secure_stage=False):
+    return RecordDict({_RECORD: ConfigRecord({"data": data, "secure_stage": secure_stage})})
 
 
 def _bytes_of(message):
     return message.content[_RECORD]["data"]
 
 
-def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
+def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
+               secure_session=None):
     """A Flower ClientApp that runs `estimator`'s party step on the SuperNode's data.
 
     Parameters
@@ -83,6 +88,11 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
         The agreed class labels.
     party_seed : int, default=None
         Passed to ``fit_party``.
+    secure_session : SecureSession or callable, default=None
+        Under secure aggregation, the consortium's session (or ``secure_session(context)
+        -> SecureSession``), the server's too: each round's upload sends the party's
+        keys, the node keeps its sums and secrets in ``context.state``, and answers the
+        server's stages of the secure sum, refusing what an honest party never gives.
 
     Returns
     -------
@@ -92,17 +102,39 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None):
 
     @app.query()
     def party_step(message: Message, context) -> Message:
+        session = _read(secure_session, context)
+        if message.content[_RECORD].get("secure_stage", False):
+            answer = _secure_answer(session, _bytes_of(message), context)
+            return Message(content=_payload(answer, secure_stage=True), reply_to=message)
         estimator_ = _read(estimator, context)
         X, y, party = party_data(context)
         options = dict(party=party, classes=classes, X_unlabeled=_read(X_public, context),
-                       party_seed=party_seed)
+                       party_seed=party_seed, secure_session=session)
         server_message = _bytes_of(message)
         if estimator_.runs_rounds:  # the server's last message
             options["message"] = server_message or None
-        upload = estimator_.fit_party(X, y, **options)
+        with config_context(secure_aggregation=session is not None):
+            upload = estimator_.fit_party(X, y, **options)
+        if session is not None:  # kept on the node: it answers the secure sum's stages
+            context.state[_SECURE_STATE] = ConfigRecord(
+                {"state": upload.secure_state.to_bytes()})
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
 
     return app
+
+
+def _secure_answer(session, data, context):
+    """The node's answer to the server's message `data` of the secure sum: its state
+    loaded from ``context.state`` and saved back, answered or refused."""
+    if session is None or _SECURE_STATE not in context.state:
+        raise ValueError("A stage of a secure sum reached a node without a secure "
+                         "session or an upload of this round: pass secure_session to "
+                         "client_app, as to server_app.")
+    state = SecureParty.from_bytes(session, context.state[_SECURE_STATE]["state"])
+    try:
+        return state.answer(data)
+    finally:  # a stage is answered once, even when refused
+        context.state[_SECURE_STATE] = ConfigRecord({"state": state.to_bytes()})
 
 
 def _read(data, context):
@@ -143,13 +175,14 @@ class _Federation:
         self.min_parties = min_parties
         self.dropped = {}  # {"SuperNode <id>": why}
 
-    def drop(self, failures, what):
-        """Drop the nodes of `failures` ({node: why}); a RuntimeError if too few stay."""
+    def drop(self, failures, what, tolerated=False):
+        """Drop the nodes of `failures` ({node: why}); a RuntimeError if too few stay
+        (unless `tolerated`: the secure sum's threshold decides)."""
         if not failures:
             return
         left = [node for node in self.nodes if node not in failures]
         reasons = "; ".join(f"SuperNode {node}: {why}" for node, why in failures.items())
-        if self.min_parties is None or len(left) < self.min_parties:
+        if not tolerated and (self.min_parties is None or len(left) < self.min_parties):
             raise RuntimeError(
                 f"{len(failures)} of {len(self.nodes)} SuperNodes failed {what} ({reasons})"
                 + ("" if self.min_parties is None else
@@ -163,16 +196,36 @@ class _Federation:
 
     def ask(self, data, what):
         """Every remaining node's reply (bytes) to `data`, in node order."""
-        messages = [Message(content=_payload(data), message_type=MessageType.QUERY,
-                            dst_node_id=node) for node in self.nodes]
+        return self.ask_each(dict.fromkeys(self.nodes, data), what)
+
+    def ask_each(self, data, what, secure_stage=False):
+        """The replies (bytes), in node order, of the nodes of `data` ({node: bytes}) to
+        their bytes; in a secure sum's stage, a node that fails leaves the run, and the
+        sum's threshold decides whether it goes on."""
+        messages = [Message(content=_payload(sent, secure_stage), dst_node_id=node,
+                            message_type=MessageType.QUERY) for node, sent in data.items()]
         replies = {reply.metadata.src_node_id: reply for reply in
                    self.grid.send_and_receive(messages, timeout=self.timeout)}
         self.drop({node: (f"replied with an error: {replies[node].error.reason}"
                           if node in replies else
                           f"did not answer within {self.timeout} s")
-                   for node in self.nodes
-                   if node not in replies or replies[node].has_error()}, what)
-        return [_bytes_of(replies[node]) for node in self.nodes]
+                   for node in data
+                   if node not in replies or replies[node].has_error()}, what,
+                  tolerated=secure_stage)
+        return [_bytes_of(replies[node]) for node in self.nodes if node in data]
+
+    def securely_summed(self, session, uploads, what, trusted):
+        """The finished secure sum of the round whose `uploads` (bytes, in node order)
+        the nodes sent, its stages run with the nodes that sent them."""
+        manifests = [read_upload(data, trusted=trusted).manifest for data in uploads]
+        node_of = {manifest["party"]: node for manifest, node in zip(manifests, self.nodes)}
+        coordinator, out = SecureCoordinator.start(session, manifests)
+        while coordinator.stage != "done":
+            answers = self.ask_each({node_of[party]: data for party, data in out.items()},
+                                    f"{what}'s secure sum ({coordinator.stage})",
+                                    secure_stage=True)
+            out = coordinator.advance(answers)
+        return coordinator
 
     def fitted(self, model):
         """`model` with the dropped nodes among its left-out parties."""
@@ -181,7 +234,7 @@ class _Federation:
 
 
 def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=(),
-               min_parties=None, limits=None, timeout=600.0):
+               min_parties=None, limits=None, timeout=600.0, secure_session=None):
     """A Flower ServerApp that runs `estimator`'s server step on the parties' uploads.
 
     An algorithm without rounds takes one; one with rounds (``runs_rounds``) runs them
@@ -211,6 +264,12 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
         `n_parties` SuperNodes must answer every message.
     timeout : float, default=600
         Seconds to wait for the SuperNodes and for each round's replies.
+    secure_session : SecureSession or callable, default=None
+        Under secure aggregation, the consortium's session (or ``secure_session(context)
+        -> SecureSession``), the nodes' too: after each round's uploads, the server runs
+        the stages of their secure sum with the nodes that sent them, and its steps take
+        the sums alone. A node that fails a stage leaves the run; below the session's
+        threshold the round is refused, naming the parties lost.
 
     Returns
     -------
@@ -221,6 +280,11 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
 
     @app.main()
     def server_step(grid: Grid, context) -> None:
+        session = _read(secure_session, context)
+        with config_context(secure_aggregation=session is not None):
+            _serve(grid, context, session)
+
+    def _serve(grid, context, session):
         server, public = clone(_read(estimator, context)), _read(X_public, context)
         nodes = _wait_for_nodes(grid, n_parties, timeout, min_parties)
         federation = _Federation(grid, nodes, timeout, min_parties)
@@ -228,21 +292,26 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
             missing = n_parties - len(nodes)
             federation.dropped[f"{missing} SuperNode{'s' * (missing > 1)}"] = (
                 f"did not connect within {timeout} s")
+        def uploads_and_sums(data, what):
+            uploads = federation.ask(data, what)
+            return uploads, dict(checks, secure_sum=None if session is None else
+                                 federation.securely_summed(session, uploads, what, trusted))
+
         if not server.runs_rounds:
-            uploads = federation.ask(b"", "the party step")
-            on_fit(federation.fitted(server.fit_server(uploads, public, **checks)), context)
+            uploads, options = uploads_and_sums(b"", "the party step")
+            on_fit(federation.fitted(server.fit_server(uploads, public, **options)), context)
             return
         message = None
         round_ = 0
         while message is None or not message.manifest["done"]:
             round_ += 1
-            uploads = federation.ask(b"" if message is None else message.to_bytes(),
-                                     f"round {round_}")
+            uploads, options = uploads_and_sums(
+                b"" if message is None else message.to_bytes(), f"round {round_}")
             message = read_upload(
-                server.server_round(uploads, public, message=message, **checks).to_bytes()
+                server.server_round(uploads, public, message=message, **options).to_bytes()
             )
-        uploads = federation.ask(message.to_bytes(), "the final step")
+        uploads, options = uploads_and_sums(message.to_bytes(), "the final step")
         on_fit(federation.fitted(server.fit_server(uploads, public, message=message,
-                                                   **checks)), context)
+                                                   **options)), context)
 
     return app

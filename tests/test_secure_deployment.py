@@ -12,6 +12,7 @@ from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.tree import DecisionTreeClassifier
 
+from _flower_grid import flower_context, flower_task, in_process_grid  # noqa: F401
 import skfedkt
 from skfedkt import FedCTClassifier, FedKTClassifier, PartyUpload, load_model
 from skfedkt._cli._main import main
@@ -313,3 +314,96 @@ def test_an_upload_never_writes_its_sums_and_steps_need_their_session():
         PartyUpload(upload.manifest, dict(upload.payload, sums={})).to_bytes()
     with pytest.raises(SecureSumError, match="sent its keys message twice"):
         SecureCoordinator.start(session, [upload.manifest] * 3)
+
+
+# --- through Flower ---------------------------------------------------------------------
+
+def _flower_apps(clf, session, n_nodes=5):
+    """The client app of the parties h0 to h4 (node k: h<k>), and a server app whose
+    fitted models land in the returned list."""
+    from skfedkt.flower import client_app, server_app
+
+    X, y, party, X_public = _data()
+
+    def party_data(context):
+        p = int(context.node_config["partition-id"])
+        return X[party == p], y[party == p], NAMES[p]
+
+    served = []
+    return (client_app(clf, party_data, X_public, classes=[0, 1], secure_session=session),
+            server_app(clf, X_public, n_nodes, lambda model, context: served.append(model),
+                       secure_session=session), served)
+
+
+def _silent_after_keys(app, dead):
+    """`app`, except that the nodes of the partitions `dead` answer no secure stage."""
+    def client(message, context):
+        if (message.content["skfedkt"]["secure_stage"]
+                and context.node_config["partition-id"] in dead):
+            return None
+        return app(message, context)
+    return client
+
+
+FEDKT_HARD = FedKTClassifier(DecisionTreeClassifier(max_depth=3), voting="hard",
+                             random_state=0)
+
+
+def _session(clf):
+    _, _, party, _ = _data()
+    return clf.secure_session(NAMES, np.bincount(party).tolist(), threshold=3)
+
+
+def test_through_flower_a_node_that_dies_after_its_keys_leaves_the_survivors_model(
+        flower_task):
+    client, server, served = _flower_apps(FEDKT_HARD, _session(FEDKT_HARD))
+    with pytest.warns(UserWarning, match="SuperNode 104: did not answer"):
+        server(in_process_grid(_silent_after_keys(client, {4}), 5), flower_context())
+    plain_client, plain_server, plain = _flower_apps(FEDKT_HARD, None, n_nodes=4)
+    plain_server(in_process_grid(plain_client, 4), flower_context())
+    X, _, _, _ = _data()
+    (model,), (expected,) = served, plain
+    assert list(model.parties_) == NAMES[:4] and "h4" in model.left_out_parties_
+    assert_array_equal(model.predict_proba(X), expected.predict_proba(X))
+
+
+def test_through_flower_three_nodes_that_die_refuse_the_round(flower_task):
+    client, server, served = _flower_apps(FEDKT_HARD, _session(FEDKT_HARD))
+    with (pytest.raises(SecureSumError, match=r"2 parties remain, fewer than the "
+                        r"threshold 3; lost: \['h2', 'h3', 'h4'\]"),
+          pytest.warns(UserWarning)):
+        server(in_process_grid(_silent_after_keys(client, {2, 3, 4}), 5), flower_context())
+    assert served == []
+
+
+def test_through_flower_every_honest_node_refuses_a_hostile_servers_requests(flower_task):
+    from flwr.app import Message, MessageType
+
+    from skfedkt.flower import _bytes_of, _payload
+
+    session = _session(FEDKT_HARD)
+    client, _, _ = _flower_apps(FEDKT_HARD, session)
+    grid = in_process_grid(client, 5)
+
+    def ask(node, data, secure_stage=True):
+        message = Message(content=_payload(data, secure_stage), dst_node_id=node,
+                          message_type=MessageType.QUERY)
+        return _bytes_of(client(message, grid.contexts[node]))
+
+    nodes = {name: 100 + p for p, name in enumerate(NAMES)}
+    uploads = {name: ask(node, b"", secure_stage=False) for name, node in nodes.items()}
+    coordinator, out = SecureCoordinator.start(
+        session, [skfedkt.read_upload(data).manifest for data in uploads.values()])
+    out = coordinator.advance([ask(nodes[name], data) for name, data in out.items()])
+    survivors = NAMES[:4]  # h4 shared its keys, then died
+    for _ in range(2):
+        out = coordinator.advance([ask(nodes[name], out[name]) for name in survivors])
+    request = message_from_bytes("request", out["h0"], coordinator.agreement, reader=0)
+    hostile = message_to_bytes("request", dict(request, dropped=[4, 2]),
+                               coordinator.agreement)
+    for name in survivors:
+        with pytest.raises(SecureSumError, match=f"refused by party '{name}'.*asks for both "
+                           "the self-mask share and the mask-key share of party 'h2'"):
+            ask(nodes[name], hostile)
+        with pytest.raises(SecureSumError, match="done with the round's secure sum"):
+            ask(nodes[name], out[name])
