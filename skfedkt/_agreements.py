@@ -13,6 +13,7 @@ from sklearn.base import clone
 
 from ._engine._compat import num_samples, safe_indexing
 from ._deployment._archive import UploadLimits
+from ._config import config_context, get_config
 from ._declarations import refuse_insecure
 from ._deployment._secure_stages import SecureSession
 from ._deployment._upload import honest_limits, read_upload
@@ -117,8 +118,10 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
     if "verbose" in party.get_params():
         party.set_params(verbose=0)
     steps = dict(party="reference", classes=classes, X_unlabeled=X_public, party_seed=0)
-    # every file as it crosses: the party's uploads and the server's messages
-    with warnings.catch_warnings():
+    secure = get_config()["secure_aggregation"]
+    # every file as it crosses: the party's uploads and the server's messages, and under
+    # secure aggregation an upload with its keys, whose payload the plain one's bounds
+    with warnings.catch_warnings(), config_context(secure_aggregation=False):
         warnings.simplefilter("ignore")  # a reference party of random labels
         files = [party.fit_party(X, y, **steps).to_bytes()]
         message = None
@@ -127,11 +130,17 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
                 [files[-1]], X_public, message=message, classes=classes).to_bytes())
             message = read_upload(files[-1])
             files.append(party.fit_party(X, y, message=message, **steps).to_bytes())
+    if secure:
+        session = secure_session_for(party, ["reference", "other", "another"], [n_rows] * 3,
+                                     None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            files.append(party.fit_party(X, y, secure_session=session, **steps).to_bytes())
     return honest_limits(
         files, margin,
         f"{margin:g} x the largest honest file of {name}'s agreement for a party of "
-        f"{n_rows} rows ({{max_file_bytes}} bytes, {{max_inflated_bytes}} "
-        "inflated, a schema of {max_schema_bytes} bytes)",
+        f"{n_rows} rows{' under secure aggregation' if secure else ''} ({{max_file_bytes}} "
+        "bytes, {max_inflated_bytes} inflated, a schema of {max_schema_bytes} bytes)",
     )
 
 

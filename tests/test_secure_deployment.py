@@ -113,7 +113,8 @@ def test_a_party_that_dies_after_the_keys_leaves_the_survivors_model(consortium,
                                                    for name in survivors])
     assert "done, over 4 parties (h0, h1, h2, h3)" in printed
     printed, model = secure.server("--secure-session", secure.session, "--secure-state",
-                                   tmp_path / "coordinator.json")
+                                   tmp_path / "coordinator.json", "--agreed-limits")
+    assert "under secure aggregation" in printed
     assert "final model of 4 parties (h0, h1, h2, h3)" in printed
     assert "left out: h4" in printed
     # the survivors' model: the plain deployment of the four survivors

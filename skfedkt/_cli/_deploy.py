@@ -378,9 +378,11 @@ def run_server(args):
     if args.party_rows is not None and not args.agreed_limits:
         raise ValueError("--party-rows sizes the reference party of --agreed-limits: "
                          "add --agreed-limits, or leave --party-rows out.")
+    with config_context(secure_aggregation=session is not None):
+        limits = (_agreed_limits(args, clf, X_public) if args.agreed_limits
+                  else _limits(args))
     checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties,
-                  limits=_agreed_limits(args, clf, X_public) if args.agreed_limits
-                  else _limits(args),
+                  limits=limits,
                   secure_sum=None if session is None
                   else SecureCoordinator.load(session, state_path))
     start = time.perf_counter()

@@ -313,6 +313,40 @@ class SecureCoordinator:
     `server_round` take (``secure_sum=``).
 
     Between stages, save it (`save`) on the coordinator's machine.
+
+    Examples
+    --------
+    Three parties and a coordinator, in one process (a deployment sends each message
+    as a file, or over Flower):
+
+    >>> import numpy as np, skfedkt
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> from skfedkt import FedKTClassifier, SecureCoordinator
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X_public, X, y = X[:100], X[100:], y[100:]
+    >>> party = np.arange(len(y)) % 3
+    >>> clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
+    >>> session = clf.secure_session(["a", "b", "c"], np.bincount(party).tolist())
+    >>> with skfedkt.config_context(secure_aggregation=True):
+    ...     uploads = [clf.fit_party(X[party == p], y[party == p], party=name,
+    ...                              classes=[0, 1], X_unlabeled=X_public,
+    ...                              secure_session=session)
+    ...                for p, name in enumerate("abc")]
+    ...     coordinator, sent = SecureCoordinator.start(
+    ...         session, [upload.manifest for upload in uploads])
+    ...     states = {upload.party: upload.secure_state for upload in uploads}
+    ...     while coordinator.stage != "done":
+    ...         sent = coordinator.advance([states[name].answer(message)
+    ...                                     for name, message in sent.items()])
+    ...     server = clf.fit_server([upload.to_bytes() for upload in uploads], X_public,
+    ...                             secure_sum=coordinator)
+    >>> coordinator.survivors
+    ('a', 'b', 'c')
+    >>> sorted(coordinator.sums)[:2]
+    ['class_counts', 'class_weight']
+    >>> "students" in uploads[0].payload, len(uploads[0].payload["students"])
+    (True, 0)
     """
 
     def __init__(self, session: SecureSession, round_: int, layout: Layout,
