@@ -24,6 +24,11 @@ _ANSWERS = {"roster": "its shares", "routed": "its masked sums",
 # what the coordinator sent before each stage it waits at
 _SENT_BEFORE = {"shares": "roster", "masked": "routed", "confirm": "survivors",
                 "unmask": "request"}
+# the parties' messages of each stage, and the coordinator's, in words
+_IN_WORDS = {"keys": "keys", "shares": "sealed shares", "masked": "masked sums",
+             "confirm": "confirmations", "unmask": "unmasking shares",
+             "roster": "roster", "routed": "routed shares", "survivors": "survivors",
+             "request": "unmasking request"}
 # a message of the largest sum a session allows: its words in base64, and room
 _MESSAGE_LIMITS = UploadLimits(max_file_bytes=1 << 30)
 
@@ -128,8 +133,8 @@ def run_secure_party(args):
     finally:  # answered or refused, a stage is not answered again
         state.save(args.state)
     write_atomically(args.out, answer)
-    print(f"party {state.party!r}: read the {reads} of round {state.round}, wrote "
-          f"{_ANSWERS[reads]} to {args.out}")
+    print(f"party {state.party!r}: read the {_IN_WORDS[reads]} of round {state.round}, "
+          f"wrote {_ANSWERS[reads]} to {args.out}")
     return 0
 
 
@@ -162,8 +167,9 @@ def run_secure_coordinator(args):
                          "letters, digits, '.', '_' and '-'.")
     for party, data in out.items():
         write_atomically(paths[party], data)
-    print(f"coordinator: round {coordinator.round}, read the {read}; wrote the {kind} "
-          f"for {len(out)} parties to {folder}: send each its file")
+    print(f"coordinator: round {coordinator.round}, read the {_IN_WORDS[read]}; wrote the "
+          f"{_IN_WORDS[kind]} for {len(out)} parties to {folder}: send each its file "
+          f"({kind}-<party>.json)")
     return 0
 
 
