@@ -377,34 +377,63 @@ def test_through_flower_three_nodes_that_die_refuse_the_round(flower_task):
     assert served == []
 
 
-def test_through_flower_every_honest_node_refuses_a_hostile_servers_requests(flower_task):
+def _node_of_party(session):
+    """``ask(party, data, secure_stage=True)``: the reply of the client app of the party's
+    node (h<k> at node 100 + k) to a message, as a server of our own, hostile or not,
+    sends it over the Grid."""
     from flwr.app import Message, MessageType
 
     from skfedkt.flower import _bytes_of, _payload
 
-    session = _session(FEDKT_HARD)
     client, _, _ = _flower_apps(FEDKT_HARD, session)
-    grid = in_process_grid(client, 5)
+    contexts = in_process_grid(client, 5).contexts
 
-    def ask(node, data, secure_stage=True):
+    def ask(party, data, secure_stage=True):
+        node = 100 + NAMES.index(party)
         message = Message(content=_payload(data, secure_stage), dst_node_id=node,
                           message_type=MessageType.QUERY)
-        return _bytes_of(client(message, grid.contexts[node]))
+        return _bytes_of(client(message, contexts[node]))
+    return ask
 
-    nodes = {name: 100 + p for p, name in enumerate(NAMES)}
-    uploads = {name: ask(node, b"", secure_stage=False) for name, node in nodes.items()}
-    coordinator, out = SecureCoordinator.start(
-        session, [skfedkt.read_upload(data).manifest for data in uploads.values()])
-    out = coordinator.advance([ask(nodes[name], data) for name, data in out.items()])
+
+def _rosters(session, ask):
+    """The coordinator of a round every node's upload started, and its rosters."""
+    uploads = [ask(name, b"", secure_stage=False) for name in NAMES]
+    return SecureCoordinator.start(
+        session, [skfedkt.read_upload(data).manifest for data in uploads])
+
+
+def test_through_flower_every_honest_node_refuses_a_hostile_servers_requests(flower_task):
+    session = _session(FEDKT_HARD)
+    ask = _node_of_party(session)
+    coordinator, out = _rosters(session, ask)
+    out = coordinator.advance([ask(name, data) for name, data in out.items()])
     survivors = NAMES[:4]  # h4 shared its keys, then died
     for _ in range(2):
-        out = coordinator.advance([ask(nodes[name], out[name]) for name in survivors])
+        out = coordinator.advance([ask(name, out[name]) for name in survivors])
     request = message_from_bytes("request", out["h0"], coordinator.agreement, reader=0)
     hostile = message_to_bytes("request", dict(request, dropped=[4, 2]),
                                coordinator.agreement)
     for name in survivors:
         with pytest.raises(SecureSumError, match=f"refused by party '{name}'.*asks for both "
                            "the self-mask share and the mask-key share of party 'h2'"):
-            ask(nodes[name], hostile)
+            ask(name, hostile)
         with pytest.raises(SecureSumError, match="done with the round's secure sum"):
-            ask(nodes[name], out[name])
+            ask(name, out[name])
+
+
+def test_through_flower_every_honest_node_refuses_the_shares_of_a_node_told_another_roster(
+        flower_task):
+    session = _session(FEDKT_HARD)
+    ask = _node_of_party(session)
+    coordinator, out = _rosters(session, ask)
+    roster = message_from_bytes("roster", out["h0"], coordinator.agreement, reader=0)
+    roster[4] = dict(cipher=crypto.public_bytes(crypto.new_agreement_key()),
+                     mask=crypto.public_bytes(crypto.new_agreement_key()),
+                     signing=crypto.public_bytes(crypto.new_signing_key()))
+    out["h0"] = message_to_bytes("roster", roster, coordinator.agreement)
+    routed = coordinator.advance([ask(name, data) for name, data in out.items()])
+    for name in NAMES[1:]:
+        with pytest.raises(SecureSumError, match=f"refused by party '{name}': the message "
+                           "from party 'h0', sealed: its shares do not open"):
+            ask(name, routed[name])
