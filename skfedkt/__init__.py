@@ -7,7 +7,8 @@ data, exchanging models or labels on a public set instead.
 from . import baselines, datasets, privacy
 from ._config import config_context, get_config, set_config
 from ._deployment._archive import UploadLimits
-from ._deployment._secure_stages import SecureCoordinator, SecureParty, SecureSession
+from ._deployment._secure_coordinator import SecureCoordinator
+from ._deployment._secure_stages import SecureParty, SecureSession
 from ._deployment._upload import PartyUpload, UploadError, read_upload
 from ._engine._validation import AssumptionWarning, LabelCollapseWarning, PublicSet
 from ._fedavg import FedAvgClassifier

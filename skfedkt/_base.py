@@ -43,12 +43,8 @@ from ._deployment._protocol import (
 from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
 from ._deployment._secure import secure_parties, securely_summed
-from ._deployment._secure_stages import (
-    SecureParty,
-    round_sums,
-    session_parties,
-    surviving_uploads,
-)
+from ._deployment._secure_coordinator import round_sums, surviving_uploads
+from ._deployment._secure_stages import SecureParty, session_parties
 from ._engine._context import (
     CheckContext,
     Message,

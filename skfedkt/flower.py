@@ -52,7 +52,8 @@ except ImportError as exc:  # an optional dependency
 from sklearn.base import clone
 
 from ._config import config_context
-from ._deployment._secure_stages import SecureCoordinator, SecureParty
+from ._deployment._secure_coordinator import SecureCoordinator
+from ._deployment._secure_stages import SecureParty
 from ._deployment._upload import read_upload
 
 _RECORD = "skfedkt"
@@ -113,6 +114,12 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
         server_message = _bytes_of(message)
         if estimator_.runs_rounds:  # the server's last message
             options["message"] = server_message or None
+        if session is not None:  # each round of a session is started once
+            SecureParty.refuse_a_started_round(
+                session, context.state[_SECURE_STATE]["state"]
+                if _SECURE_STATE in context.state else None,
+                read_upload(server_message).manifest.get("round", 0) if server_message
+                else 0, party)
         with config_context(secure_aggregation=session is not None):
             upload = estimator_.fit_party(X, y, **options)
         if session is not None:  # kept on the node: it answers the secure sum's stages
@@ -219,12 +226,16 @@ class _Federation:
         the nodes sent, its stages run with the nodes that sent them."""
         manifests = [read_upload(data, trusted=trusted).manifest for data in uploads]
         node_of = {manifest["party"]: node for manifest, node in zip(manifests, self.nodes)}
-        coordinator, out = SecureCoordinator.start(session, manifests)
+        coordinator, out = SecureCoordinator.start(session, manifests,
+                                                   min_parties=self.min_parties)
         while coordinator.stage != "done":
-            answers = self.ask_each({node_of[party]: data for party, data in out.items()},
-                                    f"{what}'s secure sum ({coordinator.stage})",
+            nodes = {node_of[party]: data for party, data in out.items()}
+            answers = self.ask_each(nodes, f"{what}'s secure sum ({coordinator.stage})",
                                     secure_stage=True)
-            out = coordinator.advance(answers)
+            # each answer is its node's party's: one that speaks for another is dropped
+            party_of = {node: party for party, node in node_of.items()}
+            out = coordinator.advance(answers, [party_of[node] for node in self.nodes
+                                                if node in nodes])
         return coordinator
 
     def fitted(self, model):

@@ -16,7 +16,7 @@ from _flower_grid import flower_context, flower_task, in_process_grid  # noqa: F
 import skfedkt
 from skfedkt import FedCTClassifier, FedKTClassifier, PartyUpload, load_model
 from skfedkt._cli._main import main
-from skfedkt._deployment._secure_stages import SecureCoordinator, SecureParty, SecureSession
+from skfedkt import SecureCoordinator, SecureParty, SecureSession
 from skfedkt._secure_sum import SecureSumError, message_from_bytes, message_to_bytes
 from skfedkt._secure_sum import _primitives as crypto
 from skfedkt.datasets import load_local_file
@@ -263,7 +263,8 @@ def test_fedct_deployed_securely_keeps_the_survivors_consensus_every_round():
     clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=4, random_state=0)
     _, y, party, _ = _data()
     session = clf.secure_session(NAMES, np.bincount(party).tolist(), threshold=3)
-    secure, model = _deployed(clf, range(5), session, dead={"h4"})
+    with pytest.warns(UserWarning, match="left out 1: 'h4': left the secure sum"):
+        secure, model = _deployed(clf, range(5), session, dead={"h4"})
     plain, _ = _deployed(clf, range(4))
     assert len(secure) == len(plain)
     for ours, theirs in zip(secure, plain):
@@ -313,7 +314,7 @@ def test_an_upload_never_writes_its_sums_and_steps_need_their_session():
     assert "sums" not in upload.payload and upload.manifest["secure"]["sums"]
     with pytest.raises(ValueError, match="holds what it sends in sum only"):
         PartyUpload(upload.manifest, dict(upload.payload, sums={})).to_bytes()
-    with pytest.raises(SecureSumError, match="sent its keys message twice"):
+    with pytest.raises(SecureSumError, match="3 uploads: one party, one upload"):
         SecureCoordinator.start(session, [upload.manifest] * 3)
 
 
@@ -358,8 +359,10 @@ def _session(clf):
 def test_through_flower_a_node_that_dies_after_its_keys_leaves_the_survivors_model(
         flower_task):
     client, server, served = _flower_apps(FEDKT_HARD, _session(FEDKT_HARD))
-    with pytest.warns(UserWarning, match="SuperNode 104: did not answer"):
+    with pytest.warns(UserWarning) as warned:
         server(in_process_grid(_silent_after_keys(client, {4}), 5), flower_context())
+    assert ["SuperNode 104: did not answer" in str(w.message) for w in warned] == [True, False]
+    assert "left out 1: 'h4': left the secure sum" in str(warned[1].message)
     plain_client, plain_server, plain = _flower_apps(FEDKT_HARD, None, n_nodes=4)
     plain_server(in_process_grid(plain_client, 4), flower_context())
     X, _, _, _ = _data()
@@ -437,3 +440,67 @@ def test_through_flower_every_honest_node_refuses_the_shares_of_a_node_told_anot
         with pytest.raises(SecureSumError, match=f"refused by party '{name}': the message "
                            "from party 'h0', sealed: its shares do not open"):
             ask(name, routed[name])
+
+
+def test_a_party_starts_each_round_of_a_session_once(consortium, tmp_path, capsys,
+                                                     flower_task):
+    # a coordinator that asked twice, dropping the party in one sum, would learn its input
+    secure = _Round(consortium, tmp_path, capsys)
+    printed = _run(["party", *FEDKT, "--data", consortium / "party-0.csv", "--public",
+                    consortium / "public.csv", "--classes", 0, 1, "--name", "h0", "--out",
+                    tmp_path / "again.skfedkt", "--secure-session", secure.session,
+                    "--secure-state", secure.state("h0")], capsys, 1)
+    assert "Party 'h0' already started round 0 of this secure session" in printed
+    assert not (tmp_path / "again.skfedkt").exists()
+    ask = _node_of_party(_session(FEDKT_HARD))
+    ask("h1", b"", secure_stage=False)
+    with pytest.raises(ValueError, match="already started round 0"):
+        ask("h1", b"", secure_stage=False)
+
+
+def test_through_flower_a_node_of_a_bad_upload_is_left_out_with_min_parties(flower_task):
+    from skfedkt.flower import client_app, server_app
+
+    session = _session(FEDKT_HARD)
+    other = FEDKT_HARD.secure_session(NAMES, session.party_rows, threshold=3)
+    X, y, party, X_public = _data()
+
+    def party_data(context):
+        p = int(context.node_config["partition-id"])
+        return X[party == p], y[party == p], NAMES[p]
+
+    # h4 runs another session: its upload's round session is not this one's
+    client = client_app(FEDKT_HARD, party_data, X_public, classes=[0, 1],
+                        secure_session=lambda context: (
+                            other if context.node_config["partition-id"] == 4 else session))
+    served = []
+    server = server_app(FEDKT_HARD, X_public, 5, lambda model, context: served.append(model),
+                        secure_session=session, min_parties=3)
+    with pytest.warns(UserWarning, match="left out 1"):
+        server(in_process_grid(client, 5), flower_context())
+    (model,) = served
+    assert list(model.parties_) == NAMES[:4]
+    assert "secure.session: not the secure session's" in model.left_out_parties_["h4"]
+
+
+@pytest.mark.parametrize("field, value, reason", [
+    ("round", 2 ** 64, "round: not a round from 0"),
+    ("round", [1], "round: not a round from 0"),
+    ("party", "h9", "party: not a party of the secure session"),
+    ("secure", {"session": "x", "sums": [], "keys": "\udcff"}, "secure.keys: not UTF-8"),
+])
+def test_the_coordinator_refuses_hostile_manifests_naming_the_field(field, value, reason):
+    X, y, party, X_public = _data()
+    session = _session(FEDKT_HARD)
+    with skfedkt.config_context(secure_aggregation=True):
+        manifests = [FEDKT_HARD.fit_party(
+            X[party == p], y[party == p], party=NAMES[p], classes=[0, 1],
+            X_unlabeled=X_public, secure_session=session).manifest for p in range(5)]
+    hostile = [dict(manifest, **{field: value}) for manifest in manifests]
+    if field == "secure":
+        hostile = [dict(manifest, secure=dict(manifest["secure"], keys=value["keys"]))
+                   for manifest in manifests]
+    with pytest.raises(SecureSumError, match=reason):
+        SecureCoordinator.start(session, hostile)
+    with pytest.raises(ValueError, match="float_bound must be positive and at most"):
+        SecureSession.new(NAMES, session.party_rows, 1e308)

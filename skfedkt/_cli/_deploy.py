@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
 from .._config import config_context
-from .._deployment._secure_stages import SecureCoordinator
+from .._deployment._secure_coordinator import SecureCoordinator
 from .._deployment._upload import read_upload
 from .._engine._validation import parties_in_words
 from .._model_files import load_model, save_model
@@ -32,6 +32,7 @@ from ._runner import StagesOnBar
 from ._secure import (
     add_secure_commands,
     add_secure_options,
+    refuse_a_started_round,
     run_secure_coordinator,
     run_secure_party,
     run_secure_session,
@@ -352,6 +353,8 @@ def run_party(args):
     elif args.message is not None:
         raise ValueError(f"--message is for algorithms with rounds; {args.algorithm} runs "
                          "one.")
+    if session is not None:
+        refuse_a_started_round(session, state_path, args.name, args.message)
     start = time.perf_counter()
     with (_showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"),
           config_context(secure_aggregation=session is not None)):

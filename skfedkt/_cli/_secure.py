@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 from .._deployment._archive import UploadLimits, read_file, write_atomically
-from .._deployment._secure_stages import SecureCoordinator, SecureParty, SecureSession
+from .._deployment._secure_coordinator import SecureCoordinator
+from .._deployment._secure_stages import SecureParty, SecureSession
 from .._deployment._upload import read_upload
 
 # what a party answers to each of the coordinator's messages, as `secure-party` says it
@@ -122,6 +123,15 @@ def secure_options(args):
         raise ValueError("--secure-session needs --secure-state: the file of this side's "
                          "secure sum.")
     return SecureSession.load(args.secure_session), args.secure_state
+
+
+def refuse_a_started_round(session, state_path, party, message):
+    """``skfedkt party --secure-state``: refuse a round this party's state file shows it
+    started already (`SecureParty.refuse_a_started_round`), before any work."""
+    previous = (read_file(state_path, str(state_path), _MESSAGE_LIMITS)
+                if Path(state_path).exists() else None)
+    round_ = 0 if message is None else read_upload(message).manifest.get("round", 0)
+    SecureParty.refuse_a_started_round(session, previous, round_, party)
 
 
 def run_secure_party(args):

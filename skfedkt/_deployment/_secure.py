@@ -31,7 +31,7 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
     """The fixed-point encoding of floats within `bound` that `n_parties` can sum in
     64 bits: the finest power-of-two scale up to 2**32 that leaves a bit to spare."""
     room = math.floor(62 - math.log2(max(n_parties * bound, 1e-300)))
-    return FixedPoint(scale=min(_FINEST_SCALE, 2.0 ** room), bound=bound)
+    return FixedPoint(scale=2.0 ** min(math.log2(_FINEST_SCALE), room), bound=bound)
 
 
 def secure_parties(declared: Any, plan: Any, data: Any) -> tuple[SumParties, float]:

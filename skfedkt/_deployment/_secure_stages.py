@@ -6,8 +6,8 @@ messages) between the parties' machines and the coordinator's.
   hold.
 - `SecureParty`: what a party keeps between its stages (its sums and its secrets), made
   by its party step (`fit_party`), which sends its keys in the upload's manifest.
-- `SecureCoordinator`: the coordinator's side, from the uploads to the sums that
-  `fit_server` and `server_round` take.
+- `SecureCoordinator` (``_secure_coordinator``): the coordinator's side, from the uploads
+  to the sums that `fit_server` and `server_round` take.
 
 Every stage's message is the secure sum's own (`skfedkt._secure_sum`), bound to the
 session and the round; every document read here is bounded in size and parsed
@@ -16,10 +16,8 @@ strictly, its refusals naming the field (and the party, where one sent it).
 
 from __future__ import annotations
 
-import json
-import math
 import secrets
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from numbers import Integral
 from os import PathLike
@@ -32,7 +30,6 @@ from .._engine._context import SumParties
 from .._secure_sum import (
     Agreement,
     FixedPoint,
-    SecureSumCoordinator,
     SecureSumError,
     SecureSumParty,
     default_threshold,
@@ -46,7 +43,6 @@ from ._secure_documents import Document, b64, dumps, layout_json, layout_read
 from ._secure import (
     SUMS,
     Layout,
-    decoded,
     encoded,
     fixed_point_for,
     layout_length,
@@ -60,20 +56,14 @@ from ._upload import PartyUpload
 SECURE = "secure"
 _SESSION_FORMAT = "skfedkt secure session 1"
 _PARTY_FORMAT = "skfedkt secure party 1"
-_COORDINATOR_FORMAT = "skfedkt secure coordinator 1"
 # a session names each party once: a few hundred bytes each at most
 _MAX_SESSION_BYTES = 2 ** 20
 # a party's or the coordinator's state holds its words (8 bytes each, in base64)
-_STATE_LIMITS = UploadLimits(max_file_bytes=1 << 30)
+STATE_LIMITS = UploadLimits(max_file_bytes=1 << 30)
 # the stage a party answers, by the stage its secure sum is at: the coordinator's message
 # it reads, and the one it answers with
 _PARTY_STAGES = {"share": ("roster", "shares"), "mask": ("routed", "masked"),
                  "confirm": ("survivors", "confirm"), "unmask": ("request", "unmask")}
-# the coordinator's stages: the parties' message it reads, the one it sends, the next
-_COORDINATOR_STAGES = {"shares": ("routed", "masked"), "masked": ("survivors", "confirm"),
-                       "confirm": ("request", "unmask"), "unmask": (None, "done")}
-
-
 @dataclass(frozen=True)
 class SecureSession:
     """What the parties and the coordinator of a secure deployment agree on before its
@@ -116,9 +106,10 @@ class SecureSession:
                for rows in self.party_rows):
             raise ValueError(f"party_rows must be positive integers, got "
                              f"{list(self.party_rows)!r}.")
-        if not (math.isfinite(self.float_bound) and self.float_bound > 0):
-            raise ValueError(f"float_bound must be positive and finite, got "
-                             f"{self.float_bound!r}.")
+        # at least a unit's resolution: the sum of every party's largest float fits
+        if not (0 < self.float_bound <= 2.0 ** 62 / max(len(self.parties), 1)):
+            raise ValueError(f"float_bound must be positive and at most 2**62 over the "
+                             f"parties, got {self.float_bound!r}.")
         for party in self.parties:
             _check_party_name(party)
         # the agreement checks the parties, the threshold and the session's length
@@ -281,7 +272,7 @@ class SecureParty:
                    name: str = "the party's secure state") -> SecureParty:
         """The state `data` holds, of a party of `session`."""
         reader = Document(f"Secure party state refused ({name})")
-        document = reader.parse(data, _STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
+        document = reader.parse(data, STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
         reader.fields(document, ("format", "session", "round", "party", "sums", "words",
                                  "secure_sum"))
         if document["session"] != session.session.hex():
@@ -303,201 +294,32 @@ class SecureParty:
     @classmethod
     def load(cls, session: SecureSession, path: str | PathLike[str]) -> SecureParty:
         return cls.from_bytes(session, read_file(path, f"The secure state {path}",
-                                                 _STATE_LIMITS), str(path))
+                                                 STATE_LIMITS), str(path))
 
-
-class SecureCoordinator:
-    """The coordinator's side of a round's secure sum: `start` takes the parties'
-    uploads (their keys and the sums' layout are in the manifests), `advance` each
-    stage's answers; once done, `sums` and `survivors` are what `fit_server` and
-    `server_round` take (``secure_sum=``).
-
-    Between stages, save it (`save`) on the coordinator's machine.
-
-    Examples
-    --------
-    Three parties and a coordinator, in one process (a deployment sends each message
-    as a file, or over Flower):
-
-    >>> import numpy as np, skfedkt
-    >>> from sklearn.datasets import load_breast_cancer
-    >>> from sklearn.tree import DecisionTreeClassifier
-    >>> from skfedkt import FedKTClassifier, SecureCoordinator
-    >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> X_public, X, y = X[:100], X[100:], y[100:]
-    >>> party = np.arange(len(y)) % 3
-    >>> clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
-    >>> session = clf.secure_session(["a", "b", "c"], np.bincount(party).tolist())
-    >>> with skfedkt.config_context(secure_aggregation=True):
-    ...     uploads = [clf.fit_party(X[party == p], y[party == p], party=name,
-    ...                              classes=[0, 1], X_unlabeled=X_public,
-    ...                              secure_session=session)
-    ...                for p, name in enumerate("abc")]
-    ...     coordinator, sent = SecureCoordinator.start(
-    ...         session, [upload.manifest for upload in uploads])
-    ...     states = {upload.party: upload.secure_state for upload in uploads}
-    ...     while coordinator.stage != "done":
-    ...         sent = coordinator.advance([states[name].answer(message)
-    ...                                     for name, message in sent.items()])
-    ...     server = clf.fit_server([upload.to_bytes() for upload in uploads], X_public,
-    ...                             secure_sum=coordinator)
-    >>> coordinator.survivors
-    ('a', 'b', 'c')
-    >>> sorted(coordinator.sums)[:2]
-    ['class_counts', 'class_weight']
-    >>> "students" in uploads[0].payload, len(uploads[0].payload["students"])
-    (True, 0)
-    """
-
-    def __init__(self, session: SecureSession, round_: int, layout: Layout,
-                 coordinator: SecureSumCoordinator, stage: str = "shares",
-                 total: np.ndarray | None = None):
-        self.session, self.round, self.layout = session, round_, layout
-        self._coordinator, self.stage, self._total = coordinator, stage, total
-
-    @property
-    def agreement(self) -> Agreement:
-        return self._coordinator.agreement
-
-    @classmethod
-    def start(cls, session: SecureSession, manifests: Sequence[Mapping[str, Any]],
-              ) -> tuple[SecureCoordinator, dict[Hashable, bytes]]:
-        """The coordinator of the round the parties' upload `manifests` answer, and the
-        roster to send each party whose keys arrived. A party that sent none has
-        dropped; fewer than the threshold are refused, naming the parties lost."""
-        if not manifests:
-            raise ValueError("No uploads: the secure sum starts from the parties' uploads.")
-        secure = [_secure_field(manifest) for manifest in manifests]
-        rounds = {manifest.get("round", 0) for manifest in manifests}
-        if len(rounds) != 1 or not all(type(r) is int and r >= 0 for r in rounds):
-            raise ValueError(f"The uploads answer rounds {sorted(map(repr, rounds))}: "
-                             "one secure sum sums one round.")
-        (round_,) = rounds
-        layouts = [json.dumps(fields["sums"]) for fields in secure]
-        majority = max(set(layouts), key=layouts.count)
-        layout = layout_read(json.loads(majority), Document("The uploads' sums"))
-        agreement = session.agreement(round_, layout_length(layout))
-        advertisements = []
-        for manifest, fields, written in zip(manifests, secure, layouts):
-            party = manifest.get("party")
-            who = f"Party {party!r}'s upload"
-            index = session.index_of(party, who)
-            if fields["session"] != agreement.session.hex():
-                raise SecureSumError(None, party, f"{SECURE}.session", "not the secure "
-                                     f"session's round {round_}")
-            if written != majority:
-                raise SecureSumError(None, party, f"{SECURE}.sums", "not the sums the "
-                                     "other parties send")
-            keys = message_from_bytes("keys", fields["keys"].encode(), agreement)
-            if keys["party"] != index:
-                raise SecureSumError(None, party, f"{SECURE}.keys.party",
-                                     "the keys of another party")
-            advertisements.append(keys)
-        coordinator = SecureSumCoordinator(agreement)
-        roster = message_to_bytes("roster", coordinator.collect_keys(advertisements),
-                                  agreement)
-        state = cls(session, round_, layout, coordinator)
-        return state, {agreement.name(index): roster for index in coordinator.roster}
-
-    def advance(self, answers: Sequence[bytes]) -> dict[Hashable, bytes]:
-        """The messages to send each party still in the sum, from the parties' answers
-        to the last stage (a party that sent none has dropped); after the last stage,
-        none, and the sums are ready."""
-        if self.stage not in _COORDINATOR_STAGES:
-            raise SecureSumError(None, None, "stage", "the round's secure sum is done")
-        sends, following = _COORDINATOR_STAGES[self.stage]
-        messages = [message_from_bytes(self.stage, data, self.agreement) for data in answers]
-        coordinator, name = self._coordinator, self.agreement.name
-        if self.stage == "shares":
-            routed = coordinator.route_shares(messages)
-            out = {name(index): message_to_bytes("routed", box, self.agreement)
-                   for index, box in routed.items()}
-        elif self.stage == "masked":
-            survivors = message_to_bytes("survivors", coordinator.collect_masked(messages),
-                                         self.agreement)
-            out = {name(index): survivors for index in coordinator.survivors}
-        elif self.stage == "confirm":
-            request = message_to_bytes("request", coordinator.unmask_request(messages),
-                                       self.agreement)
-            out = {name(message["party"]): request for message in messages}
-        else:
-            self._total, out = coordinator.total(messages), {}
-        self.stage = following
-        return out
-
-    @property
-    def survivors(self) -> tuple[Hashable, ...]:
-        """The parties whose inputs the sums hold."""
-        self._check_done()
-        return tuple(self.agreement.name(index) for index in self._coordinator.survivors)
-
-    @property
-    def sums(self) -> dict[str, np.ndarray]:
-        """The sums of the survivors' inputs, by name."""
-        self._check_done()
-        assert self._total is not None
-        return decoded(self._total, self.layout, self.session.fixed_point)
-
-    def _check_done(self) -> None:
-        if self.stage != "done":
-            raise ValueError(f"The round's secure sum is at stage {self.stage!r}, not "
-                             "done: advance it with the parties' answers until it is.")
-
-    def to_bytes(self) -> bytes:
-        return dumps(dict(
-            format=_COORDINATOR_FORMAT, session=self.session.session.hex(),
-            round=self.round, stage=self.stage, sums=layout_json(self.layout),
-            secure_sum=self._coordinator.to_bytes().decode(),
-            total=None if self._total is None else b64(self._total.tobytes())))
-
-    def save(self, path: str | PathLike[str]) -> int:
-        """Write the coordinator's state to `path` (mode 0600)."""
-        return write_atomically(path, self.to_bytes())
-
-    @classmethod
-    def from_bytes(cls, session: SecureSession, data: bytes,
-                   name: str = "the coordinator's secure state") -> SecureCoordinator:
-        reader = Document(f"Secure coordinator state refused ({name})")
-        document = reader.parse(data, _STATE_LIMITS.max_file_bytes, _COORDINATOR_FORMAT)
-        reader.fields(document, ("format", "session", "round", "stage", "sums",
-                                 "secure_sum", "total"))
-        if document["session"] != session.session.hex():
-            raise reader.refuse("session", "not this secure session's")
-        round_ = reader.count(document["round"], "round", 0, 2 ** 31)
-        stage = document["stage"]
-        if stage not in (*_COORDINATOR_STAGES, "done"):
-            raise reader.refuse("stage", f"not one of {', '.join(_COORDINATOR_STAGES)}, done")
-        layout = layout_read(document["sums"], reader)
-        length = layout_length(layout)
-        secure_sum = document["secure_sum"]
-        if not isinstance(secure_sum, str):
-            raise reader.refuse("secure_sum", "not a document")
-        coordinator = SecureSumCoordinator.from_bytes(session.agreement(round_, length),
-                                                      secure_sum.encode())
-        total = document["total"]
-        if (total is None) != (stage != "done"):
-            raise reader.refuse("total", "the sum is only there once done")
-        total = None if total is None else np.frombuffer(
-            reader.raw(total, "total", 8 * length), dtype="<u8").copy()
-        return cls(session, round_, layout, coordinator, stage, total)
-
-    @classmethod
-    def load(cls, session: SecureSession, path: str | PathLike[str]) -> SecureCoordinator:
-        return cls.from_bytes(session, read_file(path, f"The secure state {path}",
-                                                 _STATE_LIMITS), str(path))
-
-
-def _secure_field(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The manifest's secure-aggregation field, of its exact shape."""
-    party = manifest.get("party")
-    fields = manifest.get(SECURE)
-    if not isinstance(fields, dict) or set(fields) != {"session", "sums", "keys"}:
-        raise SecureSumError(None, party, SECURE, "not the secure sum's session, sums "
-                             "and keys: this upload was not made under secure "
-                             "aggregation with the session")
-    if not (isinstance(fields["session"], str) and isinstance(fields["keys"], str)):
-        raise SecureSumError(None, party, SECURE, "its session and keys are not text")
-    return fields
+    @staticmethod
+    def refuse_a_started_round(session: SecureSession, previous: bytes | None,
+                               round_: int, party: Hashable) -> None:
+        """Refuse, before any work, a party step of round `round_` where the party's
+        saved state `previous` (None: none) shows it already started that round of
+        `session`, or a later one: its sums would come out the same, and a coordinator
+        that ran two sums of them with other survivors would learn them from the
+        difference. Each round of a session is started once, in order."""
+        if type(round_) is not int:
+            raise ValueError(f"Party {party!r} refuses a step of round {round_!r}: the "
+                             "server's message names no round.")
+        if previous is None:
+            return
+        reader = Document(f"Party {party!r}'s secure state refused")
+        document = reader.parse(previous, STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
+        if document.get("session") != session.session.hex():
+            return  # another deployment's
+        started = reader.count(document.get("round"), "round", 0, 2 ** 31)
+        if round_ <= started:
+            raise ValueError(
+                f"Party {party!r} already started round {started} of this secure session: "
+                f"a party starts each round once, in order, so it refuses round {round_}. "
+                "Two sums of the same input with other survivors would give it away. A new "
+                "deployment needs a new secure session.")
 
 
 def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
@@ -519,44 +341,3 @@ def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
         raise ValueError(f"Party {party!r} holds {n_rows} rows, the secure session says "
                          f"{agreed}: every party's rows are agreed in the session.")
     return session.sum_parties()
-
-
-def round_sums(coordinator: SecureCoordinator | None) -> dict[str, np.ndarray] | None:
-    """Under secure aggregation, the sums of the finished `coordinator` (a server step
-    without it is refused); None otherwise."""
-    if not get_config()["secure_aggregation"]:
-        if coordinator is not None:
-            raise ValueError("secure_sum is given, but secure_aggregation is off: run the "
-                             "step under skfedkt.config_context(secure_aggregation=True), "
-                             "or leave secure_sum out.")
-        return None
-    if not isinstance(coordinator, SecureCoordinator):
-        raise TypeError("secure_aggregation is on: pass the round's finished "
-                        "SecureCoordinator as secure_sum; got "
-                        f"{type(coordinator).__name__}.")
-    return coordinator.sums
-
-
-def surviving_uploads(collected: tuple[list[PartyUpload], dict[Any, str]],
-                      coordinator: SecureCoordinator | None,
-                      ) -> tuple[list[PartyUpload], dict[Any, str]]:
-    """Of the uploads and the left-out parties `collected` (`collect_uploads`), the
-    uploads of the secure sum's survivors (all, without one), each refused unless made
-    for the round's session; the others left out, saying why."""
-    uploads, left_out = collected
-    if coordinator is None:
-        return list(uploads), left_out
-    session, survivors = coordinator.agreement.session.hex(), coordinator.survivors
-    for upload in uploads:
-        if _secure_field(upload.manifest)["session"] != session:
-            raise SecureSumError(None, upload.party, f"{SECURE}.session", "not the "
-                                 "session and round of the secure sum given")
-    left_out = dict(left_out, **{
-        upload.party: "left the secure sum before its end: the sums hold none of it"
-        for upload in uploads if upload.party not in survivors})
-    kept = [upload for upload in uploads if upload.party in survivors]
-    missing = sorted(set(map(str, survivors)) - {str(upload.party) for upload in kept})
-    if missing:
-        raise ValueError(f"The secure sum holds the inputs of parties {missing}, whose "
-                         "uploads are not among those given: pass every survivor's upload.")
-    return kept, left_out
