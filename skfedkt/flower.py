@@ -32,6 +32,7 @@ In-process, with Flower's simulation engine (each simulated SuperNode is a party
     )
 """
 
+import re
 import time
 import warnings
 
@@ -144,6 +145,14 @@ def _secure_answer(session, data, context):
         context.state[_SECURE_STATE] = ConfigRecord({"state": state.to_bytes()})
 
 
+def _last_line(reason):
+    """The last line of a node's error (Flower sends its whole traceback), without the
+    terminal's colour codes."""
+    lines = [line for line in re.sub(r"\x1b\[[0-9;]*m", "", str(reason)).splitlines()
+             if line.strip()]
+    return lines[-1].strip() if lines else "no reason given"
+
+
 def _read(data, context):
     return data(context) if callable(data) else data
 
@@ -213,7 +222,7 @@ class _Federation:
                             message_type=MessageType.QUERY) for node, sent in data.items()]
         replies = {reply.metadata.src_node_id: reply for reply in
                    self.grid.send_and_receive(messages, timeout=self.timeout)}
-        self.drop({node: (f"replied with an error: {replies[node].error.reason}"
+        self.drop({node: (f"replied with an error: {_last_line(replies[node].error.reason)}"
                           if node in replies else
                           f"did not answer within {self.timeout} s")
                    for node in data

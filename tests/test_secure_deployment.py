@@ -504,3 +504,21 @@ def test_the_coordinator_refuses_hostile_manifests_naming_the_field(field, value
         SecureCoordinator.start(session, hostile)
     with pytest.raises(ValueError, match="float_bound must be positive and at most"):
         SecureSession.new(NAMES, session.party_rows, 1e308)
+
+
+def test_files_mixed_up_are_refused_saying_what_to_do(consortium, tmp_path, capsys):
+    secure = _Round(consortium, tmp_path, capsys)
+    files = secure.coordinator("--uploads", *secure.uploads.values())[1]
+    # a round's sum starts once: the parties are past their keys
+    printed = _run(["secure-coordinator", "--session", secure.session, "--state",
+                    tmp_path / "coordinator.json", "--uploads", *secure.uploads.values(),
+                    "--out-dir", tmp_path / "again"], capsys, 1)
+    assert "round 0 of this secure session started already" in printed
+    routed = secure.stage(files, NAMES)
+    printed = secure.answer("h0", routed["h1"], status=1)  # another party's file
+    assert "shares from this party itself: the shares routed to another party" in printed
+    printed = secure.answer("h0", routed["h0"], status=1)
+    assert "not the survivors this party waits for: it answered, or refused" in printed
+    answers = [secure.answer(name, routed[name]) for name in NAMES[1:]]
+    printed, _ = secure.coordinator("--answers", *answers, secure.uploads["h0"], status=1)
+    assert f"{secure.uploads['h0']}: Secure sum refused by the coordinator" in printed

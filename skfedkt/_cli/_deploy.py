@@ -400,11 +400,15 @@ def run_server(args):
             message.save(args.out)
             describe_round = algorithm(args.algorithm).describe_round
             change = "" if describe_round is None else describe_round(message)
+            summed = ("" if session is None else
+                      ", the secure sum's stages run on those uploads, and the server "
+                      "takes their finished --secure-state")
             next_step = (
                 "done: every party runs its final step with --message "
-                f"{args.out}, then the server combines those uploads with the same message"
-                if message.manifest["done"] else
-                f"every party runs round {message.manifest['round']} with --message {args.out}"
+                f"{args.out}{summed}, then the server combines those uploads with the "
+                "same message" if message.manifest["done"] else
+                f"every party runs round {message.manifest['round']} with --message "
+                f"{args.out}{summed}"
             )
             print(f"server: {len(args.uploads)} uploads in {time.perf_counter() - start:.1f} "
                   f"s; {change}{next_step}")

@@ -154,10 +154,13 @@ def run_secure_coordinator(args):
         read = "keys"
         uploads = [read_upload(path, trusted=args.trust) for path in args.uploads]
         coordinator, out = SecureCoordinator.start(session, [u.manifest for u in uploads])
+        coordinator.refuse_a_started_round(
+            _message(args.state) if Path(args.state).exists() else None)
     else:
         coordinator = SecureCoordinator.load(session, args.state)
         read = coordinator.stage
-        out = coordinator.advance([_message(path) for path in args.answers])
+        out = coordinator.advance([_message(path) for path in args.answers],
+                                  sources=args.answers)
     coordinator.save(args.state)
     if coordinator.stage == "done":
         print(f"coordinator: the secure sum of round {coordinator.round} is done, over "

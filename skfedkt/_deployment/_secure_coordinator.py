@@ -22,7 +22,14 @@ from .._secure_sum import (
 )
 from ._archive import read_file, write_atomically
 from ._secure import Layout, decoded, layout_length
-from ._secure_documents import Document, b64, dumps, layout_json, layout_read
+from ._secure_documents import (
+    Document,
+    b64,
+    dumps,
+    layout_json,
+    layout_read,
+    started_round,
+)
 from ._secure_stages import STATE_LIMITS, SECURE, SecureSession
 from ._upload import PartyUpload
 
@@ -149,14 +156,15 @@ class SecureCoordinator:
         return state, {agreement.name(index): roster for index in coordinator.roster}
 
     def advance(self, answers: Sequence[bytes], senders: Sequence[Hashable] | None = None,
-                ) -> dict[Hashable, bytes]:
+                sources: Sequence[str] | None = None) -> dict[Hashable, bytes]:
         """The messages to send each party still in the sum, from the parties' answers
         to the last stage (a party that sent none has dropped); after the last stage,
         none, and the sums are ready.
 
         With `senders` (the party each answer came from, where the transport knows it,
         as Flower's nodes), an answer that is malformed or speaks for another party is
-        its sender's dropping out (in ``left_out``); without, it is refused."""
+        its sender's dropping out (in ``left_out``); without, it is refused, naming its
+        source (`sources`: where each answer came from, such as its file)."""
         if self.stage not in _COORDINATOR_STAGES:
             raise SecureSumError(None, None, "stage", "the round's secure sum is done")
         _, following = _COORDINATOR_STAGES[self.stage]
@@ -169,6 +177,8 @@ class SecureCoordinator:
                     raise SecureSumError(None, senders[index], "party",
                                          "answers for another party")
             except (SecureSumError, ValueError) as error:
+                if senders is None and sources is not None:
+                    raise ValueError(f"{sources[index]}: {error}") from None
                 if senders is None:
                     raise
                 self.left_out[senders[index]] = str(error)
@@ -247,6 +257,19 @@ class SecureCoordinator:
         total = None if total is None else np.frombuffer(
             reader.raw(total, "total", 8 * length), dtype="<u8").copy()
         return cls(session, round_, layout, coordinator, stage, total)
+
+    def refuse_a_started_round(self, previous: bytes | None) -> None:
+        """Refuse this round where the coordinator's saved state `previous` (None:
+        none) shows it started this round of the session, or a later one: the parties,
+        past their keys, would refuse the round started again."""
+        started = None if previous is None else started_round(
+            previous, _COORDINATOR_FORMAT, self.session.session.hex(), "The coordinator")
+        if started is not None and self.round <= started:
+            raise ValueError(
+                f"The coordinator's state shows round {started} of this secure session "
+                f"started already: a round's sum starts once, and its parties refuse a "
+                f"second start. Go on with --answers, or start round {self.round} anew "
+                "with a new secure session.")
 
     @classmethod
     def load(cls, session: SecureSession, path: str | PathLike[str]) -> SecureCoordinator:
@@ -333,8 +356,10 @@ def surviving_uploads(collected: tuple[list[PartyUpload], dict[Any, str]],
     session, survivors = coordinator.agreement.session.hex(), coordinator.survivors
     for upload in uploads:
         if upload.party in survivors and _secure_field(upload.manifest)["session"] != session:
-            raise SecureSumError(None, upload.party, f"{SECURE}.session", "not the "
-                                 "session and round of the secure sum given")
+            raise ValueError(
+                f"Party {upload.party!r}'s upload is not of the round of the secure sum "
+                f"given (round {coordinator.round}): run the secure sum's stages on this "
+                "round's uploads first, and give the server step their finished state.")
     lost = {upload.party: coordinator.left_out.get(
                 upload.party, "left the secure sum before its end: the sums hold none of it")
             for upload in uploads if upload.party not in survivors}

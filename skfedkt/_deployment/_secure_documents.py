@@ -108,3 +108,13 @@ def layout_read(value: Any, reader: Document) -> Layout:
     if sum(math.prod(shape) for _, shape, _ in layout) > MAX_WORDS:
         raise reader.refuse("sums", f"more than {MAX_WORDS} words")
     return layout
+
+
+def started_round(data: bytes, format_: str, session: str, who: str) -> int | None:
+    """The round a saved state of `format_` (a party's or the coordinator's) started in
+    the session named `session` (hex); None for a state of another session."""
+    reader = Document(f"{who}'s secure state refused")
+    document = reader.parse(data, 1 << 30, format_)
+    if document.get("session") != session:
+        return None
+    return reader.count(document.get("round"), "round", 0, 2 ** 31)

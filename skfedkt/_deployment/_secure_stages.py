@@ -39,7 +39,7 @@ from .._secure_sum import (
 from .._secure_sum._primitives import digest
 from ._archive import UploadLimits, read_file, write_atomically
 from ._protocol import _check_party_name
-from ._secure_documents import Document, b64, dumps, layout_json, layout_read
+from ._secure_documents import Document, b64, dumps, layout_json, layout_read, started_round
 from ._secure import (
     SUMS,
     Layout,
@@ -247,7 +247,15 @@ class SecureParty:
                                  "stage")
         reads, answers = _PARTY_STAGES[self._sum_party.stage]
         agreement = self._sum_party.agreement
-        message = message_from_bytes(reads, data, agreement, reader=self._sum_party.index)
+        try:
+            message = message_from_bytes(reads, data, agreement,
+                                         reader=self._sum_party.index)
+        except SecureSumError as error:
+            if error.field != "stage":
+                raise
+            raise SecureSumError(self.party, None, "stage", f"not the {reads} this party "
+                                 "waits for: it answered, or refused, each stage before "
+                                 "once (where its answer was lost, send that again)") from None
         sum_party = self._sum_party
         answer = (sum_party.share_keys(message) if reads == "roster"
                   else sum_party.masked_input(message, self.words) if reads == "routed"
@@ -307,14 +315,9 @@ class SecureParty:
         if type(round_) is not int:
             raise ValueError(f"Party {party!r} refuses a step of round {round_!r}: the "
                              "server's message names no round.")
-        if previous is None:
-            return
-        reader = Document(f"Party {party!r}'s secure state refused")
-        document = reader.parse(previous, STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
-        if document.get("session") != session.session.hex():
-            return  # another deployment's
-        started = reader.count(document.get("round"), "round", 0, 2 ** 31)
-        if round_ <= started:
+        started = None if previous is None else started_round(
+            previous, _PARTY_FORMAT, session.session.hex(), f"Party {party!r}")
+        if started is not None and round_ <= started:
             raise ValueError(
                 f"Party {party!r} already started round {started} of this secure session: "
                 f"a party starts each round once, in order, so it refuses round {round_}. "

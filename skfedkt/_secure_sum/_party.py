@@ -173,7 +173,10 @@ class SecureSumParty:
         if not isinstance(sealed, Mapping):
             raise self._refuse(None, "sealed", "not a mapping of party to sealed shares")
         for sender, box in sealed.items():
-            if sender not in self._roster or sender == self.index:
+            if sender == self.index:
+                raise self._refuse(None, "sealed", "shares from this party itself: the "
+                                   "shares routed to another party")
+            if sender not in self._roster:
                 raise self._refuse(None, "sealed", f"shares from {sender!r}, which is not "
                                    "another party of the roster")
             opened = crypto.open_sealed(self._share_key(sender), box if isinstance(
