@@ -63,8 +63,11 @@ class _BenchmarkParser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         args = sys.argv[1:] if args is None else [str(arg) for arg in args]
         parsed = super().parse_args(args, namespace)
+        # the command that reproduces the tables: where they were stored is not part of it
+        kept = [arg for k, arg in enumerate(args) if arg != "--results"
+                and not (k and args[k - 1] == "--results") and not arg.startswith("--results=")]
         _stored.update(path=parsed.results, tables=[], command="python " + shlex.join(
-            [f"benchmarks/{self.script}", *args]))
+            [f"benchmarks/{self.script}", *kept]))
         return parsed
 
 
@@ -73,6 +76,23 @@ def stored_results(name):
     of ``command`` (what printed them) and ``tables`` (each a ``header`` and ``rows``
     of cells as printed)."""
     return json.loads((RESULTS / f"{name}.json").read_text())
+
+
+PAPERS = Path(__file__).resolve().parent / "papers.json"
+
+
+def paper_table(name):
+    """A table the papers report, stored in ``benchmarks/papers.json`` as data: its
+    ``source`` (paper, section and table), ``header`` and ``rows`` of printed cells."""
+    return json.loads(PAPERS.read_text())[name]
+
+
+def paper_number(name, row, column):
+    """The number the papers' table `name` reports in the row whose first cell is `row`,
+    under `column` (NaN where the table has none)."""
+    table = paper_table(name)
+    cells = next(cells for cells in table["rows"] if cells[0] == row)
+    return cell_number(cells[table["header"].index(column)])
 
 
 def cell_number(text):

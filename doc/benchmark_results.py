@@ -1,11 +1,18 @@
-"""The results pages' tables and figures, from the benchmarks' stored results.
+"""The docs' results, tables and figures, from the benchmarks' stored results.
 
 ``.. benchmark-table:: NAME [INDEX]`` shows table INDEX (0 by default) of
-``benchmarks/results/NAME.json``, as the benchmark printed it, and says the command that
-printed it. ``.. benchmark-figure:: SCRIPT NAME`` calls ``figure(results)`` of
-``benchmarks/SCRIPT.py`` on those results (the same script that prints the table) and
-shows the figure it draws, with the directive's content as its caption. The build reads
-the stored files: it runs no benchmark.
+``benchmarks/results/NAME.json``, as the benchmark printed it. ``.. benchmark-figure::
+SCRIPT NAME`` calls ``figure(results)`` of ``benchmarks/SCRIPT.py`` on those results (the
+same script that prints the table) and shows the figure it draws, with the directive's
+content as its caption. ``.. paper-table:: NAME`` shows a table a paper reports, stored
+in ``benchmarks/papers.json``, and names its source.
+
+A single number in prose is a cell of those tables: ``:result:`NAME[ INDEX] | ROW |
+COLUMN``` shows the cell of ``NAME.json``'s table in the row whose first cells are ROW
+(cells joined by " / ", as in ``digits / 0.1``) under the header COLUMN, and
+``:paper:`NAME | ROW | COLUMN``` one of ``papers.json``. A fourth field, ``mean`` or
+``std``, shows one side of a "mean ± std" cell. The build reads the stored files: it
+runs no benchmark, and a cell that is not there fails it.
 """
 
 import importlib
@@ -53,10 +60,64 @@ class BenchmarkTable(Directive):
     def run(self):
         results = _common().stored_results(self.arguments[0])
         table = results["tables"][int(self.arguments[1]) if len(self.arguments) > 1 else 0]
-        lines = [".. list-table::", "   :header-rows: 1", ""]
-        for row in [table["header"], *table["rows"]]:
-            lines += [f"   * - {row[0]}", *(f"     - {cell}" for cell in row[1:])]
-        return _parse(self, lines)
+        return _parse(self, _list_table(table))
+
+
+def _list_table(table, caption=""):
+    """The reStructuredText of a stored table (its ``header`` and ``rows``)."""
+    lines = [f".. list-table:: {caption}", "   :header-rows: 1", ""]
+    for row in [table["header"], *table["rows"]]:
+        lines += [f"   * - {row[0]}", *(f"     - {cell}" for cell in row[1:])]
+    return lines
+
+
+def _cell(table, reference):
+    """The cell of `table` that `reference` ("ROW | COLUMN[ | mean|std]") names."""
+    fields = [field.strip() for field in reference.split("|")]
+    if len(fields) not in (2, 3) or fields[2:] not in ([], ["mean"], ["std"]):
+        raise ValueError(f"{reference!r} is not 'ROW | COLUMN' with an optional "
+                         "'| mean' or '| std'")
+    key, column = fields[0].split(" / "), fields[1]
+    if column not in table["header"]:
+        raise ValueError(f"no column {column!r}; the table has {table['header']}")
+    rows = [row for row in table["rows"] if row[:len(key)] == key]
+    if len(rows) != 1:
+        raise ValueError(f"{len(rows)} rows start with {key}, not one")
+    cell = rows[0][table["header"].index(column)]
+    if fields[2:]:
+        parts = cell.split("±")
+        if len(parts) != 2:
+            raise ValueError(f"{cell!r} is not 'mean ± std'")
+        cell = parts[fields[2] == "std"].strip()
+    return cell
+
+
+def _cell_role(read_table):
+    """A role showing the stored cell its text names; `read_table` reads the table its
+    first field names."""
+    def role(name, rawtext, text, lineno, inliner, options=None, content=None):
+        source, _, reference = text.partition("|")
+        try:
+            cell = _cell(read_table(*source.split()), reference)
+        except (KeyError, IndexError, OSError, TypeError, ValueError) as error:
+            message = inliner.reporter.error(f":{name}:`{text}`: {error}", line=lineno)
+            return [inliner.problematic(rawtext, rawtext, message)], [message]
+        return [nodes.inline(rawtext, cell.replace("*", ""), classes=["stored-result"])], []
+    return role
+
+
+def _stored_table(name, index="0"):
+    return _common().stored_results(name)["tables"][int(index)]
+
+
+class PaperTable(Directive):
+    """A table a paper reports, as stored in ``benchmarks/papers.json``, with its source."""
+
+    required_arguments = 1
+
+    def run(self):
+        table = _common().paper_table(self.arguments[0])
+        return _parse(self, _list_table(table, caption=f"As reported in {table['source']}."))
 
 
 class BenchmarkFigure(Directive):
@@ -83,4 +144,7 @@ class BenchmarkFigure(Directive):
 def setup(app):
     app.add_directive("benchmark-table", BenchmarkTable)
     app.add_directive("benchmark-figure", BenchmarkFigure)
+    app.add_directive("paper-table", PaperTable)
+    app.add_role("result", _cell_role(_stored_table))
+    app.add_role("paper", _cell_role(lambda name: _common().paper_table(name)))
     return {"parallel_read_safe": True, "version": "1"}

@@ -85,9 +85,7 @@ def test_benchmark_main_runs_on_tiny_data(script, monkeypatch, capsys, tmp_path)
     module = __import__(script)
     argv, printed = TINY[script]
     stored = tmp_path / "results.json"
-    if script in DRAWN:
-        argv = [*argv, "--results", str(stored)]
-    module.main(argv)
+    module.main([*argv, "--results", str(stored)] if script in DRAWN else argv)
     captured = capsys.readouterr()
     assert printed in captured.out, captured.out[-2000:]
     assert "nan ± nan" not in captured.out
@@ -103,6 +101,7 @@ def _check_stored(module, script, argv, stored, printed):
     import _common
 
     results = json.loads(stored.read_text())
+    # the command that reproduces the tables, without where this run stored them
     assert results["command"] == "python " + shlex.join([f"benchmarks/{script}.py", *argv])
     assert results["tables"]
     for table in results["tables"]:
