@@ -123,6 +123,21 @@ def new_figure(*shape, width=9.0, height=3.6):
                         layout="constrained")
 
 
+def log_axis(ax, axis, label):
+    """Make `axis` ("x" or "y") of `ax` logarithmic, labelled as such."""
+    getattr(ax, f"set_{axis}scale")("log")
+    getattr(ax, f"set_{axis}label")(f"{label} (log scale)")
+
+
+def accuracy_axis(ax, axis="y", label="test accuracy", step=0.05):
+    """Label `axis` of `ax` as accuracy, starting at the multiple of `step` below what is
+    drawn and saying where it starts when that is not zero (call it after drawing)."""
+    low, high = getattr(ax, f"get_{axis}lim")()
+    start = max(0.0, round(np.floor(round(low / step, 6)) * step, 2))
+    getattr(ax, f"set_{axis}lim")(start, min(high, 1.0) if high > start else 1.0)
+    getattr(ax, f"set_{axis}label")(label if start == 0 else f"{label} (axis from {start:g})")
+
+
 def bar_figure(labels, values, xlabel, *, errors=None, reference=None, log=False):
     """One horizontal bar per label, top to bottom, with a vertical line at `reference`
     (1 for a ratio) and a log scale where values span orders of magnitude."""
@@ -132,7 +147,9 @@ def bar_figure(labels, values, xlabel, *, errors=None, reference=None, log=False
     if reference is not None:
         ax.axvline(reference, color="black", linewidth=1)
     ax.set(yticks=range(len(labels)), yticklabels=[label.replace("``", "") for label in labels],
-           xlabel=xlabel, xscale="log" if log else "linear")
+           xlabel=xlabel)
+    if log:
+        log_axis(ax, "x", xlabel)
     ax.invert_yaxis()
     return fig
 

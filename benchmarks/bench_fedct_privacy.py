@@ -29,8 +29,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import (cell_number, cell_spread, forest, mean_std, new_figure, parser, print_table,
-                     run_parallel)
+from _common import (accuracy_axis, cell_number, cell_spread, forest, log_axis, mean_std,
+                     new_figure, parser, print_table, run_parallel)
 from bench_fedct_tables import breast_cancer_protocol
 from joblib import delayed
 from scipy.optimize import brentq
@@ -146,8 +146,9 @@ def figure(results):
                       for row in own if row[mode] == private]
             budgets, means, stds = zip(*points)
             ax.errorbar(budgets, means, yerr=stds, marker="o", capsize=2, label=private)
-        ax.set(title=name, xscale="log", xlabel="epsilon (the whole fit's budget)",
-               ylabel="test accuracy")
+        ax.set_title(name)
+        log_axis(ax, "x", "epsilon (the whole fit's budget)")
+        accuracy_axis(ax)
         ax.set_xticks(budgets, [f"{b:g}" for b in budgets])
         ax.minorticks_off()
     axes[0][0].legend(fontsize="small")

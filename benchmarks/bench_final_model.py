@@ -140,7 +140,7 @@ def main(argv=None):
     print(f"FedKT's final model learned anew from its students' pooled vote; random forests "
           f"({args.trees} trees, depth 6); test accuracy, mean ± std over {args.seeds} "
           "seeds\n")
-    print_table(["method", *(f"{dataset} {beta:g}" for dataset, beta in table)], [
+    print_table(["method", *(f"{dataset}, beta {beta:g}" for dataset, beta in table)], [
         [method, *(mean_std([r[method] for r in rows]) for rows in table.values())]
         for method in methods
     ])
@@ -160,7 +160,10 @@ def figure(results):
     for (i, j), value in np.ndenumerate(gain):
         if np.isfinite(value):
             ax.text(j, i, f"{value:+.1f}", ha="center", va="center", fontsize="x-small")
-    ax.set(xticks=range(len(header) - 1), xticklabels=header[1:],
+    # columns stored as "digits 0.1" name their beta
+    columns = [name if "beta" in name else "{}, beta {}".format(*name.rsplit(" ", 1))
+               for name in header[1:]]
+    ax.set(xticks=range(len(header) - 1), xticklabels=columns,
            yticks=range(len(rows)), yticklabels=[row[0] for row in rows])
     ax.tick_params(axis="x", labelrotation=30)
     fig.colorbar(image, ax=ax, label="points of accuracy against the default")

@@ -35,7 +35,8 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import cell_spread, forest, mean_std, new_figure, parser, print_table, run_parallel
+from _common import (accuracy_axis, cell_spread, forest, mean_std, new_figure, parser, print_table,
+                     run_parallel)
 from joblib import delayed
 from sklearn.base import clone
 from sklearn.datasets import make_classification
@@ -251,13 +252,13 @@ FIGURE_METHODS = ("FedKT", "FedKT (paper)", "one-shot all", "FedCT", "PATE", "SO
 
 
 def figure(results):
-    """Accuracy against beta, one panel per dataset, from a stored table of `main` (its
-    default methods, or with ``--ablation`` FedKT's variants)."""
+    """From a stored table of `main`: with its default methods, accuracy against beta, one
+    panel per dataset; with ``--ablation``, one panel per default switched back."""
     table = results["tables"][0]
     header, rows = table["header"], table["rows"]
-    # the default run's main methods; every variant of an --ablation run
-    methods = ([m for m in header[3:] if m in FIGURE_METHODS] if "one-shot all" in header
-               else header[3:])
+    if "one-shot all" not in header:
+        return _ablation_figure(header, rows)
+    methods = [m for m in header[3:] if m in FIGURE_METHODS]
     datasets = list(dict.fromkeys(row[0] for row in rows))
     fig, axes = new_figure(1, len(datasets), width=2.6 * len(datasets), height=3.4)
     for ax, dataset in zip(axes[0], datasets):
@@ -270,9 +271,35 @@ def figure(results):
                         label=method, linewidth=2.5 if method == "FedKT" else 1)
         ax.set(title=dataset, xticks=range(len(betas)),
                xticklabels=betas, xlabel="Dirichlet beta (smaller: more skew)")
-    axes[0][0].set_ylabel("test accuracy")
+        accuracy_axis(ax)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",
                ncol=min(len(methods), 5), fontsize="small")
+    return fig
+
+
+def _ablation_figure(header, rows):
+    """Each variant's accuracy minus the default's, in points, on every dataset and beta:
+    one panel per default switched back, with the spread of the difference's parts."""
+    variants = header[4:]
+    n_columns = 3
+    n_rows = -(-len(variants) // n_columns)
+    fig, axes = new_figure(n_rows, n_columns, width=10, height=2.2 * n_rows + 1)
+    labels = [f"{row[0]}, beta {row[1]}" for row in rows]
+    default = np.array([cell_spread(row[3]) for row in rows])
+    for ax, variant in zip(axes.flat, variants):
+        own = np.array([cell_spread(row[header.index(variant)]) for row in rows])
+        gain = 100 * (own[:, 0] - default[:, 0])
+        ax.bar(range(len(rows)), gain, yerr=100 * np.hypot(own[:, 1], default[:, 1]),
+               capsize=1.5, color=np.where(gain >= 0, "tab:blue", "tab:red"))
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_title(variant.removeprefix("FedKT, "), fontsize="medium")
+        ax.set_xticks(range(len(rows)), [])
+    for ax in axes.flat[len(variants) - n_columns:len(variants)]:
+        ax.set_xticks(range(len(rows)), labels, rotation=90, fontsize="x-small")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("points vs. default")
+    for ax in axes.flat[len(variants):]:
+        ax.set_visible(False)
     return fig
 
 

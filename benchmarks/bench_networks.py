@@ -59,8 +59,8 @@ doc/performance/stacked.rst).
 import warnings
 
 import numpy as np
-from _common import (bar_figure, cell_number, cell_spread, mean_std, new_figure, paper_number,
-                     parser, print_table, run_parallel)
+from _common import (accuracy_axis, bar_figure, cell_number, cell_spread, log_axis, mean_std,
+                     new_figure, paper_number, parser, print_table, run_parallel)
 from joblib import delayed
 from sklearn.base import clone
 from sklearn.neural_network import MLPClassifier
@@ -273,8 +273,9 @@ def figure(results):
         means, stds = map(np.array, zip(*(cell_spread(row[i]) for i in columns)))
         ax.plot(rounds, means, marker="o", label=row[0])
         ax.fill_between(rounds, means - stds, means + stds, alpha=0.15)
-    ax.set(xlabel="round", ylabel="test accuracy", xscale="log", xticks=rounds,
-           xticklabels=rounds)
+    log_axis(ax, "x", "round")
+    accuracy_axis(ax)
+    ax.set(xticks=rounds, xticklabels=rounds)
     ax.minorticks_off()
     ax.legend(fontsize="small")
     return fig

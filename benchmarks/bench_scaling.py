@@ -28,7 +28,7 @@ import sys
 import time
 
 import numpy as np
-from _common import (cell_number, new_figure, parser, print_table, progress, reset_peak,
+from _common import (cell_number, log_axis, new_figure, parser, print_table, progress, reset_peak,
                      status_mib, without_warnings)
 
 ALGORITHMS = ("oneshot", "fedkt", "fedkt-hard", "fedct")
@@ -200,7 +200,8 @@ def figure(results):
         drawn = [value for line in ax.lines for value in (*line.get_xdata(),
                                                           *line.get_ydata())]
         if drawn and min(drawn) > 0:  # a tiny run's times may round to zero
-            ax.set(xscale="log", yscale="log")
+            log_axis(ax, "x", what)
+            log_axis(ax, "y", "CPU seconds")
     for ax in axes[0]:
         if ax.lines:  # the one that holds the algorithms' lines
             ax.legend(fontsize="small")

@@ -35,6 +35,7 @@ import numpy as np
 from _common import (
     cell_number,
     cell_spread,
+    log_axis,
     mean_std,
     new_figure,
     parser,
@@ -216,17 +217,17 @@ def figure(results):
         points = sorted((cell_number(row[x]), *cell_spread(row[4])) for row in rows)
         xs, seconds, spreads = zip(*points)
         ax.errorbar(xs, seconds, yerr=spreads, marker="o", capsize=2)
-        ax.set(xlabel=what, ylabel="seconds of the secure sum")
-        ax.set(xscale="log")
+        ax.set(ylabel="seconds of the secure sum")
+        log_axis(ax, "x", what)
         if x == 0 and min(seconds) > 0:  # a tiny run's times may round to zero
-            ax.set(yscale="log")
+            log_axis(ax, "y", "seconds of the secure sum")
         elif x != 0:  # from zero: the part that does not grow with the words shows
             ax.set_ylim(bottom=0)
     ratios, spreads = zip(*(cell_spread(row[3]) for row in fit))
     ax = axes[0][2]
     ax.bar(range(len(fit)), ratios, yerr=spreads, capsize=3)
     ax.axhline(1, color="black", linewidth=1)
-    ax.axhline(BAR, color="black", linewidth=1, linestyle="--", label=f"bar {BAR}")
+    ax.axhline(BAR, color="black", linewidth=1, linestyle="--", label=f"at most {BAR}, checked")
     ax.set(xticks=range(len(fit)), xticklabels=[row[0].split()[0] for row in fit],
            xlabel="FedKT votes", ylabel="fit seconds, secure / plain")
     ax.legend(fontsize="small", loc="lower right")

@@ -207,3 +207,52 @@ def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, ca
     assert 'OneShot "all": ' in out and "FedCT, 3 rounds: " in out
     # the paper's configuration, with one job and with two
     assert "n_jobs=1: package" in out and "n_jobs=2: package" in out
+
+
+def _drawn_figures():
+    """(script, stored results) of every figure a results page draws."""
+    pages = (ROOT / "doc").rglob("*.rst")
+    return sorted({figure for page in pages for figure in re.findall(
+        r"^\.\. benchmark-figure:: (\w+) (\w+)$", page.read_text(), re.M)})
+
+
+# a dataset followed by a bare number ("digits 0.1"): the parameter is not named
+UNNAMED_PARAMETER = re.compile(r"^(digits|wine|breast_cancer|imbalanced|census|adult|cod-rna|"
+                               r"a9a|mnist),? \d", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("script, name", _drawn_figures())
+def test_every_figure_names_its_axes_their_scale_and_where_accuracy_starts(script, name,
+                                                                          monkeypatch):
+    """Each axis that shows numbers has a label; a logarithmic one says so; an accuracy
+    axis starts at zero or its label says where it starts; tick and legend labels name
+    their parameters."""
+    if script in NEEDS_TORCH:
+        pytest.importorskip("skorch", reason="the benchmark needs the torch extra")
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import _common
+
+    figure = __import__(script).figure(_common.stored_results(name))
+    figure.canvas.draw()  # tick labels are set when drawn
+    texts = []
+    for ax in figure.axes:
+        for axis, label, scale, limits in (
+                ("x", ax.get_xlabel(), ax.get_xscale(), ax.get_xlim()),
+                ("y", ax.get_ylabel(), ax.get_yscale(), ax.get_ylim())):
+            ticks = [tick.get_text() for tick in getattr(ax, f"get_{axis}ticklabels")()]
+            numbers = [text for text in ticks if text]
+            if any(not re.fullmatch(r"[-−\d.,e+$\\{}^mathrf ]+", text) for text in numbers):
+                numbers = []  # categories, which name themselves
+            texts += ticks
+            if numbers and ax.get_visible():  # a panel may share its row's label
+                assert label or any(getattr(other, f"get_{axis}label")()
+                                    for other in figure.axes), f"{name}: no {axis} label"
+            if scale == "log":
+                assert "log" in label, f"{name}: the {axis} axis {label!r} is logarithmic"
+            if "accuracy" in label and "points" not in label and limits[0] != 0:
+                assert f"from {limits[0]:g}" in label, (
+                    f"{name}: the {axis} axis {label!r} starts at {limits[0]:g}")
+        for legend in (ax.get_legend(), *figure.legends):
+            texts += [text.get_text() for text in (legend.get_texts() if legend else [])]
+        texts.append(ax.get_title())
+    assert not [text for text in texts if UNNAMED_PARAMETER.match(text)], name
