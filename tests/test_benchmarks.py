@@ -222,8 +222,8 @@ UNNAMED_PARAMETER = re.compile(r"^(digits|wine|breast_cancer|imbalanced|census|a
 
 
 @pytest.mark.parametrize("script, name", _drawn_figures())
-def test_every_figure_names_its_axes_their_scale_and_where_accuracy_starts(script, name,
-                                                                          monkeypatch):
+def test_every_figure_names_its_axes_their_scale_and_where_accuracy_starts(
+        script, name, monkeypatch):
     """Each axis that shows numbers has a label; a logarithmic one says so; an accuracy
     axis starts at zero or its label says where it starts; tick and legend labels name
     their parameters."""
