@@ -92,22 +92,23 @@ def _cell(table, reference):
     return cell
 
 
-def _cell_role(read_table):
-    """A role showing the stored cell its text names; `read_table` reads the table its
-    first field names."""
-    def role(name, rawtext, text, lineno, inliner, options=None, content=None):
-        source, _, reference = text.partition("|")
-        try:
-            cell = _cell(read_table(*source.split()), reference)
-        except (KeyError, IndexError, OSError, TypeError, ValueError) as error:
-            message = inliner.reporter.error(f":{name}:`{text}`: {error}", line=lineno)
-            return [inliner.problematic(rawtext, rawtext, message)], [message]
-        return [nodes.inline(rawtext, cell.replace("*", ""), classes=["stored-result"])], []
-    return role
+def stored_cell(kind, text):
+    """The stored cell that the text of a ``:result:`` or ``:paper:`` role (`kind`) names."""
+    source, _, reference = " ".join(text.split()).partition("|")  # a role may wrap
+    table = (_common().stored_results(source.split()[0])["tables"][
+        int(source.split()[1]) if len(source.split()) > 1 else 0]
+        if kind == "result" else _common().paper_table(source.strip()))
+    return _cell(table, reference)
 
 
-def _stored_table(name, index="0"):
-    return _common().stored_results(name)["tables"][int(index)]
+def _cell_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``:result:`` and ``:paper:``: the stored cell the text names."""
+    try:
+        cell = stored_cell(name, text)
+    except (KeyError, IndexError, OSError, TypeError, ValueError) as error:
+        message = inliner.reporter.error(f":{name}:`{text}`: {error}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, message)], [message]
+    return [nodes.inline(rawtext, cell.replace("*", ""), classes=["stored-result"])], []
 
 
 class PaperTable(Directive):
@@ -145,6 +146,6 @@ def setup(app):
     app.add_directive("benchmark-table", BenchmarkTable)
     app.add_directive("benchmark-figure", BenchmarkFigure)
     app.add_directive("paper-table", PaperTable)
-    app.add_role("result", _cell_role(_stored_table))
-    app.add_role("paper", _cell_role(lambda name: _common().paper_table(name)))
+    app.add_role("result", _cell_role)
+    app.add_role("paper", _cell_role)
     return {"parallel_read_safe": True, "version": "1"}

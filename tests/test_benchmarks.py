@@ -25,12 +25,14 @@ TINY = {
                          "| breast_cancer | fedct |"),
     "bench_fedct_privacy": (["--seeds", "1", "--n-jobs", "1"],
                             "| breast_cancer | TeacherVotes | 4 |"),
-    "bench_fedct_tables": (["--seeds", "1", "--models", "0"], "decision tree (paper 0.89)"),
+    "bench_fedct_tables": (["--seeds", "1", "--models", "0"], "| decision tree | "),
     "bench_final_model": (["--datasets", "wine", "--seeds", "1", "--n-jobs", "1", "--trees",
                            "2"], "| margin weights, 10000 rows |"),
     "bench_hostile_party": (["--seeds", "1", "--seeds-skew", "0", "--datasets",
                              "breast_cancer", "--trees", "2"],
                             "| breast_cancer | 5 | one class, unbounded |"),
+    "bench_main_job": (["--trees", "2", "--trials", "1", "--main-job-args=--parties 3"],
+                       "| fedkt | "),
     "bench_label_skew": (["--datasets", "wine", "--betas", "1", "--seeds", "1", "--n-jobs",
                           "1", "--trees", "2"], "| wine | 1 | 4 |"),
     "bench_networks": (["--seeds", "1", "--n-jobs", "1", "--epochs", "1", "--rounds", "2",
@@ -53,8 +55,8 @@ TINY = {
     "trace_fit": ([], "back into _fedkt/_classifier.py: 0"),
 }
 TESTED_BELOW = {"bench_census", "bench_membership", "bench_overhead"}
-# scripts that finish within seconds at their defaults, without a progress bar
-QUICK = {"count_options", "trace_fit"}
+# scripts that show no progress bar: quick at their defaults, or running a quiet command
+QUICK = {"count_options", "trace_fit", "bench_main_job"}
 
 
 def test_every_benchmark_has_a_tiny_run():
@@ -66,8 +68,8 @@ NEEDS_TORCH = {"bench_networks", "bench_busy_machine"}
 
 
 # the scripts whose tables a results page shows, with a figure drawn from them
-DRAWN = {"bench_label_skew", "bench_final_model", "bench_networks", "bench_scaling",
-         "bench_deployment", "bench_fedct_privacy", "bench_secure_aggregation"}
+DRAWN = {"bench_label_skew", "bench_main_job", "bench_final_model", "bench_networks",
+         "bench_scaling", "bench_deployment", "bench_fedct_privacy", "bench_secure_aggregation"}
 
 
 @pytest.mark.parametrize("script", sorted(TINY))
