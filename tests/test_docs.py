@@ -156,6 +156,16 @@ def test_readme_is_a_readme():
         assert f"]({page})" in readme and (ROOT / page).exists()
 
 
+def test_the_citation_names_this_version_and_every_paper():
+    import skfedkt
+
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert re.search(rf"^version: {re.escape(skfedkt.__version__)}$", citation, re.M)
+    for paper in ("Practical One-Shot Federated Learning", "One-Shot Federated Learning",
+                  "Federated Co-Training", "Semi-supervised Knowledge Transfer"):
+        assert paper in citation
+
+
 def test_ci_runs_the_readmes_two_commands_as_written():
     """The README's section "The two commands" holds exactly the two commands, each in
     a code block of its own, and .ci/run runs each as a line of its own, nothing added."""
@@ -168,8 +178,8 @@ def test_ci_runs_the_readmes_two_commands_as_written():
 
 
 # the repository's top level: the layout's files and folders, nothing left behind
-LAYOUT = {".ci", ".gitignore", "LICENSE", "README.md", "benchmarks", "doc", "examples",
-          "pyproject.toml", "setup.cfg", "skfedkt", "tests"}
+LAYOUT = {".ci", ".gitignore", "CITATION.cff", "LICENSE", "README.md", "benchmarks", "doc",
+          "examples", "pyproject.toml", "setup.cfg", "skfedkt", "tests"}
 
 
 def test_no_archive_is_committed_and_the_root_holds_the_layout_alone():
