@@ -19,6 +19,8 @@ SCRIPTS = sorted(path.stem for path in BENCHMARKS.glob("*.py") if not path.stem.
 TINY = {
     "bench_busy_machine": (["--busy", "0", "--epochs", "1", "--parties", "3"],
                            "| the same networks by hand |"),
+    "bench_choosing": (["--seeds", "1", "--trees", "2", "--references", "1", "--datasets",
+                        "wine", "--n-jobs", "1"], "| wine | FedKT (default) |"),
     "bench_dask": (["--workers", "1", "--parties", "3", "--rows-per-party", "40",
                     "--trees", "2"], "identical predictions: True"),
     "bench_deployment": (["--datasets", "breast_cancer", "--parties", "3", "--trees", "2"],
@@ -68,8 +70,9 @@ NEEDS_TORCH = {"bench_networks", "bench_busy_machine"}
 
 
 # the scripts whose tables a results page shows, with a figure drawn from them
-DRAWN = {"bench_label_skew", "bench_main_job", "bench_final_model", "bench_networks",
-         "bench_scaling", "bench_deployment", "bench_fedct_privacy", "bench_secure_aggregation"}
+DRAWN = {"bench_choosing", "bench_label_skew", "bench_main_job", "bench_final_model",
+         "bench_networks", "bench_scaling", "bench_deployment", "bench_fedct_privacy",
+         "bench_secure_aggregation"}
 
 
 @pytest.mark.parametrize("script", sorted(TINY))
