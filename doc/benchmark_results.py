@@ -1,7 +1,8 @@
 """The docs' results, tables and figures, from the benchmarks' stored results.
 
 ``.. benchmark-table:: NAME [INDEX]`` shows table INDEX (0 by default) of
-``benchmarks/results/NAME.json``, as the benchmark printed it. ``.. benchmark-figure::
+``benchmarks/results/NAME.json``, as the benchmark printed it (with the commit and the
+device it was measured on, where the stored file names them). ``.. benchmark-figure::
 SCRIPT NAME`` calls ``figure(results)`` of ``benchmarks/SCRIPT.py`` on those results (the
 same script that prints the table) and shows the figure it draws, with the directive's
 content as its caption. ``.. paper-table:: NAME`` shows a table a paper reports, stored
@@ -60,7 +61,10 @@ class BenchmarkTable(Directive):
     def run(self):
         results = _common().stored_results(self.arguments[0])
         table = results["tables"][int(self.arguments[1]) if len(self.arguments) > 1 else 0]
-        return _parse(self, _list_table(table))
+        # results measured on a machine the docs' build has not (a GPU) say where and when
+        caption = (f"Measured at commit {results['commit']} on {results['device']}."
+                   if "commit" in results else "")
+        return _parse(self, _list_table(table, caption))
 
 
 def _list_table(table, caption=""):

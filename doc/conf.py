@@ -41,7 +41,7 @@ toc_object_entries_show_parents = "hide"
 # pages without sub-pages have nothing for the section navigation: no left sidebar,
 # and the room goes to wide tables and code
 html_sidebars = {page: [] for page in ("index", "getting_started", "deployment", "privacy",
-                                       "sklearn")}
+                                       "sklearn", "gpu")}
 
 # the examples that train PyTorch networks run where torch and skorch are installed (the
 # torch extra); elsewhere their pages show the code without its output
