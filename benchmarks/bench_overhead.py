@@ -140,32 +140,32 @@ def main(argv=None):
             ensembles.append((name, fitted))
 
     print(f"\nprediction of the {N_PUBLIC} public rows by the ensembles of party models: "
-          "predict against each model's own predict (or predict_proba for soft votes)")
+          "predict against each model's own predict (or predict_proba for soft votes)\n")
+    print_table(["ensemble", "predict (CPU s)", "the models' own (CPU s)", "ratio"], [])
     for name, fitted in ensembles:
         method = "predict_proba" if fitted.voting == "soft" else "predict"
         package, _ = cpu_seconds(lambda: fitted.predict(X_public), args.repeats)
         base, _ = cpu_seconds(
             lambda: [getattr(model, method)(X_public) for model in fitted.estimators_],
             args.repeats)
-        print(f"{name}: {package:.2f} s, direct {base:.2f} s, ratio {package / base:.2f}",
-              flush=True)
+        print_table(None, [[name, f"{package:.2f}", f"{base:.2f}", f"{package / base:.2f}"]])
 
     X, y, party, X_public = make_data(args.paper_parties, args.paper_rows_per_party)
     forest = RandomForestClassifier(n_estimators=args.paper_trees, max_depth=6)
     print(f"\nthe paper's configuration: random forests ({args.paper_trees} trees, depth 6), "
           f"hard votes, {args.paper_parties} parties x {args.paper_rows_per_party} rows, "
-          f"public set {N_PUBLIC}")
+          f"public set {N_PUBLIC}\n")
     base, _ = cpu_seconds(lambda: direct_fedkt(forest, X, y, party, X_public, soft=False), 1)
     clf = FedKTClassifier(forest, voting="hard", random_state=0)
     package, _ = cpu_seconds(lambda: clf.fit(X, y, groups=party, X_unlabeled=X_public), 1)
-    print(f"n_jobs=1: package {package:.1f} s CPU, direct {base:.1f} s CPU, "
-          f"ratio {package / base:.3f}")
+    print_table(["jobs", "fit (s)", "direct calls (s)", "ratio"], [
+        ["n_jobs=1", f"{package:.1f} CPU", f"{base:.1f} CPU", f"{package / base:.3f}"]])
     clf.set_params(n_jobs=2)
     start = time.perf_counter()
     clf.fit(X, y, groups=party, X_unlabeled=X_public)
     wall = time.perf_counter() - start
-    print(f"n_jobs=2: package {wall:.1f} s wall, direct CPU / 2 = {base / 2:.1f} s, "
-          f"ratio {wall / (base / 2):.3f}")
+    print_table(None, [["n_jobs=2", f"{wall:.1f} wall", f"{base / 2:.1f} (CPU over two cores)",
+                        f"{wall / (base / 2):.3f}"]])
 
 
 def figure(results):

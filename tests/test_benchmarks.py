@@ -208,10 +208,11 @@ def test_scaling_and_overhead_benchmarks_measure_every_algorithm(monkeypatch, ca
     for name in ('| OneShot "all" |', "| FedKT, the paper's hard votes |",
                  "| FedKT, soft votes (the default) |", "| FedCT, 3 rounds |"):
         assert name in out
-    # the ensembles' prediction, set against their models' own
-    assert 'OneShot "all": ' in out and "FedCT, 3 rounds: " in out
-    # the paper's configuration, with one job and with two
-    assert "n_jobs=1: package" in out and "n_jobs=2: package" in out
+    # the ensembles' prediction, set against their models' own; the paper's
+    # configuration with one job and with two: the second and third stored tables
+    tables = json.loads((tmp_path / "overhead.json").read_text())["tables"]
+    assert [row[0] for row in tables[1]["rows"]] == ['OneShot "all"', "FedCT, 3 rounds"]
+    assert [row[0] for row in tables[2]["rows"]] == ["n_jobs=1", "n_jobs=2"]
 
 
 def _drawn_figures():
