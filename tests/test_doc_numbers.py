@@ -180,3 +180,20 @@ a     b
 +---+---+
 """
     assert len(TYPED_TABLE.findall(page)) == 3
+
+
+def test_the_readme_shows_the_stored_main_job_and_no_long_lines():
+    """The README's one results table is the main job's stored table, as its benchmark
+    printed it; outside code no line is over 120 characters."""
+    import json
+
+    readme = (ROOT / "README.md").read_text()
+    stored = json.loads((ROOT / "benchmarks" / "results" / "main_job.json").read_text())
+    table = stored["tables"][0]
+    for row in [table["header"], *table["rows"]]:
+        assert "| " + " | ".join(row) + " |" in readme, row
+    assert readme.count("\n|---") == 1  # one results table
+    prose = re.sub(r"```.*?```", "", readme, flags=re.S)
+    assert [line for line in prose.splitlines() if len(line) > 120] == []
+    # the choosing page is linked before the results
+    assert readme.index("doc/user_guide/choosing.rst") < readme.index("| " + table["header"][0])
