@@ -286,7 +286,15 @@ def _ablation_figure(header, rows):
     fig, axes = new_figure(n_rows, n_columns, width=10, height=2.2 * n_rows + 1)
     labels = [f"{row[0]}, beta {row[1]}" for row in rows]
     default = np.array([cell_spread(row[3]) for row in rows])
-    for ax, variant in zip(axes.flat, variants):
+    # the empty slots end the row above the last, so that the last row is full and
+    # holds the rows' names under every column
+    slots = list(axes.flat)
+    blank = len(slots) - len(variants)
+    cut = len(slots) - n_columns - blank
+    used = slots[:cut] + slots[cut + blank:]
+    for ax in slots[cut:cut + blank]:
+        ax.set_visible(False)
+    for ax, variant in zip(used, variants):
         own = np.array([cell_spread(row[header.index(variant)]) for row in rows])
         gain = 100 * (own[:, 0] - default[:, 0])
         ax.bar(range(len(rows)), gain, yerr=100 * np.hypot(own[:, 1], default[:, 1]),
@@ -294,12 +302,10 @@ def _ablation_figure(header, rows):
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_title(variant.removeprefix("FedKT, "), fontsize="medium")
         ax.set_xticks(range(len(rows)), [])
-    for ax in axes.flat[len(variants) - n_columns:len(variants)]:
+    for ax in axes[-1]:
         ax.set_xticks(range(len(rows)), labels, rotation=90, fontsize="x-small")
     for ax in axes[:, 0]:
         ax.set_ylabel("points vs. default")
-    for ax in axes.flat[len(variants):]:
-        ax.set_visible(False)
     return fig
 
 
