@@ -159,6 +159,17 @@ def test_a_party_audits_its_upload_before_sending_it(noisy_labels):
                                X_unlabeled=public, upload=upload, **rest)
 
 
+def test_a_party_audits_its_private_upload_with_its_guarantee(noisy_labels):
+    X, y, _, X_holdout, y_holdout = noisy_labels
+    l2 = FedKTClassifier(DecisionTreeClassifier(max_depth=3), n_students=1,
+                         privacy=PartyNoise(gamma=0.04, delta=1e-6), random_state=0)
+    audit = party_membership_audit(l2, X[:200], y[:200], party="h0", classes=[0, 1],
+                                   X_unlabeled=X_holdout[:100], X_holdout=X_holdout[100:],
+                                   y_holdout=y_holdout[100:], n_reference=0, random_state=0)
+    (result,) = {(r.epsilon, r.delta) for r in audit.results}
+    assert np.isfinite(result[0]) and result[1] == 1e-6
+
+
 def test_audit_errors_name_the_argument(noisy_labels):
     X, y, party, X_holdout, y_holdout = noisy_labels
     clf = OneShotEnsembleClassifier(random_state=0).fit(X, y, groups=party)

@@ -80,10 +80,12 @@ def _upload_releases(clf: FedKTClassifier, upload: PartyUpload,
     """What one party's upload lets out: its students (at L2 with its guarantee)."""
     privacy = upload.manifest.get("privacy") or {}
     payload = fedkt_upload(upload)
+    # an L2 upload's guarantee: its epsilon in the manifest, its delta among the
+    # mechanism's parameters (the estimator's privacy=PartyNoise(...))
+    delta = upload.manifest["params"]["privacy"]["params"]["delta"] if privacy else 0.0
     return [_students_release(
         upload.party, payload["students"], payload["codes"], n_classes,
-        privacy.get("epsilon", np.inf), upload.manifest["params"]["delta"]
-        if privacy else 0.0,
+        privacy.get("epsilon", np.inf), delta,
     )]
 
 
