@@ -18,12 +18,12 @@ accountant states, rounds, KiB a party sends in all, and what the final model is
 Produces: doc/user_guide/choosing.rst, "Accuracy against what each method reveals".
 """
 
-import warnings
 from collections import defaultdict
 
 import numpy as np
 from _common import (accuracy_axis, cell_spread, forest, mean_std, new_figure, parser,
                      print_table, run_parallel)
+from bench_membership import fit_and_audit
 from joblib import delayed
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.model_selection import train_test_split
@@ -39,7 +39,7 @@ from skfedkt import (
 )
 from skfedkt.baselines import solo_scores
 from skfedkt.datasets import dirichlet_partition, load_federated
-from skfedkt.privacy import PartyNoise, TeacherVotes, membership_audit
+from skfedkt.privacy import PartyNoise, TeacherVotes
 
 BUNDLED = {"digits": (load_digits, 10), "breast_cancer": (load_breast_cancer, 5),
            "wine": (load_wine, 4)}
@@ -114,13 +114,7 @@ def run(dataset, beta, seed, method, trees, n_references, census_path):
     attacked = np.random.RandomState(seed).choice(np.unique(data.groups),
                                                   min(3, len(np.unique(data.groups))),
                                                   replace=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
-        audit = membership_audit(
-            model, data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public,
-            X_holdout=data.X_test, y_holdout=data.y_test, parties=attacked,
-            n_reference=n_references, random_state=seed)
+    audit = fit_and_audit(model, data, attacked, n_references, seed)
     party = {r.release for r in audit.results} - {"final model"}
     epsilon = float(getattr(model, "epsilon_", np.inf))
     return (model.score(data.X_test, data.y_test),

@@ -143,18 +143,24 @@ def audit_method(protocol, beta, seed, method, n_references, estimator=None,
         model.set_params(privacy__query_fraction=PRIVATE_QUERIES / len(data.X_public))
     if uploads_only:
         return audit_uploads(protocol, data, attacked, seed, method, model, n_references)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
-        audit = membership_audit(
-            model, data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public,
-            X_holdout=data.X_test, y_holdout=data.y_test, parties=attacked,
-            n_reference=n_references, random_state=seed,
-        )
+    audit = fit_and_audit(model, data, attacked, n_references, seed)
     accuracy = model.score(data.X_test, data.y_test)
     return [(protocol.__name__, method, r.release, r.attack, r.auc, r.tpr_at_1pct_fpr,
              r.epsilon, accuracy)
             for r in audit.results if r.release in releases]
+
+
+def fit_and_audit(model, data, attacked, n_references, seed):
+    """Fit `model` on a split's parties and attack every release of the `attacked`
+    parties (the held-out rows as non-members): its `membership_audit`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public)
+        return membership_audit(
+            model, data.X_train, data.y_train, groups=data.groups, X_unlabeled=data.X_public,
+            X_holdout=data.X_test, y_holdout=data.y_test, parties=attacked,
+            n_reference=n_references, random_state=seed,
+        )
 
 
 def audit_uploads(protocol, data, attacked, seed, method, model, n_references):

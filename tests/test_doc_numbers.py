@@ -92,7 +92,7 @@ def test_results_in_the_docs_come_from_stored_results(page):
         assert typed, f"{name} holds no typed result now: take it off TYPED_BY_HAND"
     else:
         assert typed == [], (f"{name} types these results (line, number); show them "
-                             "with :result: or :paper: from stored results: {typed}")
+                             f"with :result: or :paper: from stored results: {typed}")
 
 
 # words for a goal or a machine that a reader does not share
