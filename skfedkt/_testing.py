@@ -44,7 +44,11 @@ def in_process_grid(client: Callable[[Any, Any], Any], n_parties: int = N_PARTIE
             raise NotImplementedError
 
         def send_and_receive(self, messages, *, timeout=None):
-            replies = (client(m, self.contexts[m.metadata.dst_node_id]) for m in messages)
+            replies = []
+            for message in messages:
+                # a message's id is set when it is sent, as Flower's own grids set it
+                message.metadata.__dict__["_message_id"] = message.object_id
+                replies.append(client(message, self.contexts[message.metadata.dst_node_id]))
             return [reply for reply in replies if reply is not None]  # None: no answer
 
     return InProcessGrid()

@@ -218,10 +218,15 @@ class _Federation:
         """The replies (bytes), in node order, of the nodes of `data` ({node: bytes}) to
         their bytes; in a secure sum's stage, a node that fails leaves the run, and the
         sum's threshold decides whether it goes on."""
-        messages = [Message(content=_payload(sent, secure_stage), dst_node_id=node,
-                            message_type=MessageType.QUERY) for node, sent in data.items()]
-        replies = {reply.metadata.src_node_id: reply for reply in
-                   self.grid.send_and_receive(messages, timeout=self.timeout)}
+        messages = {node: Message(content=_payload(sent, secure_stage), dst_node_id=node,
+                                  message_type=MessageType.QUERY)
+                    for node, sent in data.items()}
+        answers = self.grid.send_and_receive(list(messages.values()), timeout=self.timeout)
+        # a reply names the message it answers (the grid set its id on sending): the
+        # SuperLink itself answers for a node that stopped sending heartbeats
+        sent_to = {message.metadata.message_id: node for node, message in messages.items()}
+        replies = {sent_to[reply.metadata.reply_to_message_id]: reply for reply in answers
+                   if reply.metadata.reply_to_message_id in sent_to}
         self.drop({node: (f"replied with an error: {_last_line(replies[node].error.reason)}"
                           if node in replies else
                           f"did not answer within {self.timeout} s")

@@ -128,10 +128,13 @@ def test_a_reply_with_false_weights_is_refused_naming_the_party(consortium, flow
         _serve(server, in_process_grid(tampering))
 
 
-def _failing(client, node, from_message, error=False):
-    """`client`, but SuperNode `node` stops answering (or replies with an error) from
-    its `from_message`-th message on (1 is the first)."""
+def _failing(client, node, from_message, error=None):
+    """`client`, but SuperNode `node` stops answering from its `from_message`-th
+    message on (1 is the first): silent (None), replying with an error ("party"), or
+    gone, the SuperLink replying for it ("superlink", as Flower does for a node that
+    missed its heartbeats)."""
     from flwr.app import Error, Message
+    from flwr.common.constant import SUPERLINK_NODE_ID
 
     received = []
 
@@ -139,17 +142,23 @@ def _failing(client, node, from_message, error=False):
         if context.node_id == node:
             received.append(message)
             if len(received) >= from_message:
-                return Message(Error(0, "the party's data went away"),
-                               reply_to=message) if error else None
+                if error is None:
+                    return None
+                reply = Message(Error(0, "the party's data went away" if error == "party"
+                                      else "Error: Node Unavailable"), reply_to=message)
+                if error == "superlink":
+                    reply.metadata.__dict__["_src_node_id"] = SUPERLINK_NODE_ID
+                return reply
         return client(message, context)
     return answer
 
 
 DROPS = {
-    "fedkt, a node that never answers": (ESTIMATORS[0], 1, False),
-    "fedkt, a node that fails": (ESTIMATORS[0], 1, True),
-    "fedct, a node that dies after round 1": (ESTIMATORS[2], 2, False),
-    "fedavg, a node that fails in round 2": (ESTIMATORS[3], 2, True),
+    "fedkt, a node that never answers": (ESTIMATORS[0], 1, None),
+    "fedkt, a node that fails": (ESTIMATORS[0], 1, "party"),
+    "fedct, a node that dies after round 1": (ESTIMATORS[2], 2, None),
+    "fedct, a node the SuperLink reports gone in round 2": (ESTIMATORS[2], 2, "superlink"),
+    "fedavg, a node that fails in round 2": (ESTIMATORS[3], 2, "party"),
 }
 
 
@@ -159,13 +168,13 @@ def test_a_dropped_party_is_left_out_with_min_parties(consortium, flower_task, c
     served = []
     client, server = _apps(clf, consortium, served, min_parties=2, timeout=1)
     with pytest.warns(UserWarning, match="Going on with 2 SuperNodes after .*dropped "
-                      "SuperNode 102: (did not answer|replied with an error: the party)"):
+                      "SuperNode 102: (did not answer|replied with an error: (the party|Error: Node))"):
         server(in_process_grid(_failing(client, 102, from_message, error)),
                flower_context())
     assert_array_equal(served[0].parties_, [0, 1])
     (reason,) = served[0].left_out_parties_.values()
     assert list(served[0].left_out_parties_) == ["SuperNode 102"]
-    assert ("error" in reason) == error
+    assert ("error" in reason) == (error is not None)
     if from_message == 1:  # one round, or a first round without party 2: fit's model
         X, y, groups, X_public = consortium
         kept = groups < 2

@@ -69,6 +69,7 @@ run() {  # ALGORITHM MODEL: one run; its model written at MODEL, if any
       > "$work/run-$1.log" 2>&1
 }
 check() {  # MODEL ALGORITHM [same]: the model's parties, accuracy, and (same) fit's model
+  if [ ! -e "$1" ]; then echo "$2 wrote no model; its run's log ends:"; tail -5 "$work/run-$2.log"; exit 1; fi
   python - "$work" "$app" "$@" <<'PY'
 import sys
 import warnings
