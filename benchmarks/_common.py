@@ -22,7 +22,11 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel
 from sklearn.ensemble import RandomForestClassifier
+from sklearn.model_selection import train_test_split
+from sklearn.utils import Bunch
 from tqdm import tqdm
+
+from skfedkt.datasets import dirichlet_partition, iid_partition
 
 
 def parser(doc, *, seeds=None, n_jobs=None, trees=None):
@@ -152,6 +156,22 @@ def bar_figure(labels, values, xlabel, *, errors=None, reference=None, log=False
         log_axis(ax, "x", xlabel)
     ax.invert_yaxis()
     return fig
+
+
+def bundled_split(loader, n_parties, beta, seed):
+    """A 40/20/40 train/public/held-out split of a scikit-learn dataset (`loader`, as
+    ``load_digits``), stratified, with `n_parties` Dirichlet(`beta`) parties of at
+    least 10 rows (`beta` None: IID parties)."""
+    X, y = loader(return_X_y=True)
+    X_train, X_rest, y_train, y_rest = train_test_split(X, y, train_size=0.4, stratify=y,
+                                                        random_state=seed)
+    X_public, X_test, _, y_test = train_test_split(X_rest, y_rest, train_size=1 / 3,
+                                                   stratify=y_rest, random_state=seed)
+    groups = (iid_partition(len(y_train), n_parties, random_state=seed) if beta is None
+              else dirichlet_partition(y_train, n_parties, beta=beta, min_party_size=10,
+                                       random_state=seed))
+    return Bunch(X_train=X_train, y_train=y_train, groups=groups, X_public=X_public,
+                 X_test=X_test, y_test=y_test)
 
 
 def forest(n_trees, max_depth=6):

@@ -21,12 +21,11 @@ Produces: doc/user_guide/choosing.rst, "Accuracy against what each method reveal
 from collections import defaultdict
 
 import numpy as np
-from _common import (accuracy_axis, cell_spread, forest, mean_std, new_figure, parser,
-                     print_table, run_parallel)
+from _common import (accuracy_axis, bundled_split, cell_spread, forest, mean_std,
+                     new_figure, parser, print_table, run_parallel)
 from bench_membership import fit_and_audit
 from joblib import delayed
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine
-from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
@@ -38,7 +37,7 @@ from skfedkt import (
     OneShotEnsembleClassifier,
 )
 from skfedkt.baselines import solo_scores
-from skfedkt.datasets import dirichlet_partition, load_federated
+from skfedkt.datasets import load_federated
 from skfedkt.privacy import PartyNoise, TeacherVotes
 
 BUNDLED = {"digits": (load_digits, 10), "breast_cancer": (load_breast_cancer, 5),
@@ -84,16 +83,7 @@ def load(dataset, beta, seed, census_path):
     if dataset == "census":
         return load_federated("adult", path=census_path, n_parties=50, beta=beta,
                               min_party_size=5, random_state=seed)
-    loader, n_parties = BUNDLED[dataset]
-    X, y = loader(return_X_y=True)
-    X_train, X_rest, y_train, y_rest = train_test_split(X, y, train_size=0.4, stratify=y,
-                                                        random_state=seed)
-    X_public, X_test, _, y_test = train_test_split(X_rest, y_rest, train_size=1 / 3,
-                                                   stratify=y_rest, random_state=seed)
-    groups = dirichlet_partition(y_train, n_parties, beta=beta, min_party_size=10,
-                                 random_state=seed)
-    return Bunch(X_train=X_train, y_train=y_train, groups=groups, X_public=X_public,
-                 X_test=X_test, y_test=y_test)
+    return bundled_split(*BUNDLED[dataset], beta, seed)
 
 
 def run(dataset, beta, seed, method, trees, n_references, census_path):

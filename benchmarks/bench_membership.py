@@ -36,15 +36,13 @@ import warnings
 from collections import defaultdict
 
 import numpy as np
-from _common import forest, parser, print_table, run_parallel
+from _common import bundled_split, forest, parser, print_table, run_parallel
 from joblib import delayed
 from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.ensemble import RandomForestClassifier
-from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils import Bunch
 
 from skfedkt import (
     FedCTClassifier,
@@ -52,7 +50,7 @@ from skfedkt import (
     OneShotEnsembleClassifier,
     SoftVotes,
 )
-from skfedkt.datasets import dirichlet_partition, iid_partition, load_federated
+from skfedkt.datasets import load_federated
 from skfedkt.privacy import (
     BitFlips,
     PartyNoise,
@@ -120,15 +118,8 @@ def census(path, beta, seed):
 
 
 def breast_cancer(beta, seed):
-    X, y = load_breast_cancer(return_X_y=True)
-    X_train, X_rest, y_train, y_rest = train_test_split(X, y, train_size=0.4, stratify=y,
-                                                        random_state=seed)
-    X_public, X_test, _, y_test = train_test_split(X_rest, y_rest, train_size=1 / 3,
-                                                   stratify=y_rest, random_state=seed)
-    groups = dirichlet_partition(y_train, 3, beta=beta, min_party_size=10, random_state=seed)
-    data = Bunch(X_train=X_train, y_train=y_train, groups=groups, X_public=X_public,
-                 X_test=X_test, y_test=y_test)
-    return data, np.unique(groups)
+    data = bundled_split(load_breast_cancer, 3, beta, seed)
+    return data, np.unique(data.groups)
 
 
 def audit_method(protocol, beta, seed, method, n_references, estimator=None,
@@ -257,14 +248,9 @@ def fedct_claim(args):
     """The FedCT paper's Table 1 setup: 5 parties, IID rows; vulnerability is the AUC."""
     def iid(name):
         def protocol(beta, seed):
-            X, y = (load_digits if name == "digits" else load_breast_cancer)(return_X_y=True)
-            X_train, X_rest, y_train, y_rest = train_test_split(
-                X, y, train_size=0.4, stratify=y, random_state=seed)
-            X_public, X_test, _, y_test = train_test_split(
-                X_rest, y_rest, train_size=1 / 3, stratify=y_rest, random_state=seed)
-            groups = iid_partition(len(y_train), 5, random_state=seed)
-            return Bunch(X_train=X_train, y_train=y_train, groups=groups, X_public=X_public,
-                         X_test=X_test, y_test=y_test), np.unique(groups)
+            data = bundled_split(load_digits if name == "digits" else load_breast_cancer, 5,
+                                 None, seed)
+            return data, np.unique(data.groups)
 
         protocol.__name__ = name
         return protocol

@@ -42,6 +42,9 @@ TINY = {
                         "--device-epochs", "1", "--device-rounds", "1",
                         "--stream-parties", "2", "--stream-teachers", "3"],
                        "| FedKT-Prox |"),
+    "bench_peers": (["--seeds", "1", "--trees", "2", "--datasets", "wine", "--n-jobs", "1",
+                     "--methods", "FedKT (default)", "centralized (not federated)"],
+                    "| wine | FedKT (default) |"),
     "bench_privacy": (["--tasks", "cod-rna", "--seeds", "1", "--n-jobs", "1", "--trees", "2",
                        "--cod-rna-rows", "8000"], "| cod-rna | L2 |"),
     "bench_scaling": (["--algorithms", "oneshot", "--parties", "4", "--rows", "--n-jobs",
@@ -262,3 +265,13 @@ def test_every_figure_names_its_axes_their_scale_and_where_accuracy_starts(
             texts += [text.get_text() for text in (legend.get_texts() if legend else [])]
         texts.append(ax.get_title())
     assert not [text for text in texts if UNNAMED_PARAMETER.match(text)], name
+
+
+def test_peers_benchmark_names_the_missing_package_and_the_way_out(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_peers
+
+    monkeypatch.setattr(bench_peers, "find_spec", lambda name: None)
+    with pytest.raises(SystemExit):
+        bench_peers.main(["--methods", "flwr-trees: pooled forests"])
+    assert "flwr-trees is not installed" in capsys.readouterr().err
