@@ -27,7 +27,7 @@ NOT_RESULTS = (
 )
 # pages whose results are still typed by hand; the test fails once one of them is
 # converted, so that it leaves this list
-TYPED_BY_HAND = {"performance/privacy.rst", "performance/stacked.rst"}
+TYPED_BY_HAND = {"performance/stacked.rst"}
 
 
 def doc_pages():
@@ -141,7 +141,7 @@ NOT_RESULT_TABLES = {"extending.rst": 5, "architecture.rst": 1, "deployment.rst"
                      "secure_aggregation.rst": 1, "user_guide/choosing.rst": 1}
 # pages whose result tables are still typed by hand; the test fails once one of them is
 # converted, so that it leaves this list
-TABLES_BY_HAND = {"performance/stacked.rst", "performance/privacy.rst"}
+TABLES_BY_HAND = {"performance/stacked.rst"}
 
 
 @pytest.mark.parametrize("page", doc_pages(), ids=lambda page: str(page.relative_to(ROOT)))
