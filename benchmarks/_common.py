@@ -17,10 +17,11 @@ import json
 import shlex
 import sys
 import warnings
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from joblib import Parallel
+from joblib import Parallel, delayed
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
@@ -213,6 +214,19 @@ def run_parallel(calls, n_jobs, what):
     calls = list(calls)
     return list(progress(Parallel(n_jobs=n_jobs, return_as="generator")(calls), what,
                          total=len(calls)))
+
+
+def runs_by_dataset_and_method(run, datasets, n_seeds, methods, n_jobs, what):
+    """``run(dataset=, seed=, method=)`` for every dataset, seed and method, `n_jobs` at
+    a time: the results of each (dataset, method), in seed order."""
+    keys = [(dataset, seed, method) for dataset in datasets for seed in range(n_seeds)
+            for method in methods]
+    results = run_parallel((delayed(run)(dataset=dataset, seed=seed, method=method)
+                            for dataset, seed, method in keys), n_jobs, what)
+    table = defaultdict(list)
+    for (dataset, _, method), result in zip(keys, results):
+        table[dataset, method].append(result)
+    return table
 
 
 def status_mib(field):

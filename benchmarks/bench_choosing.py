@@ -18,13 +18,12 @@ accountant states, rounds, KiB a party sends in all, and what the final model is
 Produces: doc/user_guide/choosing.rst, "Accuracy against what each method reveals".
 """
 
-from collections import defaultdict
+from functools import partial
 
 import numpy as np
 from _common import (accuracy_axis, bundled_split, cell_spread, forest, mean_std,
-                     new_figure, parser, print_table, run_parallel)
+                     new_figure, parser, print_table, runs_by_dataset_and_method)
 from bench_membership import fit_and_audit
-from joblib import delayed
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
@@ -128,15 +127,11 @@ def main(argv=None):
     args = command.parse_args(argv)
     if "census" in args.datasets and not args.census_path:
         command.error("--datasets census needs --census-path")
-    keys = [(dataset, seed, method) for dataset in args.datasets
-            for seed in range(args.seeds) for method in args.methods]
-    runs = run_parallel((delayed(run)(dataset, args.beta, seed, method, args.trees,
-                                      args.references, args.census_path)
-                         for dataset, seed, method in keys),
-                        args.n_jobs, "fits and audits (dataset, seed, method)")
-    table = defaultdict(list)
-    for (dataset, _, method), result in zip(keys, runs):
-        table[dataset, method].append(result)
+    table = runs_by_dataset_and_method(
+        partial(run, beta=args.beta, trees=args.trees, n_references=args.references,
+                census_path=args.census_path),
+        args.datasets, args.seeds, args.methods, args.n_jobs,
+        "fits and audits (dataset, seed, method)")
     print(f"Dirichlet(beta={args.beta:g}) parties, random forests ({args.trees} trees, "
           f"depth 6); mean ± std over {args.seeds} seeds; attack AUCs (0.5: a guess) on "
           f"a party's most revealing release and on the final model, LiRA with "

@@ -26,14 +26,13 @@ Produces: doc/user_guide/choosing.rst, "What a user would pick instead".
 
 import logging
 import warnings
-from collections import defaultdict
+from functools import partial
 from importlib.util import find_spec
 from unittest import mock
 
 import numpy as np
-from _common import forest, mean_std, parser, print_table, run_parallel
+from _common import forest, mean_std, parser, print_table, runs_by_dataset_and_method
 from bench_choosing import BUNDLED, load
-from joblib import delayed
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
@@ -173,14 +172,9 @@ def main(argv=None):
     if NEEDS_FLWR_TREES & set(args.methods) and find_spec("flwr_trees") is None:
         command.error("flwr-trees is not installed (see this script's help for how), or "
                       "pass --methods without " + ", ".join(sorted(NEEDS_FLWR_TREES)))
-    keys = [(dataset, seed, method) for dataset in args.datasets
-            for seed in range(args.seeds) for method in args.methods]
-    scores = run_parallel((delayed(run)(dataset, args.beta, seed, method, args.trees)
-                           for dataset, seed, method in keys),
-                          args.n_jobs, "fits (dataset, seed, method)")
-    table = defaultdict(list)
-    for (dataset, _, method), score in zip(keys, scores):
-        table[dataset, method].append(score)
+    table = runs_by_dataset_and_method(
+        partial(run, beta=args.beta, trees=args.trees), args.datasets, args.seeds,
+        args.methods, args.n_jobs, "fits (dataset, seed, method)")
     print(f"Dirichlet(beta={args.beta:g}) parties, the splits of bench_choosing; test "
           f"accuracy, mean ± std over {args.seeds} seeds\n")
     print_table(["dataset", "method", "accuracy", "final model"],
