@@ -24,10 +24,8 @@ LITERAL_DIRECTIVES = re.compile(r"\.\. (code-block|code|doctest|testcode|testout
 NOT_RESULTS = (
     "Python 3.10", "skops 0.14", "torch older than 2.11", "Flower 1.42",
     "learning rate 0.001", "(120 s in the script)", "at most 1.05", "gamma 0.04",
+    "torch 2.13", "sampled every 5 ms",
 )
-# pages whose results are still typed by hand; the test fails once one of them is
-# converted, so that it leaves this list
-TYPED_BY_HAND = {"performance/stacked.rst"}
 
 
 def doc_pages():
@@ -88,11 +86,8 @@ After 1.14x."""
 def test_results_in_the_docs_come_from_stored_results(page):
     name = page.relative_to(ROOT / "doc").as_posix()
     typed = typed_results(page.read_text())
-    if name in TYPED_BY_HAND:
-        assert typed, f"{name} holds no typed result now: take it off TYPED_BY_HAND"
-    else:
-        assert typed == [], (f"{name} types these results (line, number); show them "
-                             f"with :result: or :paper: from stored results: {typed}")
+    assert typed == [], (f"{name} types these results (line, number); show them "
+                         f"with :result: or :paper: from stored results: {typed}")
 
 
 # words for a goal or a machine that a reader does not share
@@ -139,9 +134,6 @@ TYPED_TABLE = re.compile(r"^\s*\.\. list-table::|(?<=\n\n)(=+( +=+)+|\+[-=]+(\+[
 # tables that list no results: parameters, hooks, declarations, what each method sends
 NOT_RESULT_TABLES = {"extending.rst": 5, "architecture.rst": 1, "deployment.rst": 1,
                      "secure_aggregation.rst": 1, "user_guide/choosing.rst": 1}
-# pages whose result tables are still typed by hand; the test fails once one of them is
-# converted, so that it leaves this list
-TABLES_BY_HAND = {"performance/stacked.rst"}
 
 
 @pytest.mark.parametrize("page", doc_pages(), ids=lambda page: str(page.relative_to(ROOT)))
@@ -149,11 +141,8 @@ def test_tables_of_results_come_from_stored_results(page):
     name = page.relative_to(ROOT / "doc").as_posix()
     typed = len(TYPED_TABLE.findall(page.read_text()))
     allowed = NOT_RESULT_TABLES.get(name, 0)
-    if name in TABLES_BY_HAND:
-        assert typed > allowed, f"{name} types no result table now: take it off TABLES_BY_HAND"
-    else:
-        assert typed == allowed, (f"{name} types {typed - allowed} table(s) of results: show "
-                                  "them with benchmark-table or paper-table")
+    assert typed == allowed, (f"{name} types {typed - allowed} table(s) of results: show "
+                              "them with benchmark-table or paper-table")
 
 
 def test_a_typed_table_is_counted_once_whatever_its_kind():
