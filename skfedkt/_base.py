@@ -297,6 +297,7 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         parties = self._parties(party_context, lambda party: derived_random_state(
             root, "party", party, scratch=True))
         message, messages, sent = None, [], np.zeros(len(data.parties), dtype=np.int64)
+        round_uploads: Sequence[Message] = ()
         with recording_tiers() as tier_fits:
             while True:
                 uploads, reused = self._party_step(self._answering(party_context, message),
@@ -309,7 +310,9 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
                     break
                 message = self._round_message(server_context.with_message(message), uploads)
                 messages.append(message)
-            server_context = replace(server_context, message=message, rounds=tuple(messages))
+                round_uploads = uploads
+            server_context = replace(server_context, message=message, rounds=tuple(messages),
+                                     last_round_uploads=tuple(round_uploads))
             fitted = self._server_step(server_context, uploads, reused)
         fitted.update(tier_fits_=tier_fits)
         # what each party sent is measured when asked for: skops takes far longer than

@@ -8,9 +8,17 @@ from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.dummy import DummyClassifier
 from sklearn.metrics import auc
 from sklearn.neighbors import KNeighborsClassifier
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import scale
 from sklearn.tree import DecisionTreeClassifier
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import (
+    FedAvgClassifier,
+    FedCTClassifier,
+    FedKTClassifier,
+    OneShotEnsembleClassifier,
+    config_context,
+)
 from skfedkt.privacy import (
     PartyNoise,
     ServerNoise,
@@ -72,6 +80,7 @@ def test_members_and_nonmembers_are_matched_by_class(noisy_labels):
 
 def test_every_release_of_every_estimator_is_attacked():
     X, y = load_breast_cancer(return_X_y=True)
+    X = scale(X)  # as a network needs
     party = np.arange(240) % 3
     data = X[:240], y[:240], party, X[300:], y[300:]
     public = X[240:300]
@@ -79,6 +88,9 @@ def test_every_release_of_every_estimator_is_attacked():
         FedKTClassifier(n_students=2, random_state=0): {"upload", "final model"},
         FedCTClassifier(n_rounds=1, random_state=0): {"labels", "local model", "final model"},
         OneShotEnsembleClassifier(random_state=0): {"upload", "final model"},
+        # each party's weights of the last round, which the server saw
+        FedAvgClassifier(MLPClassifier((8,)), n_rounds=2, random_state=0): {
+            "upload", "final model"},
     }
     for estimator, releases in expected.items():
         estimator.fit(*data[:2], groups=party, X_unlabeled=public)
@@ -90,6 +102,25 @@ def test_every_release_of_every_estimator_is_attacked():
                             for attack in ("loss", "lira")}
         assert all(0 <= r.auc <= 1 for r in audit.results)
         assert "release" in str(audit) and "final model" in str(audit)
+
+
+def test_fedavg_releases_party_weights_only_where_the_server_saw_them(noisy_labels):
+    """The server sees each party's weights of the last round in the clear only in
+    `fit` without secure aggregation, and only when that round averaged weights."""
+    X, y, party, *_ = noisy_labels
+    net = MLPClassifier((8,), max_iter=5)
+
+    def party_releases(clf):
+        return {r.party for r in clf._releases.of_fit(clf) if r.name == "upload"}
+
+    assert party_releases(FedAvgClassifier(net, n_rounds=2, random_state=0).fit(
+        X, y, groups=party)) == {0, 1, 2}
+    with config_context(secure_aggregation=True):
+        secure = FedAvgClassifier(net, n_rounds=2, random_state=0).fit(X, y, groups=party)
+    assert party_releases(secure) == set()
+    first_round_only = FedAvgClassifier(net, n_rounds=1, init=FedKTClassifier(
+        net, n_students=1), random_state=0).fit(X, y, groups=party, X_unlabeled=X[:50])
+    assert party_releases(first_round_only) == set()
 
 
 def test_each_release_carries_the_epsilon_that_covers_it():

@@ -183,6 +183,9 @@ class ServerContext(_Context, Generic[PlanT]):
     rounds : tuple of PartyUpload
         In `fit`'s last step: the server's message of every round, which a deployed
         server does not keep (it has its last, `message`); empty elsewhere.
+    last_round_uploads : tuple of PartyUpload
+        In `fit`'s last step: the parties' uploads that the last message was made from,
+        which a deployed server does not keep; empty elsewhere.
     deployed : bool
         Whether the uploads were read from files (`fit_server`, `server_round`), whose
         manifests are their parties' claims, rather than made in `fit` from the pooled
@@ -200,6 +203,7 @@ class ServerContext(_Context, Generic[PlanT]):
     message: Message | None = None
     manifest: dict[str, Any] | None = None
     rounds: tuple[Message, ...] = ()
+    last_round_uploads: tuple[Message, ...] = ()
     deployed: bool = False
     sums: dict[str, np.ndarray] | None = None
 

@@ -59,23 +59,31 @@ def _sent_bytes(clf: FedAvgClassifier) -> np.ndarray:
     return np.full(len(clf.parties_), sum(entry["bytes_sent"] for entry in clf.history_))
 
 
+def _weights_release(clf: FedAvgClassifier, party: Any, weights: list[np.ndarray],
+                     n_classes: int) -> Release:
+    model = model_of(FedAvgPlan.of(clf).estimator, weights, n_classes)
+    return models_release("upload", party, [ClassCodeModel(model, np.arange(n_classes))],
+                          n_classes)
+
+
 def _fit_releases(clf: FedAvgClassifier) -> list[Release]:
-    """What FedAvg lets out (see `skfedkt.privacy.membership_audit`): the final model.
-    Every party's weights of every round reach the server too (under secure
-    aggregation, only their sum); the fitted estimator does not keep them:
-    `skfedkt.privacy.party_membership_audit` attacks a party's upload."""
-    return [final_model_release(clf)]
+    """What FedAvg lets out (see `skfedkt.privacy.membership_audit`): every party's
+    weights of the last round, the longest trained of the weights the server sees every
+    round, and the final model. Under secure aggregation, after `fit_server` (a
+    deployed server keeps no party's weights) and when the last round is a one-shot
+    first round (`init`), the final model alone; `skfedkt.privacy.party_membership_audit`
+    attacks a party's upload."""
+    n_classes = len(clf.classes_)
+    return [*(_weights_release(clf, party, weights, n_classes)
+              for party, weights in clf._party_weights.items()),
+            final_model_release(clf)]
 
 
 def _upload_releases(clf: FedAvgClassifier, upload: PartyUpload,
                      n_classes: int) -> list[Release]:
     """What one party's upload of a round lets out: the model its weights make."""
     weights = fedavg_upload(upload)["weights"]
-    if weights is None:
-        return []
-    model = model_of(FedAvgPlan.of(clf).estimator, weights, n_classes)
-    return [models_release("upload", upload.party,
-                           [ClassCodeModel(model, np.arange(n_classes))], n_classes)]
+    return [] if weights is None else [_weights_release(clf, upload.party, weights, n_classes)]
 
 
 @shared_docs
@@ -191,12 +199,15 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     What the server sees is every party's weights after every round: FedAvg gives no
     privacy guarantee. `skfedkt.privacy.party_membership_audit` attacks what a party's
-    upload lets out. Under ``skfedkt.set_config(secure_aggregation=True)`` it sees only
-    their sums: each party sends its weights times its rows, its rows and its rows
-    predicted right (with FedDF, its model's class probabilities on the public set) in
-    a secure sum, which holds weights up to 2**20 in magnitude (a party whose weights
-    exceed it is refused); the average goes back to every party in the clear, and a
-    first round (`init`) runs as that algorithm does under it.
+    upload lets out; `skfedkt.privacy.membership_audit` attacks every party's weights of
+    the last round, the longest trained, which a fitted estimator keeps after `fit` (one
+    copy of the model's weights per party) for that audit. Under
+    ``skfedkt.set_config(secure_aggregation=True)`` it sees only their sums: each party
+    sends its weights times its rows, its rows and its rows predicted right (with FedDF,
+    its model's class probabilities on the public set) in a secure sum, which holds
+    weights up to 2**20 in magnitude (a party whose weights exceed it is refused); the
+    average goes back to every party in the clear, and a first round (`init`) runs as
+    that algorithm does under it.
 
     References
     ----------
@@ -235,7 +246,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     _parameter_objects = ("init",)
 
-    _private_fitted = ("_model", "_round_weights")
+    _private_fitted = ("_model", "_round_weights", "_party_weights")
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "predict"]), None],  # the plan says which
@@ -299,7 +310,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
         assert context.message is not None  # the rounds end on the server's message
         # in fit every round's global weights, for the staged predictions
         return finished(context.plan, context.message, context.known_classes,
-                        context.rounds)
+                        context.rounds, context.last_round_uploads)
 
     def _after_fit(self, context: ServerContext[FedAvgPlan], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:

@@ -160,17 +160,24 @@ def weight_bytes(weights: list[np.ndarray]) -> int:
 
 
 def finished(plan: FedAvgPlan, message: Message, classes: np.ndarray,
-             rounds: Sequence[Message] = ()) -> dict[str, Any]:
+             rounds: Sequence[Message] = (),
+             last_round_uploads: Sequence[Message] = ()) -> dict[str, Any]:
     """The fitted attributes of `FedAvgClassifier` from the server's last `message`: the
-    model carrying the last average of the parties' weights, and the global weights of
-    every round's message in `rounds` (those `fit` saw; a deployed server has its
-    last)."""
+    model carrying the last average of the parties' weights, the global weights of
+    every round's message in `rounds`, and each party's weights in
+    `last_round_uploads`, the uploads of the last round (those `fit` saw; a deployed
+    server has its last message alone)."""
     n_classes = len(classes)
     model = model_of(plan.estimator, fedavg_message(message)["weights"], n_classes)
     history = [dict(entry) for entry in message.manifest["history"]]
+    # a one-shot first round's uploads carry that algorithm's models, not weights; under
+    # secure aggregation the uploads carry no weights in the clear
+    averaged = last_round_uploads if plan.init is None or len(rounds) > 1 else ()
     return dict(
         _model=ClassCodeModel(model, np.arange(n_classes)),
         _round_weights=[fedavg_message(kept)["weights"] for kept in rounds or [message]],
+        _party_weights={upload.manifest["party"]: weights for upload in averaged
+                        if (weights := fedavg_upload(upload).get("weights")) is not None},
         estimator_=model,
         history_=history,
         n_rounds_=len(history),
