@@ -46,9 +46,9 @@ CPU_THREADED_STEP_FLOPS = 8e6
 # what the votes of one chunk may hold at once (activations of a block of rows)
 VOTE_BLOCK_BYTES = 64 * 2**20
 
-# modules the CPU trains no faster stacked than one by one: convolutions (skorch's
-# tutorial CNN, 100 teachers: 19 s one by one, 28 s stacked through vmap, 47 s as
-# unfolded patches; bench_networks.py --device cpu --device-tables convolutions)
+# modules the CPU trains no faster stacked than one by one: convolutions (through vmap
+# skorch's tutorial CNN trains slower stacked, the paper's small CNN a little faster;
+# as unfolded patches both far slower: benchmarks/results/stacked_convolutions.json)
 CPU_UNHELPED_MODULES = CONVOLUTIONS
 # how a stack of 2-D convolutions runs on each kind of device: through vmap, a grouped
 # convolution (False), or as unfolded patches times kernels (True), which measured
