@@ -9,7 +9,8 @@ lets out with ``membership_audit``: the loss attack and offline LiRA (``--refere
 reference fits, each a refit of the whole protocol), the attacked parties' rows as
 members. Prints, per dataset and method, mean ± std over seeds: test accuracy, the AUC
 of both attacks on the most revealing of a party's own releases (its upload, its
-shared labels or its local model) and LiRA's on the final model, the epsilon the
+shared labels or its local model; FedAvg's weights of the last round) and LiRA's on the
+final model, the epsilon the
 accountant states, rounds, KiB a party sends in all, and what the final model is.
 
     python benchmarks/bench_choosing.py                      # bundled sets, 3 seeds
