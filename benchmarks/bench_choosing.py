@@ -42,36 +42,40 @@ from skfedkt.privacy import PartyNoise, TeacherVotes
 
 BUNDLED = {"digits": (load_digits, 10), "breast_cancer": (load_breast_cancer, 5),
            "wine": (load_wine, 4)}
-# method: (its estimator of a seed and forest size, what its final model is)
+# method: (its estimator of a seed, forest size and number of parties, what its final
+# model is)
 METHODS = {
-    "FedKT (default)": (lambda seed, trees: FedKTClassifier(forest(trees), random_state=seed),
+    "FedKT (default)": (lambda seed, trees, _: FedKTClassifier(forest(trees), random_state=seed),
                         "one model"),
     "FedKT (paper, hard votes)": (
-        lambda seed, trees: FedKTClassifier(forest(trees), voting="hard", random_state=seed),
+        lambda seed, trees, _: FedKTClassifier(forest(trees), voting="hard", random_state=seed),
         "one model"),
     "FedKT L2 (gamma 0.04)": (
-        lambda seed, trees: FedKTClassifier(forest(trees), privacy=PartyNoise(gamma=0.04),
-                                            n_students=1, random_state=seed),
+        lambda seed, trees, _: FedKTClassifier(forest(trees), privacy=PartyNoise(gamma=0.04),
+                                               n_students=1, random_state=seed),
         "one model"),
-    "FedCT": (lambda seed, trees: FedCTClassifier(forest(trees), n_rounds=5,
-                                                  random_state=seed),
+    "FedCT": (lambda seed, trees, _: FedCTClassifier(forest(trees), n_rounds=5,
+                                                     random_state=seed),
               "a model per party, and their vote"),
     "FedCT, TeacherVotes(4)": (
-        lambda seed, trees: FedCTClassifier(forest(trees), n_rounds=5,
-                                            privacy=TeacherVotes(4.0), random_state=seed),
+        lambda seed, trees, _: FedCTClassifier(forest(trees), n_rounds=5,
+                                               privacy=TeacherVotes(4.0), random_state=seed),
         "a model per party, and their vote"),
     "one-shot ensemble (all parties)": (
-        lambda seed, trees: OneShotEnsembleClassifier(forest(trees), selection="all",
-                                                      random_state=seed),
+        lambda seed, trees, _: OneShotEnsembleClassifier(forest(trees), selection="all",
+                                                         random_state=seed),
         "every party's model"),
-    "one-shot ensemble (cv selection)": (
-        lambda seed, trees: OneShotEnsembleClassifier(forest(trees), random_state=seed),
+    "one-shot ensemble (cv selection of half)": (
+        lambda seed, trees, n_parties: OneShotEnsembleClassifier(
+            forest(trees), selection="cv", n_selected=max(1, n_parties // 2),
+            random_state=seed),
         "the selected parties' models"),
-    "FedAvg (MLP, 10 rounds)": (
-        lambda seed, trees: FedAvgClassifier(
+    # the FedKT paper's FedAvg: its MLP, 10 epochs a round
+    "FedAvg (MLP, 10 rounds of 10 epochs)": (
+        lambda seed, trees, _: FedAvgClassifier(
             MLPClassifier(hidden_layer_sizes=(100, 100), learning_rate_init=0.001,
                           batch_size=32, random_state=seed),
-            n_rounds=10, random_state=seed),
+            n_rounds=10, local_epochs=10, random_state=seed),
         "one model: the averaged weights"),
 }
 BASELINES = {"SOLO (each party alone)": "a model per party, never shared",
@@ -100,7 +104,7 @@ def run(dataset, beta, seed, method, trees, n_references, census_path):
                                     data.X_test, data.y_test, random_state=seed))
         sent = 0.0 if method.startswith("SOLO") else np.nan  # SOLO sends nothing
         return score, np.nan, np.nan, np.nan, np.nan, 0, sent
-    model = METHODS[method][0](seed, trees)
+    model = METHODS[method][0](seed, trees, len(np.unique(data.groups)))
     attacked = np.random.RandomState(seed).choice(np.unique(data.groups),
                                                   min(3, len(np.unique(data.groups))),
                                                   replace=False)
@@ -142,7 +146,7 @@ def main(argv=None):
          "final: LiRA AUC", "epsilon", "rounds", "KiB per party", "final model"],
         [[dataset, method, *(_cell([r[k] for r in rows], digits)
                              for k, digits in ((0, 3), (1, 2), (2, 2), (3, 2), (4, 2))),
-          f"{np.mean([r[5] for r in rows]):g}", _cell([r[6] for r in rows], 1),
+          f"{np.mean([r[5] for r in rows]):g}", _cell([r[6] for r in rows], 2),
           {**{name: what for name, (_, what) in METHODS.items()}, **BASELINES}[method]]
          for (dataset, method), rows in table.items()])
 
@@ -165,9 +169,11 @@ def figure(results):
         for row in rows:
             if row[0] == dataset and row[auc] != "-":
                 (x, x_std), (y, y_std) = cell_spread(row[auc]), cell_spread(row[accuracy])
+                # hollow markers: methods that reveal alike fall on one another
                 ax.errorbar(x, y, xerr=x_std, yerr=y_std, marker=markers[row[1]],
-                            capsize=2, label=row[1], linestyle="none")
-        ax.axvline(0.5, color="grey", linewidth=1, linestyle="--")
+                            markerfacecolor="none", capsize=2, label=row[1],
+                            linestyle="none")
+        ax.axvline(0.5, color="grey", linewidth=1, linestyle="--", label="a guess (AUC 0.5)")
         ax.set(title=dataset, xlabel="LiRA AUC on a party's releases (0.5: a guess)")
         accuracy_axis(ax)
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center",

@@ -10,7 +10,8 @@ and the one-shot ensemble of every party's forest, with the same forests (``--tr
 trees, depth 6; flwr-trees' forests are given the same size and depth, its booster its
 defaults), and one forest on all the training rows. Prints test accuracy, mean ± std
 over seeds, and what each final model holds. Flower's own FedAvg strategy runs
-bench_choosing's network (10 rounds, one epoch each) beside skfedkt's FedAvgClassifier.
+bench_choosing's FedAvg network beside skfedkt's FedAvgClassifier, both for 10 rounds of
+one epoch each.
 
 flwr-trees needs numpy >= 2.4.4, scikit-learn >= 1.8 and the ``xgboost`` wheel (which
 pulls NVIDIA's NCCL on Linux); with the CPU wheel instead::
