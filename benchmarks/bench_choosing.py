@@ -26,7 +26,9 @@ from _common import (accuracy_axis, bundled_split, cell_spread, forest, mean_std
                      new_figure, parser, print_table, runs_by_dataset_and_method)
 from bench_membership import fit_and_audit
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+from sklearn.impute import SimpleImputer
 from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
@@ -94,9 +96,12 @@ def run(dataset, beta, seed, method, trees, n_references, census_path):
     """One method on one split: (accuracy, loss AUC, LiRA AUC of a party's releases,
     LiRA AUC of the final model, epsilon, rounds, KiB per party)."""
     data = load(dataset, beta, seed, census_path)
-    if method.startswith("FedAvg"):  # the network's inputs: one scale for every party
-        scaler = StandardScaler().fit(data.X_public)
-        scaled = {key: scaler.transform(data[key]) for key in ("X_train", "X_public", "X_test")}
+    if method.startswith("FedAvg"):
+        # the network's inputs, from the public set for every party: census's missing
+        # values as its medians, one scale
+        inputs = make_pipeline(SimpleImputer(strategy="median"), StandardScaler()).fit(
+            data.X_public)
+        scaled = {key: inputs.transform(data[key]) for key in ("X_train", "X_public", "X_test")}
         data = Bunch(**{**data, **scaled})
     if method in BASELINES:
         groups = data.groups if method.startswith("SOLO") else np.zeros(len(data.y_train))
