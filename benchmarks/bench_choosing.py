@@ -10,8 +10,8 @@ reference fits, each a refit of the whole protocol), the attacked parties' rows 
 members. Prints, per dataset and method, mean ± std over seeds: test accuracy, the AUC
 of both attacks on the most revealing of a party's own releases (its upload, its
 shared labels or its local model; FedAvg's weights of the last round) and LiRA's on the
-final model, the epsilon the
-accountant states, rounds, KiB a party sends in all, and what the final model is.
+final model, the epsilon the accountant states, rounds, KiB a party sends in all, and
+what the final model is.
 
     python benchmarks/bench_choosing.py                      # bundled sets, 3 seeds
     python benchmarks/bench_choosing.py --census-path adult.data --datasets census
@@ -109,9 +109,9 @@ def run(dataset, beta, seed, method, trees, n_references, census_path):
                                     data.X_test, data.y_test, random_state=seed))
         sent = 0.0 if method.startswith("SOLO") else np.nan  # SOLO sends nothing
         return score, np.nan, np.nan, np.nan, np.nan, 0, sent
-    model = METHODS[method][0](seed, trees, len(np.unique(data.groups)))
-    attacked = np.random.RandomState(seed).choice(np.unique(data.groups),
-                                                  min(3, len(np.unique(data.groups))),
+    parties = np.unique(data.groups)
+    model = METHODS[method][0](seed, trees, len(parties))
+    attacked = np.random.RandomState(seed).choice(parties, min(3, len(parties)),
                                                   replace=False)
     audit = fit_and_audit(model, data, attacked, n_references, seed)
     party = {r.release for r in audit.results} - {"final model"}
