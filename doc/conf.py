@@ -24,6 +24,8 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     # the results pages' tables and figures, from the benchmarks' stored results
     "benchmark_results",
+    # the tables of what crosses, from the algorithms' declarations
+    "declared_fields",
 ]
 
 templates_path = ["_templates"]

@@ -14,7 +14,6 @@ from sklearn.base import clone
 from ._engine._compat import num_samples, safe_indexing
 from ._deployment._archive import UploadLimits
 from ._config import config_context, get_config
-from ._declarations import refuse_insecure
 from ._deployment._secure_stages import SecureSession
 from ._deployment._upload import honest_limits, read_upload
 
@@ -149,12 +148,12 @@ def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
     """`estimator`'s secure session of `parties` (`ConsortiumAgreements.secure_session`),
     refused where the algorithm cannot run under secure aggregation."""
     plan = estimator._plan()
-    refuse_insecure(type(estimator).__name__, estimator._secure_sums, plan)
+    estimator._uploads.refuse_in_mode(type(estimator).__name__, plan, True)
     rows = list(party_rows)
     if len(rows) != len(list(parties)) or not rows:
         raise ValueError(f"party_rows must give one row count per party: {len(rows)} for "
                          f"{len(list(parties))} parties.")
     if any(isinstance(n, bool) or not isinstance(n, Integral) or n < 1 for n in rows):
         raise ValueError(f"party_rows must be positive integers, got {rows!r}.")
-    return SecureSession.new(parties, rows, estimator._secure_sums.float_bound(
+    return SecureSession.new(parties, rows, estimator._uploads.channel(plan).float_bound(
         plan, max(rows)), threshold)

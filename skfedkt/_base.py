@@ -4,6 +4,7 @@ algorithm's hooks and declarations (see `BaseFederatedClassifier`)."""
 
 from __future__ import annotations
 
+import secrets
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -28,10 +29,17 @@ from ._config import get_config
 from ._declarations import (
     _COMMON_PARAMETERS,
     _DECLARATIONS,
+    InClear,
+    InSum,
     Releases,
-    SecureSums,
     Uploads,
-    refuse_insecure,
+)
+from ._deployment._channel import (
+    check_fields,
+    outgoing,
+    refuse_odd_layouts,
+    summed_in_clear,
+    weighted_terms,
 )
 from ._deployment._protocol import (
     PartyData,
@@ -40,7 +48,7 @@ from ._deployment._protocol import (
     require_public_set,
     server_expectations,
 )
-from ._deployment._upload import PartyUpload, check_uploadable
+from ._deployment._upload import SUMS, PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
 from ._deployment._secure import secure_parties, securely_summed
 from ._deployment._secure_coordinator import round_sums, surviving_uploads
@@ -67,7 +75,8 @@ from ._predict_side import PredictSide, _if_offered
 from ._shared_docs import shared_docs
 
 # the algorithm packages import the declarations and the docstring tool from here
-__all__ = ["BaseFederatedClassifier", "Releases", "Uploads", "_if_offered", "shared_docs"]
+__all__ = ["BaseFederatedClassifier", "InClear", "InSum", "Releases", "Uploads",
+           "_if_offered", "shared_docs"]
 
 
 class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin,
@@ -79,12 +88,17 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
     ``_fit_resample``; `fit` composes exactly the steps a deployment runs. An algorithm
     declares its plan (``_plan_type``: what its parameters imply, the public set and
     what an upload holds included), whether its server runs rounds (``runs_rounds``),
-    how what crosses is checked (``_uploads``, an `Uploads`) and what it lets out
-    (``_releases``, a `Releases`), and defines the hooks below: the abstract ones
-    always, ``_server_round`` with rounds. A class that lacks one is refused, naming
-    it: at its creation for the round hook, when it is instantiated for the others.
-    The steps are functions of the frozen plan that read nothing else of the estimator;
-    each takes the side's context object (`PartyContext`, `ServerContext`).
+    what crosses and how it is checked (``_uploads``, an `Uploads`: every field, in
+    the clear or in the sum) and what it lets out (``_releases``, a `Releases`), and
+    defines the hooks below: the abstract ones always, ``_server_round`` with rounds. A
+    class that lacks one is refused, naming it: at its creation for the round hook, when
+    it is instantiated for the others. The steps are functions of the frozen plan that
+    read nothing else of the estimator; each takes the side's context object
+    (`PartyContext`, `ServerContext`).
+
+    What the parties send in the sum reaches the server steps as its total alone
+    (``ServerContext.sums``), added in the clear or, under secure aggregation, by a
+    secure sum: the algorithm's steps are the same either way, and so is the model.
     """
 
     runs_rounds: ClassVar[bool] = False
@@ -92,8 +106,6 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
     _plan_type: ClassVar[type[Plan]]
     _uploads: ClassVar[Uploads[Any]]
     _releases: ClassVar[Releases]
-    # how the algorithm runs under secure aggregation; None: it does not
-    _secure_sums: ClassVar[SecureSums[Any] | None] = None
 
     # requested by default so that metadata routing sends them to fit
     __metadata_request__fit = {"groups": True, "X_unlabeled": True}
@@ -154,23 +166,26 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
     @abstractmethod
     def _party_step(self, context: PartyContext[Any], parties: Sequence[Any]) -> PartyStepResult:
         """What every party of `parties` uploads, their models in one flat parallel
-        batch per tier: a `PartyStepResult`."""
+        batch per tier: a `PartyStepResult`. Each upload holds every field the
+        algorithm declares (``_uploads.fields``), its sums under the payload's
+        ``"sums"``, with secure aggregation on or off."""
 
     def _server_round(self, context: ServerContext[Any],
                       uploads: Sequence[Message]) -> PartyUpload:
         """With rounds: the server's message of one round (a `PartyUpload`), from the
-        parties' `uploads` and ``context.message``, the previous round's. Its manifest
+        parties' `uploads` (without their sums), the total of their sums
+        (``context.sums``) and ``context.message``, the previous round's. Its manifest
         holds the algorithm's own fields: ``round`` (the round the parties fit next),
         ``done`` (whether training stopped) and any state the next round reads; the
         base adds the agreed fields, the sender and its rows."""
         raise NotImplementedError
 
     @abstractmethod
-    def _server_step(self, context: ServerContext[Any], uploads: Sequence[Message],
-                     reused: Any) -> dict[str, Any]:
-        """The fitted attributes, by name, from the parties' `uploads` (and, in `fit`,
-        what the party step let the server reuse and every round's message,
-        ``context.rounds``; None and none on a deployed server)."""
+    def _server_step(self, context: ServerContext[Any],
+                     uploads: Sequence[Message]) -> dict[str, Any]:
+        """The fitted attributes, by name, from the parties' `uploads` (without their
+        sums), the total of their sums (``context.sums``) and, in `fit`, every round's
+        message (``context.rounds``; none on a deployed server)."""
 
     def _after_fit(self, context: ServerContext[Any], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:
@@ -189,10 +204,12 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         return tags
 
     # private attributes a fit sets, beyond the public ones that end in "_" (and
-    # `_upload_bytes`, which every fit sets)
+    # `_upload_bytes` and `_sums_bytes`, which every fit sets)
     _private_fitted: tuple[str, ...] = ()
-    # what each party sent in `fit`, measured when `upload_bytes_` is first read
+    # what each party sent in `fit`, measured when `upload_bytes_` is first read, and
+    # the bytes of the sums it sent
     _upload_bytes: np.ndarray | None
+    _sums_bytes: np.ndarray
 
     def _clear_fitted_state(self):
         """Forget everything an earlier fit set, before a new one sets its own: a refit
@@ -201,17 +218,18 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         # (callback contexts, metadata requests, output configuration)
         for name in list(vars(self)):
             if (name.endswith("_") and not name.startswith("_")
-                    or name in self._private_fitted or name == "_upload_bytes"):
+                    or name in self._private_fitted
+                    or name in ("_upload_bytes", "_sums_bytes")):
                 delattr(self, name)
 
     @property
     def upload_bytes_(self):
         """Bytes each party sent, aligned with ``parties_`` (see the class's Attributes):
-        after `fit`, its upload's payload as skops writes it, measured when first read;
-        after `fit_server`, the size of each upload file."""
+        after `fit`, its upload's payload as skops writes it, measured when first read,
+        and the arrays of its sums; after `fit_server`, the size of each upload file."""
         check_is_fitted(self)
         if self._upload_bytes is None:
-            self._upload_bytes = self._uploads.sent_bytes(self)
+            self._upload_bytes = self._uploads.sent_bytes(self) + self._sums_bytes
         return self._upload_bytes
 
     # parameters that take the package's parameter objects, which check their own
@@ -237,12 +255,13 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
                 )
         return self._plan_type.of(self)
 
-    def _secure_plan(self):
-        """The frozen plan, refused under secure aggregation where the algorithm cannot
-        run on sums (`refuse_insecure`)."""
+    def _checked_plan(self):
+        """The frozen plan, refused where it cannot run with secure aggregation on, or
+        off, as it is (`Uploads.refuse_in_mode`): the model is what the parameters
+        say, whoever sees the sums."""
         plan = self._plan()
-        if get_config()["secure_aggregation"]:
-            refuse_insecure(type(self).__name__, self._secure_sums, plan)
+        self._uploads.refuse_in_mode(type(self).__name__, plan,
+                                     get_config()["secure_aggregation"])
         return plan
 
     def _set_fitted(self, fitted):
@@ -272,7 +291,7 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         self : object
             The fitted classifier.
         """
-        plan = self._secure_plan()
+        plan = self._checked_plan()
         refuse_an_untransformed_public_set(self, X_unlabeled)
         self._clear_fitted_state()
         data = validate_federated_data(self, X, y, groups, X_unlabeled)
@@ -287,7 +306,8 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         X_public = data.X_public if uses_public_set or X_unlabeled is not None else None
         root = root_seed(self.random_state)
         secure = get_config()["secure_aggregation"]
-        sum_parties, bound = (secure_parties(self._secure_sums, plan, data) if secure
+        channel = self._uploads.channel(plan)
+        sum_parties, bound = (secure_parties(channel, plan, data) if secure
                               else (None, 0.0))
         party_context = PartyContext(
             plan, data, root, [dict(party=party, n_rows=len(rows))
@@ -300,24 +320,36 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         round_uploads: Sequence[Message] = ()
         with recording_tiers() as tier_fits:
             while True:
-                uploads, reused = self._party_step(self._answering(party_context, message),
-                                                   parties)
-                if sum_parties:  # the server gets the sums alone, nothing a party step kept
-                    uploads, sums, round_sent = securely_summed(uploads, sum_parties, bound)
-                    server_context, reused = replace(server_context, sums=sums), None
+                step = self._party_step(self._answering(party_context, message), parties)
+                sent_uploads = [outgoing(upload, channel, plan, secure)
+                                for upload in step.uploads]
+                # the server gets the sums' total alone, added in the clear or securely
+                if sum_parties is None:
+                    uploads, sums, odd = summed_in_clear(sent_uploads, channel, plan,
+                                                         claimed=False)
+                    assert not odd, f"one party step gave sums of two layouts: {odd}"
+                    sent += [sum(values.nbytes for values in (
+                        upload.payload.get(SUMS) or {}).values()) for upload in sent_uploads]
+                else:
+                    uploads, sums, round_sent = securely_summed(
+                        sent_uploads, sum_parties, bound, channel, plan)
                     sent += round_sent
+                server_context = replace(server_context, sums=sums)
                 if not self.runs_rounds or message is not None and message.manifest["done"]:
                     break
                 message = self._round_message(server_context.with_message(message), uploads)
                 messages.append(message)
-                round_uploads = uploads
+                # what the server saw of each party: in the clear, its sums too
+                round_uploads = uploads if secure else sent_uploads
             server_context = replace(server_context, message=message, rounds=tuple(messages),
                                      last_round_uploads=tuple(round_uploads))
-            fitted = self._server_step(server_context, uploads, reused)
+            fitted = self._server_step(server_context, uploads)
         fitted.update(tier_fits_=tier_fits)
-        # what each party sent is measured when asked for: skops takes far longer than
-        # the fits of small models; under secure aggregation, its secure sum's messages
-        self._set_fitted(dict(fitted, _upload_bytes=sent if secure else None))
+        # what each party sent in the clear is measured when asked for: skops takes far
+        # longer than the fits of small models; under secure aggregation, its secure
+        # sum's messages are all it sent
+        self._set_fitted(dict(fitted, _upload_bytes=sent if secure else None,
+                              _sums_bytes=sent))
         self._after_fit(server_context, uploads, data)
         return self
 
@@ -348,11 +380,14 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             Seed of this party's own draws (partitions, clone seeds, noise, ties).
             ``None`` derives them from `random_state` and `party`, as `fit` does; with
             a privacy mechanism whose noise a party adds, a server that knows
-            `random_state` could then recompute it: pass a secret seed there.
+            `random_state` could then recompute it: pass a secret seed there. Under
+            secure aggregation, with such a mechanism, ``None`` draws the party's seed
+            from the operating system instead (its step is then not repeatable).
         secure_session : SecureSession, default=None
             Under secure aggregation, the consortium's session (`secure_session`):
-            the upload then carries in sum only what the server needs in sum, and its
-            ``secure_state`` answers the secure sum's stages (:doc:`/secure_aggregation`).
+            the upload then withholds what secure aggregation keeps at the party, its
+            sums go through the secure sum, and its ``secure_state`` answers the
+            secure sum's stages (:doc:`/secure_aggregation`).
 
         Returns
         -------
@@ -381,7 +416,7 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         True
         """
         self._validate_params()
-        plan = self._secure_plan()
+        plan = self._checked_plan()
         if not self.runs_rounds and (message is not None or share_model is not None):
             raise TypeError(
                 f"{type(self).__name__} runs one round: message and share_model are for "
@@ -392,24 +427,37 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         context = PartyContext(plan, data, root_seed(self.random_state),
                                [data.manifest(self)], share_model=share_model is not False,
                                secure=session_parties(secure_session, data.party, len(data.y)))
+        secure = context.secure is not None
+        # under secure aggregation the models stay at the party
         for estimator in (plan.uploaded_estimators(data.party)
-                          if share_model is not False else ()):
+                          if share_model is not False and not secure else ()):
             check_uploadable(estimator, plan.upload_kind, f"{self._name}'s party step")
         if message is not None:
             message = checked_message(message, data.expectations(self),
                                       check=self._message_check(context))
         if party_seed is None and plan.party_noise is not None:
-            warnings.warn(
-                f"With {plan.party_noise} the party's noise comes from party_seed; "
-                "without one it derives from random_state and the party's name, which a "
-                "server knowing random_state can recompute. Pass a secret party_seed.",
-                UserWarning,
-            )
+            if secure:  # no noise of a party under secure aggregation derives from a manifest
+                party_seed = secrets.randbits(63)
+            else:
+                warnings.warn(
+                    f"With {plan.party_noise} the party's noise comes from party_seed; "
+                    "without one it derives from random_state and the party's name, which "
+                    "a server knowing random_state can recompute. Pass a secret party_seed.",
+                    UserWarning,
+                )
         parties = self._parties(context, lambda name: party_random_state(
             self.random_state, name, party_seed))
-        (upload,), _ = self._party_step(self._answering(context, message), parties)
-        if context.secure is None:
+        (upload,) = self._party_step(self._answering(context, message), parties).uploads
+        channel = self._uploads.channel(plan)
+        upload = outgoing(upload, channel, plan, secure)
+        if not secure:
             return upload
+        # its weight from every party's rows, as the session agrees them
+        weight = channel.weights(plan, secure_session.parties, secure_session.party_rows,
+                                 claimed=False)[
+            secure_session.index_of(data.party, "secure_session")]
+        upload = replace(upload, payload=dict(upload.payload, **{SUMS: weighted_terms(
+            upload.payload.get(SUMS) or {}, channel.fields, weight)}))
         upload, state = SecureParty.start(secure_session, upload)
         return replace(upload, secure_state=state)
 
@@ -452,28 +500,58 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             stopped, when the parties run their final step for `fit_server`.
         """
         self._validate_params()
-        plan = self._secure_plan()
+        plan = self._checked_plan()
         self._check_public_set(plan, X_unlabeled, "server round")
         # a clone: the round leaves this estimator unfitted
         expected, X_public = server_expectations(clone(self), X_unlabeled, classes)
-        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True,
-                                sums=round_sums(secure_sum))
+        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
         if message is not None:
             message = checked_message(message, expected, limits,
                                       check=self._message_check(context))
             expected["classes"] = message.manifest["classes"]
-        uploads, _ = surviving_uploads(collect_uploads(
-            uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
-            trusted=trusted, min_parties=min_parties, limits=limits,
-            check=self._uploads.check(context, False),
-        ), secure_sum)
+        uploads, _, sums = self._received(
+            plan, context, uploads,
+            dict(expected, round=0 if message is None else message.manifest["round"]),
+            final=False, secure_sum=secure_sum, trusted=trusted, min_parties=min_parties,
+            limits=limits)
         # what the server did not know, it took from the accepted uploads: the message
         # says it to every party
         agreed = {key: uploads[0].manifest[key]
                   for key in ("classes", "n_features", "feature_names")}
         return self._round_message(
-            replace(context, classes=agreed["classes"], message=message,
+            replace(context, classes=agreed["classes"], message=message, sums=sums,
                     manifest=dict(expected, **agreed)), uploads)
+
+    def _received(self, plan, context, sources, expected, *, final, secure_sum, **reading):
+        """The uploads a server step fits on (without their sums), the parties left out
+        and why, and the total of the parties' sums: added here in the clear, each
+        party's sums checked first, or those of the finished secure sum `secure_sum`.
+        Each upload's fields are checked by the algorithm (``_uploads.check``), then
+        as they are declared (`check_fields`): its sums, and what secure aggregation
+        withholds."""
+        secure_sums = round_sums(secure_sum)  # refuses a secure_sum out of its mode
+        secure = secure_sums is not None
+        channel = self._uploads.channel(plan)
+        check = self._uploads.check(context, final)
+
+        def checked(checker: UploadChecker) -> None:
+            check(checker)
+            check_fields(checker, channel, plan, secure)
+
+        collected = collect_uploads(
+            sources, expected, check=checked,
+            withheld=channel.withheld if secure else frozenset(), **reading)
+        if secure:
+            return (*surviving_uploads(collected, secure_sum), secure_sums)
+        uploads, left_out = collected
+        kept, sums, odd = summed_in_clear(uploads, channel, plan, claimed=True)
+        refuse_odd_layouts(odd, reading.get("min_parties"), len(kept))
+        if odd:
+            warnings.warn(f"Proceeding with the {len(kept)} parties whose sums agree; left "
+                          f"out {len(odd)}: " + "; ".join(f"{party!r}: {why}"
+                                                          for party, why in odd.items()),
+                          UserWarning)
+        return kept, {**left_out, **odd}, sums
 
     def _round_message(self, context: ServerContext[Any],
                        uploads: Sequence[Message]) -> PartyUpload:
@@ -514,30 +592,28 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         """
         self._validate_params()
         self._clear_fitted_state()
-        plan = self._secure_plan()
+        plan = self._checked_plan()
         self._check_public_set(plan, X_unlabeled, "server step")
         expected, X_public = server_expectations(self, X_unlabeled, classes)
-        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True,
-                                sums=round_sums(secure_sum))
+        context = ServerContext(plan, X_public, root_seed(self.random_state), deployed=True)
         if self.runs_rounds:
             message = self._final_message(context, message, expected, limits)
             expected.update(classes=message.manifest["classes"],
                             round=message.manifest["round"])
         elif message is not None:
             raise TypeError(f"{type(self).__name__} runs one round: leave message out.")
-        uploads, left_out = surviving_uploads(collect_uploads(
-            uploads, expected, trusted=trusted, min_parties=min_parties, limits=limits,
-            check=self._uploads.check(context, True),
-        ), secure_sum)
+        uploads, left_out, sums = self._received(
+            plan, context, uploads, expected, final=True, secure_sum=secure_sum,
+            trusted=trusted, min_parties=min_parties, limits=limits)
         manifest = uploads[0].manifest
         classes = np.array(manifest["classes"])
         if X_public is None:  # the features the parties agreed on
             self.n_features_in_ = manifest["n_features"]
             if manifest["feature_names"] is not None:
                 self.feature_names_in_ = np.array(manifest["feature_names"], dtype=object)
-        context = replace(context, classes=classes, message=message)
+        context = replace(context, classes=classes, message=message, sums=sums)
         with recording_tiers() as tier_fits:
-            fitted = self._server_step(context, uploads, None)
+            fitted = self._server_step(context, uploads)
         self._set_fitted(dict(
             fitted, classes_=classes, left_out_parties_=left_out, tier_fits_=tier_fits,
             parties_=np.array([upload.party for upload in uploads]),

@@ -5,8 +5,9 @@ An algorithm written outside the package (installed as its own distribution, see
 finds, by job:
 
 **The contract.** `BaseFederatedClassifier`, the class to extend (its hooks and
-declarations), with `Uploads` and `Releases` (what its class declares), and
-`SecureSums` (how it runs under secure aggregation, where it can),
+declarations), with `Uploads` and `Releases` (what its class declares: every field a
+party sends, `InClear` or `InSum`, with the validity checks of sums `nonnegative`,
+`rows_summing_to` and `one_hot_rows`),
 `shared_docs` (the parameter descriptions of ``fit``'s docstring), `Plan` (the frozen
 parameters its steps read, with `CloneFitting`), the contexts its steps take
 (`PartyContext`, `ServerContext`, and `CheckContext`, the one both sides' checks of
@@ -56,7 +57,14 @@ pieces, outside it; these need the flower extra).
 """
 
 from ._base import BaseFederatedClassifier
-from ._declarations import Releases, SecureSums, Uploads
+from ._declarations import Releases, Uploads
+from ._deployment._fields import (
+    InClear,
+    InSum,
+    nonnegative,
+    one_hot_rows,
+    rows_summing_to,
+)
 from ._deployment._received import UploadChecker
 from ._deployment._upload import PartyUpload
 from ._engine._compat import (
@@ -113,6 +121,8 @@ __all__ = [
     "Flag",
     "GlobalLabelClassifier",
     "HasMethods",
+    "InClear",
+    "InSum",
     "Interval",
     "Message",
     "Method",
@@ -126,7 +136,6 @@ __all__ = [
     "Plan",
     "Release",
     "Releases",
-    "SecureSums",
     "ServerContext",
     "StackedRows",
     "StrOptions",
@@ -145,10 +154,13 @@ __all__ = [
     "in_process_grid",
     "isolated_registry",
     "models_release",
+    "nonnegative",
     "num_samples",
+    "one_hot_rows",
     "positive",
     "predict_votes",
     "register",
+    "rows_summing_to",
     "safe_indexing",
     "sample_weight_param",
     "seeded_clone",

@@ -20,7 +20,7 @@ from _flower_grid import flower_task  # noqa: F401  (a fixture)
 
 from skfedkt import PartyUpload
 from skfedkt.privacy import membership_audit
-from skfedkt._base import BaseFederatedClassifier, Releases, Uploads
+from skfedkt._base import BaseFederatedClassifier, InClear, Releases, Uploads
 from skfedkt._engine._context import PartyStepResult
 from skfedkt._engine._class_codes import ClassCodeModel
 from skfedkt._engine._fitting import ensemble_proba
@@ -63,7 +63,11 @@ class LocalVoteClassifier(BaseFederatedClassifier):
 
     _plan_type = LocalVotePlan
     _uploads = Uploads(check=check_upload,
-                       sent_bytes=lambda clf: np.zeros(len(clf.parties_)))
+                       sent_bytes=lambda clf: np.zeros(len(clf.parties_)),
+                       fields=(InClear("model", "its local model", party_only=True),
+                               InClear("codes", "its model's class codes", party_only=True),
+                               InClear("class_counts", "its rows of each class", "manifest",
+                                       party_only=True)))
     _releases = Releases(of_fit=lambda clf: [final_model_release(clf)],
                          of_upload=lambda clf, upload, n_classes: [])
     _private_fitted = ("_models",)
@@ -100,7 +104,7 @@ class LocalVoteClassifier(BaseFederatedClassifier):
                 payload={"model": model, "codes": codes}))
         return PartyStepResult(uploads)
 
-    def _server_step(self, context, uploads, reused):
+    def _server_step(self, context, uploads):
         return {"_models": [upload.model() for upload in uploads]}
 
     def _proba(self, X):

@@ -34,6 +34,7 @@ from skfedkt._engine._weights import (
     started_model,
 )
 from skfedkt._fedavg._party import FedAvgParty
+from skfedkt._fedavg._sums import party_weights_of
 from skfedkt._fedavg._plan import FedAvgPlan
 from skfedkt.datasets import dirichlet_partition
 from skfedkt.privacy import ServerNoise, party_membership_audit
@@ -76,8 +77,8 @@ def test_the_model_is_the_row_weighted_average_of_the_last_round(digits):
     uploads = [clf.fit_party(X[party == p], y[party == p], party=p, classes=np.arange(10),
                              message=message) for p in fitted.parties_]
     rows = [np.sum(party == p) for p in fitted.parties_]
-    expected = averaged_weights([upload.payload["weights"] for upload in uploads], rows)
-    by_hand = [sum(r * w[i] for r, w in zip(rows, [u.payload["weights"] for u in uploads]))
+    expected = averaged_weights([weights_of(upload) for upload in uploads], rows)
+    by_hand = [sum(r * w[i] for r, w in zip(rows, [weights_of(u) for u in uploads]))
                / sum(rows) for i in range(len(expected))]
     for got, average, manual in zip(model_weights(fitted.estimator_), expected, by_hand):
         assert_allclose(got, average)
@@ -170,19 +171,31 @@ def round_zero(digits):
 
 
 FALSE_WEIGHTS = {
-    "a layer of another shape": lambda w: w.__setitem__(0, w[0][:-1]),
-    "weights that are not finite": lambda w: w[1].__setitem__(0, np.nan),
-    "a missing layer": lambda w: w.pop(),
-    "integer weights": lambda w: w.__setitem__(0, w[0].astype(np.int64)),
+    "a layer of another shape": (lambda w: w.__setitem__("weighted_0", w["weighted_0"][:-1]),
+                                 "sums: its sums are not the names, shapes and kinds"),
+    "weights that are not finite": (lambda w: w["weighted_1"].__setitem__(0, np.nan),
+                                    "sums.weighted_1: values must be finite"),
+    "a missing layer": (lambda w: w.pop("weighted_3"),
+                        "sums: its sums are not the names, shapes and kinds"),
+    "integer weights": (lambda w: w.__setitem__("weighted_0",
+                                                w["weighted_0"].astype(np.int64)),
+                        "sums.weighted_0: not an array of floats"),
+    "weights beyond the bound": (lambda w: w["weighted_2"].__setitem__(0, 2.0 ** 40),
+                                 "sums.weighted_2: a value of magnitude"),
 }
 
 
-@pytest.mark.parametrize("change", FALSE_WEIGHTS.values(), ids=FALSE_WEIGHTS.keys())
-def test_false_weights_are_refused_naming_the_party(round_zero, change):
+def weights_of(upload):
+    """A party's weights, from what it sends in the sum: its weights times its rows."""
+    return party_weights_of(upload.payload["sums"])
+
+
+@pytest.mark.parametrize("change, match", FALSE_WEIGHTS.values(), ids=FALSE_WEIGHTS.keys())
+def test_false_weights_are_refused_naming_the_party(round_zero, change, match):
     clf, uploads = round_zero
     crafted = pickle.loads(pickle.dumps(uploads[0]))
-    change(crafted.payload["weights"])
-    with pytest.raises(UploadError, match=f"Party {uploads[0].party!r}.*weights"):
+    change(crafted.payload["sums"])
+    with pytest.raises(UploadError, match=f"Party {uploads[0].party!r} refused: {match}"):
         clf.server_round([crafted, *uploads[1:]], None)
 
 
@@ -234,7 +247,7 @@ def test_a_large_proximal_weight_keeps_a_party_near_the_global_weights(digits):
         upload = clf.fit_party(X[party == 0], y[party == 0], party=0, classes=np.arange(10),
                                message=message)
         distances.append(sum(np.sum((w - g) ** 2) for w, g in
-                             zip(upload.payload["weights"], message.payload["weights"])))
+                             zip(weights_of(upload), message.payload["weights"])))
     assert distances[1] < distances[0] / 5
 
 
@@ -279,8 +292,9 @@ def test_feddf_distils_the_parties_models_into_the_average(digits):
 
 def party_models(clf, X, y, party):
     """Every party's model of round 0, from its own upload."""
-    return [model_of(SMALL_MLP, clf.fit_party(X[party == p], y[party == p], party=p,
-                                              classes=np.arange(10)).payload["weights"], 10)
+    return [model_of(SMALL_MLP, weights_of(clf.fit_party(X[party == p], y[party == p],
+                                                         party=p, classes=np.arange(10))),
+                     10)
             for p in np.unique(party)]
 
 

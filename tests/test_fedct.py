@@ -279,12 +279,16 @@ def test_breast_cancer_mixed_models_of_table_3(bench):
     assert bench.accuracies(mixed).mean() >= 0.92  # paper: 0.93 (with RuleFit for LR)
 
 
-def test_upload_bytes_count_one_bit_per_public_example_class_and_round(parties_data):
+def test_upload_bytes_count_the_sums_each_party_sent(parties_data):
     X, y, party, X_public = parties_data
     clf = FedCTClassifier(n_rounds=3, n_iter_no_change=10, random_state=0).fit(
         X, y, groups=party, X_unlabeled=X_public
     )
-    assert_array_equal(clf.upload_bytes_, [3 * int(np.ceil(150 * 3 / 8))] * 4)
+    # three rounds of one-hot labels, a byte per public row and class, and four of the
+    # training accuracy, a float (the final step's too)
+    assert_array_equal(clf.upload_bytes_, [3 * 150 * 3 + 4 * 8] * 4)
+    # the information shared: one bit per public row and class
+    assert [entry["bytes_sent"] for entry in clf.history_] == [int(np.ceil(150 * 3 / 8))] * 3
 
 
 # --- teacher votes: a sensitivity bounded by construction --------------------------------
@@ -341,12 +345,12 @@ def test_the_last_round_of_n_rounds_shares_nothing(parties_data):
     # the server votes on rounds 0 .. n_rounds - 1 only: the final models' labels would
     # be a release outside the accounting
     X, y, party, X_public = parties_data
-    for privacy, key in [(BitFlips(1.0), "labels"), (TeacherVotes(4.0), "vote_counts")]:
+    for privacy in (BitFlips(1.0), TeacherVotes(4.0)):
         clf = FedCTClassifier(LogisticRegression(), n_rounds=0, privacy=privacy,
                               random_state=0)
         upload = clf.fit_party(X[party == "a"], y[party == "a"], party="a", classes=[0, 1, 2],
                                X_unlabeled=X_public, party_seed=7)
-        assert upload.payload[key] is None
+        assert list(upload.payload["sums"]) == ["training_accuracy"]
         fitted = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
         assert fitted.epsilon_ == 0.0
 

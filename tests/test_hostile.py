@@ -870,21 +870,38 @@ def fedct_round(data):
     return clf, uploads, message.to_bytes()
 
 
+def _sums(change):
+    """A change of an upload's sums (what it sends in the sum, in the clear without
+    secure aggregation)."""
+    return lambda payload: change(payload["sums"])
+
+
 FEDCT_LABELS = {
-    "codes outside the classes": lambda p: p["labels"].__setitem__(0, 9),
-    "labels of fewer rows": lambda p: p.update(labels=p["labels"][:-1]),
-    "labels that are floats": lambda p: p.update(labels=p["labels"] + 0.5),
-    "labels that are a list": lambda p: p.update(labels=p["labels"].tolist()),
-    "a model before the end": lambda p: p.update(
-        model=DecisionTreeClassifier().fit(np.eye(2), [0, 1]), codes=np.array([0, 1])),
+    "a count beyond one": (_sums(lambda s: s["label_counts"].__setitem__((0, 0), 2)),
+                           "sums.label_counts: a value of magnitude 2, beyond the bound 1"),
+    "labels of fewer rows": (_sums(lambda s: s.update(label_counts=s["label_counts"][:-1])),
+                             "sums: its sums are not the names, shapes and kinds"),
+    "labels that are floats": (_sums(lambda s: s.update(
+        label_counts=s["label_counts"] + 0.5)), "sums.label_counts: not an array of "
+                                                "integers"),
+    "two labels on one row": (_sums(lambda s: s["label_counts"].__setitem__(0, 1)),
+                              "sums.label_counts: rows that are not one-hot"),
+    "a negative count": (_sums(lambda s: s["label_counts"].__setitem__((0, 0), -1)),
+                         "sums.label_counts: rows that are not one-hot"),
+    "labels that are a list": (_sums(lambda s: s.update(
+        label_counts=s["label_counts"].tolist())), "sums.label_counts: not an array of "
+                                                   "integers"),
+    "a model before the end": (lambda p: p.update(
+        model=DecisionTreeClassifier().fit(np.eye(2, 30), [0, 1]), codes=np.array([0, 1])),
+        "model: a model before the server's message said done"),
 }
 
 
-@pytest.mark.parametrize("change", FEDCT_LABELS.values(), ids=FEDCT_LABELS.keys())
-def test_false_fedct_labels_are_refused(fedct_round, data, change):
+@pytest.mark.parametrize("change, match", FEDCT_LABELS.values(), ids=FEDCT_LABELS.keys())
+def test_false_fedct_labels_are_refused(fedct_round, data, change, match):
     clf, uploads, _ = fedct_round
     crafted = _crafted(uploads[0], payload=change)
-    with pytest.raises(UploadError, match="Party 0.*(labels|model)"):
+    with pytest.raises(UploadError, match=f"Party 0 .*refused: {match}"):
         _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
 
 
@@ -898,41 +915,51 @@ def fedct_teacher_round(data):
 
 FEDCT_VOTE_COUNTS = {
     # one party's huge counts would outvote every other party's
-    "counts beyond any plausible noise": lambda p: p["vote_counts"].__setitem__((0, 0), 1e9),
-    "counts of fewer queries": lambda p: p.update(vote_counts=p["vote_counts"][:-1]),
-    "counts that are not finite": lambda p: p["vote_counts"].__setitem__((0, 1), np.nan),
-    "counts that are integers": lambda p: p.update(
-        vote_counts=p["vote_counts"].astype(np.int64)),
-    "no counts": lambda p: p.update(vote_counts=None),
-    "labels instead of counts": lambda p: p.update(vote_counts=None,
-                                                   labels=np.zeros(100, dtype=np.int64)),
+    "counts beyond any plausible noise": (
+        _sums(lambda s: s["vote_counts"].__setitem__((0, 0), 1e9)),
+        "sums.vote_counts: a value of magnitude 1e\\+09, beyond the bound"),
+    "counts of fewer queries": (_sums(lambda s: s.update(vote_counts=s["vote_counts"][:-1])),
+                                "sums: its sums are not the names"),
+    "counts that are not finite": (
+        _sums(lambda s: s["vote_counts"].__setitem__((0, 1), np.nan)),
+        "sums.vote_counts: values must be finite"),
+    "counts that are integers": (_sums(lambda s: s.update(
+        vote_counts=s["vote_counts"].astype(np.int64))), "sums.vote_counts: not an array "
+                                                         "of floats"),
+    "no counts": (_sums(lambda s: s.pop("vote_counts")), "sums: its sums are not the names"),
+    "labels instead of counts": (_sums(lambda s: s.update(
+        label_counts=np.zeros((100, 2), dtype=np.int64), vote_counts=None) or s.pop(
+            "vote_counts")), "sums: its sums are not the names"),
 }
 
 
-@pytest.mark.parametrize("change", FEDCT_VOTE_COUNTS.values(), ids=FEDCT_VOTE_COUNTS.keys())
-def test_false_teacher_vote_counts_are_refused(fedct_teacher_round, data, change):
+@pytest.mark.parametrize("change, match", FEDCT_VOTE_COUNTS.values(),
+                         ids=FEDCT_VOTE_COUNTS.keys())
+def test_false_teacher_vote_counts_are_refused(fedct_teacher_round, data, change, match):
     clf, uploads = fedct_teacher_round
     crafted = _crafted(uploads[0], payload=change)
-    with pytest.raises(UploadError, match="Party 0.*vote_counts"):
+    with pytest.raises(UploadError, match=f"Party 0 .*refused: {match}"):
         _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
 
 
 def test_labels_of_a_round_the_server_does_not_vote_on_are_refused(data):
-    # with n_rounds=0 the server votes on no round: labels sent anyway were released
+    # with n_rounds=0 the server votes on no round: labels sent anyway would be released
     # outside the accounting
     clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=0,
                           privacy=BitFlips(1.0), random_state=0)
     uploads = [upload.to_bytes() for upload in _uploads(clf, data)]
-    crafted = _crafted(uploads[0], payload=lambda p: p.update(
-        labels=np.zeros(100, dtype=np.int64)))
-    with pytest.raises(UploadError, match="Party 0.*labels: shared in round 0"):
+    crafted = _crafted(uploads[0], payload=_sums(lambda s: s.update(
+        label_counts=np.zeros((100, 2), dtype=np.int64))))
+    with pytest.raises(UploadError, match="Party 0 .*refused: sums: its sums are not the "
+                       "names, shapes and kinds of most parties'"):
         _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
 
 
 def test_a_false_training_accuracy_is_refused(fedct_round, data):
     clf, uploads, _ = fedct_round
-    crafted = _crafted(uploads[0], manifest=_manifest_set("training_accuracy", 7.0))
-    with pytest.raises(UploadError, match="training_accuracy"):
+    crafted = _crafted(uploads[0], payload=_sums(
+        lambda s: s.update(training_accuracy=np.array([7.0]))))
+    with pytest.raises(UploadError, match="sums.training_accuracy: a value of magnitude 7"):
         _quiet(clf.server_round, [crafted, *uploads[1:]], data[3])
 
 
@@ -1053,13 +1080,20 @@ def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data, factor)
     from skfedkt._engine._voting import MAX_PARTY_WEIGHT
     from skfedkt._fedkt._plan import FedKTPlan
 
+    from skfedkt._fedkt._sums import SUMS
+
     clf = _fedkt()
     uploads = _uploads(clf, data)
     liar = uploads[0].manifest
     counts = [c * factor for c in liar["class_counts"]]
-    # a liar keeps its manifest consistent: the teachers its claimed rows would give
+    # a liar keeps its manifest consistent: the teachers its claimed rows would give,
+    # and the sums of that many rows (every sum weighted by rows grows with them)
     teachers = FedKTPlan.of(clf).teachers_for(sum(counts))
     liar.update(class_counts=counts, n_rows=sum(counts), n_teachers=teachers)
+    sums = uploads[0].payload["sums"]
+    for field in SUMS:
+        if field.weighted:
+            sums[field.name] = sums[field.name] * factor
     with pytest.warns(UserWarning, match=r"Parties claim more rows than 20 times the median "
                                          r"party .*\(party 0: \d+ rows\): the fit went on"):
         server = clf.fit_server([u.to_bytes() for u in uploads], data[3])
@@ -1070,6 +1104,23 @@ def test_a_party_that_inflates_its_counts_weighs_at_most_the_bound(data, factor)
     shares /= shares.sum(axis=1, keepdims=True)
     expected = (shares * totals[:, None]).sum(axis=0)
     np.testing.assert_allclose(server.class_shares_["training"], expected / expected.sum())
+
+
+INCONSISTENT_SUMS = {
+    "counts other than the manifest's": lambda s: s["class_counts"].__setitem__(0, 1.0),
+    "evidence that is not its probabilities'": lambda s: s["evidence"].__setitem__(
+        (0, 0), s["evidence"][0, 0] + 1),
+    "a class weight off its counts": lambda s: s.update(class_weight=s["class_weight"] / 2),
+}
+
+
+@pytest.mark.parametrize("change", INCONSISTENT_SUMS.values(), ids=INCONSISTENT_SUMS.keys())
+def test_sums_that_do_not_hang_together_are_refused(fedkt_uploads, data, change):
+    # each sum within its bound, but not what an honest party of that manifest computes
+    crafted = _crafted(fedkt_uploads[0], payload=lambda p: change(p["sums"]))
+    _refused([crafted, *fedkt_uploads[1:]], data, "Party 0 .*refused: sums: its "
+             "(summed class_counts are not its manifest's|.* are not the prior-corrected "
+             "terms of its proba and class_counts)", field="sums")
 
 
 def test_xgboost_through_the_command_line(files, tmp_path, capsys):

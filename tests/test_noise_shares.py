@@ -64,17 +64,20 @@ def _digits_parties(n_public):
 
 @pytest.mark.filterwarnings("ignore::skfedkt.LabelCollapseWarning")  # shallow trees
 def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(monkeypatch):
-    """Over 10,000 noisy counts (1,000 queries x 10 classes) of a fit, the secure
-    path's votes minus the plain path's (the same students) are the sum of 6 parties'
-    shares, sized for a threshold of 5: a Pólya difference of shape 6/5 each side. The
-    server draws no noise, and the epsilon is the accountant's data-independent one."""
+    """Over 10,000 noisy counts (1,000 queries x 10 classes) of a fit, the votes of
+    DistributedNoise minus the plain path's (the same students, ServerNoise's noise-free
+    histogram) are the sum of 6 parties' shares, sized for a threshold of 5 of which 3
+    may collude (the default): shares of 2 honest parties carry the noise, so 6 make a
+    Pólya difference of shape 6/2 each side. The server draws no noise, and the epsilon
+    is the accountant's data-independent one."""
     from sklearn.base import clone
     from sklearn.tree import DecisionTreeClassifier
 
     import skfedkt
     from skfedkt import FedKTClassifier
     from skfedkt._fedkt import _plan
-    from skfedkt.privacy import ServerNoise, data_independent_epsilon
+    from skfedkt._secure_sum import default_colluding, default_threshold
+    from skfedkt.privacy import DistributedNoise, ServerNoise, data_independent_epsilon
 
     X, y, party, X_public = _digits_parties(1000)
     gamma = 0.5
@@ -88,11 +91,15 @@ def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(mo
     monkeypatch.setattr(_plan, "add_noise", no_server_noise)
     _seeded_secret_noise(monkeypatch)
     with skfedkt.config_context(secure_aggregation=True):
-        secure = clone(clf).fit(X, y, groups=party, X_unlabeled=X_public)
+        secure = clone(clf).set_params(privacy=DistributedNoise(gamma=gamma)).fit(
+            X, y, groups=party, X_unlabeled=X_public)
+    threshold = default_threshold(6)
+    honest = threshold - default_colluding(6, threshold)
+    assert (threshold, honest) == (5, 2)
     noise = (secure.vote_counts_ - plain.vote_counts_).ravel()
     assert noise.dtype.kind == "f" and (noise == np.rint(noise)).all()
     assert _chi_square_pvalue(noise.astype(np.int64),
-                              lambda k: _polya_difference_pmf(gamma, 6 / 5, k)) > 1e-3
+                              lambda k: _polya_difference_pmf(gamma, 6 / honest, k)) > 1e-3
     report = secure.privacy_report_
     assert np.isnan(report.data_dependent_epsilon)
     assert secure.epsilon_ == data_independent_epsilon(
@@ -103,10 +110,12 @@ def test_fedkt_l1_the_summed_noise_is_the_mechanisms_and_the_server_adds_none(mo
 def _seeded_secret_noise(monkeypatch):
     """The parties' secret noise, seeded: a goodness-of-fit test that fails one run in
     a thousand by chance fails the same runs every time."""
-    from skfedkt._fedkt import _secure
+    from skfedkt._fedkt import _sums
 
-    seeds = iter(range(10 ** 6))
-    monkeypatch.setattr(_secure, "secret_noise_source",
+    # (seeds from 1000: with the first thousand, the fit's 10,000 counts of the noise
+    # sized for colluders land in the test's one-in-a-thousand tail, p = 0.0009)
+    seeds = iter(range(1000, 10 ** 6))
+    monkeypatch.setattr(_sums, "secret_noise_source",
                         lambda: np.random.default_rng(next(seeds)))
 
 
@@ -117,11 +126,11 @@ def test_fedkt_l1_noise_is_drawn_from_no_seed_the_coordinator_knows():
 
     import skfedkt
     from skfedkt import FedKTClassifier
-    from skfedkt.privacy import ServerNoise
+    from skfedkt.privacy import DistributedNoise
 
     X, y, party, X_public = _digits_parties(200)
     clf = FedKTClassifier(DecisionTreeClassifier(max_depth=4), voting="hard",
-                          privacy=ServerNoise(gamma=0.5), n_teachers=2, random_state=0)
+                          privacy=DistributedNoise(gamma=0.5), n_teachers=2, random_state=0)
     with skfedkt.config_context(secure_aggregation=True):
         first, second = (clf.fit(X, y, groups=party, X_unlabeled=X_public).vote_counts_
                          for _ in range(2))
@@ -129,25 +138,29 @@ def test_fedkt_l1_noise_is_drawn_from_no_seed_the_coordinator_knows():
 
 
 @pytest.mark.parametrize("voting", ["hard", "soft"])
-def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting,
-                                                                           monkeypatch):
+def test_fedkt_l1_honest_survivors_carry_the_mechanisms_noise_against_colluders(
+        voting, monkeypatch):
     """Seven parties' noisy votes through the secure sum, two of them (the most the
-    default threshold allows) lost before their masked input: the five left carry
-    discrete Laplace noise of the mechanism's parameter per vote, over 10,000 counts;
-    soft votes in units of 1/2**16 vote, whose parameter makes a query 2 s gamma-DP
-    with rounding counted (a gamma of 2**15 makes the parameter per unit about 0.5,
-    which 10,000 draws resolve)."""
+    default threshold allows) lost before their masked input, and two of the five
+    survivors colluding with the coordinator (the default): the coordinator removes
+    the colluders' shares, and the three honest survivors' carry discrete Laplace noise
+    of the mechanism's parameter per vote, over 10,000 counts. Soft votes are summed in
+    units of 1/2**16 vote, whose parameter makes a query 2 s gamma-DP with rounding
+    counted (a gamma of 2**15 makes the parameter per unit about 0.5, which 10,000
+    draws resolve)."""
+    from skfedkt._engine._context import SumParties
     from skfedkt._fedkt._classifier import FedKTClassifier
-    from skfedkt._fedkt._secure import SecureVotes, noise_units, party_sums
-    from skfedkt._secure_sum import (Agreement, decode_integers, default_threshold,
-                                     encode_integers, run_secure_sum)
-    from skfedkt.privacy import ServerNoise
+    from skfedkt._fedkt._sums import noise_units, party_sums
+    from skfedkt._secure_sum import (Agreement, decode_integers, default_colluding,
+                                     default_threshold, encode_integers, run_secure_sum)
+    from skfedkt.privacy import DistributedNoise
 
     gamma = 0.5 if voting == "hard" else 2.0 ** 15
     n_queries, n_classes, n_parties = 1000, 10, 7
     threshold = default_threshold(n_parties)
-    assert threshold == 5
-    plan = FedKTClassifier(voting=voting, privacy=ServerNoise(gamma=gamma))._plan()
+    colluding = default_colluding(n_parties, threshold)
+    assert (threshold, colluding) == (5, 2)
+    plan = FedKTClassifier(voting=voting, privacy=DistributedNoise(gamma=gamma))._plan()
     units, parameter = noise_units(plan, n_classes)
     if voting == "hard":
         student_votes = np.zeros((plan.n_students, n_queries), dtype=np.int64)
@@ -156,16 +169,18 @@ def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting
     else:
         student_votes = np.full((plan.n_students, n_queries, n_classes), 1 / n_classes)
         votes = student_votes.sum(axis=0)
-    secure = SecureVotes(student_votes, 1.0, np.arange(n_queries), threshold)
+    parties = SumParties(tuple("abcdefg"), (10,) * n_parties, threshold, colluding)
     _seeded_secret_noise(monkeypatch)
-    inputs = {index: encode_integers(party_sums(plan, secure, None, n_classes)["noisy_votes"])
-              for index in range(n_parties)}
+    sums = [party_sums(plan, student_votes, np.arange(n_queries), None, n_classes,
+                       parties)["noisy_votes"] for _ in range(n_parties)]
+    inputs = {index: encode_integers(noisy) for index, noisy in enumerate(sums)}
     run = run_secure_sum(Agreement(b"l1 noise in shares", tuple("abcdefg"), threshold,
                                    len(inputs[0])), inputs,
                          drop_before={5: "masked", 6: "masked"})
     assert run.survivors == tuple(range(threshold))
-    noise = (decode_integers(run.total)
-             - threshold * np.rint(votes * units).astype(np.int64).ravel())
+    # the colluders, parties 0 and 1, know their own noisy votes
+    honest = decode_integers(run.total) - sum(sums[index].ravel() for index in range(2))
+    noise = honest - (threshold - colluding) * np.rint(votes * units).astype(np.int64).ravel()
     assert _chi_square_pvalue(noise, lambda k: discrete_laplace_pmf(parameter, k)) > 1e-3
     # the discrete Laplace's epsilon per query: a party moves a row by at most this
     sensitivity = 2 * plan.n_students * units + (n_classes if voting == "soft" else 0)

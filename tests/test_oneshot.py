@@ -21,6 +21,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import AssumptionWarning, OneShotEnsembleClassifier
+from skfedkt._deployment._channel import without_sums
 from skfedkt._deployment._upload import payload_bytes
 from skfedkt.datasets import dirichlet_partition
 
@@ -252,12 +253,15 @@ def test_every_trained_party_uploads_its_model(uneven_parties):
     clf = OneShotEnsembleClassifier(selection="data", n_selected=3, min_samples=10,
                                     random_state=0)
     clf.fit(X, y, groups=party)
-    sent = clf.upload_bytes_ > 0
-    assert_array_equal(clf.parties_[sent], clf.trained_parties_)
     assert len(clf.selected_parties_) == 3
-    for label in clf.trained_parties_:
-        upload = clf.fit_party(X[party == label], y[party == label], party=label,
-                               classes=clf.classes_)
-        # skops writes object ids, which compress a few bytes differently each time
-        assert clf.upload_bytes_[label] == pytest.approx(payload_bytes(upload.payload),
-                                                         rel=0.01)
+    uploads = [clf.fit_party(X[party == label], y[party == label], party=label,
+                             classes=clf.classes_) for label in clf.parties_]
+    with_model = [upload.party for upload in uploads if upload.payload["model"] is not None]
+    assert_array_equal(with_model, clf.trained_parties_)
+    for label, upload in zip(clf.parties_, uploads):
+        # its model (skops writes object ids, which compress a few bytes differently
+        # each time), and the arrays of its sums
+        sums = sum(values.nbytes for values in upload.payload["sums"].values())
+        model = (payload_bytes(without_sums(upload).payload)
+                 if upload.payload["model"] is not None else 0)
+        assert clf.upload_bytes_[label] == pytest.approx(model + sums, rel=0.01)

@@ -11,7 +11,7 @@ from sklearn.tree import DecisionTreeClassifier
 import skfedkt
 from skfedkt import FedKTClassifier, SoftVotes
 from skfedkt.datasets import load_federated
-from skfedkt.privacy import PartyNoise, ServerNoise
+from skfedkt.privacy import PartyNoise
 
 
 def _split(loader, skew):
@@ -57,22 +57,20 @@ def test_fedkt_learns_the_plain_paths_labels_from_sums(voting, split):
                                plain.class_shares_["training"])
 
 
-def test_the_server_step_receives_no_party_terms_and_nothing_reused(monkeypatch):
+def test_the_server_step_receives_no_party_terms(monkeypatch):
     X, y, party, X_public, _ = _split(load_breast_cancer, 0.0)
     seen = {}
     server_step = FedKTClassifier._server_step
 
-    def recording(self, context, uploads, reused):
-        seen.update(sums=context.sums, payloads=[upload.payload for upload in uploads],
-                    reused=reused)
-        return server_step(self, context, uploads, reused)
+    def recording(self, context, uploads):
+        seen.update(sums=context.sums, payloads=[upload.payload for upload in uploads])
+        return server_step(self, context, uploads)
 
     monkeypatch.setattr(FedKTClassifier, "_server_step", recording)
     with skfedkt.config_context(secure_aggregation=True):
         clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), voting="hard",
                               n_students=2, n_teachers=3, random_state=0).fit(
             X, y, groups=party, X_unlabeled=X_public)
-    assert seen["reused"] is None
     assert all(set(payload) == {"students", "codes"} and payload["students"] == []
                for payload in seen["payloads"])
     assert set(seen["sums"]) == {"votes", "consistent", "class_counts"}
@@ -82,10 +80,9 @@ def test_the_server_step_receives_no_party_terms_and_nothing_reused(monkeypatch)
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: FedKTClassifier(distill=False), "distill=False predicts with the parties' "
-     "students"),
-    (lambda: FedKTClassifier(privacy=ServerNoise(noise="gaussian")),
-     r"Laplace noise only; use ServerNoise\(noise='laplace'\)"),
+    (lambda: FedKTClassifier(distill=False), r"distill=False \(the students' vote\) needs "
+     "each party's students, which secure aggregation keeps at the party; distill=True "
+     "runs under it"),
 ])
 def test_what_needs_more_than_sums_is_refused_before_any_work(make, match, monkeypatch):
     X, y, party, X_public, _ = _split(load_breast_cancer, 0.0)

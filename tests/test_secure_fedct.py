@@ -1,6 +1,7 @@
 """FedCT under secure aggregation: the server votes on summed label counts alone and
-forms the plain path's consensus every round; the federation's model is one model,
-fitted on that consensus; what cannot run on sums is refused before any work."""
+forms the plain path's consensus every round; with ``distill=True`` the final model is
+one model, fitted on that consensus, the plain fit's; the parties' vote, which needs
+their models, is refused before any work."""
 
 import warnings
 
@@ -14,7 +15,7 @@ import skfedkt
 from skfedkt import FedCTClassifier
 from skfedkt._fedct._payloads import fedct_message
 from skfedkt._fedct._plan import FedCTPlan
-from skfedkt._fedct._secure import check_sums, party_sums
+from skfedkt._fedct._sums import check_sums, party_sums
 from skfedkt.datasets import load_federated
 from skfedkt.privacy import BitFlips, TeacherVotes, membership_audit
 
@@ -71,7 +72,8 @@ def _assert_same_consensus(plain, plain_rounds, secure, secure_rounds):
 
 
 def test_the_consensus_of_every_round_is_the_plain_paths(data, monkeypatch):
-    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=5), n_rounds=6, random_state=0)
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=5), n_rounds=6, distill=True,
+                          random_state=0)
     plain, plain_rounds, secure, secure_rounds = _plain_and_secure(clf, data, monkeypatch)
     _assert_same_consensus(plain, plain_rounds, secure, secure_rounds)
     assert secure.epsilon_ == np.inf and secure.privacy_report_ is None
@@ -82,13 +84,13 @@ def test_the_server_sees_sums_and_no_party_label_nor_model(data, monkeypatch):
     final = {}
     server_step = FedCTClassifier._server_step
 
-    def recording(self, context, uploads, reused):
-        final.update(sums=context.sums, uploads=uploads, reused=reused)
-        return server_step(self, context, uploads, reused)
+    def recording(self, context, uploads):
+        final.update(sums=context.sums, uploads=uploads)
+        return server_step(self, context, uploads)
 
     monkeypatch.setattr(FedCTClassifier, "_server_step", recording)
     clf = _fit(FedCTClassifier(DecisionTreeClassifier(max_depth=5), n_rounds=4,
-                               random_state=0), data, True)
+                               distill=True, random_state=0), data, True)
     n_parties, n_public = len(clf.parties_), len(clf.consensus_mask_)
     for seen in [*recorded, final]:
         for upload in seen["uploads"]:
@@ -99,11 +101,11 @@ def test_the_server_sees_sums_and_no_party_label_nor_model(data, monkeypatch):
         assert seen["sums"]["label_counts"].shape == (n_public, len(clf.classes_))
         # without bit flips every party votes on every public row
         assert_array_equal(seen["sums"]["label_counts"].sum(axis=1), n_parties)
-    assert set(final["sums"]) == {"training_accuracy"} and final["reused"] is None
-    # the federation's one model learned the last consensus, on the public rows
-    (model,) = clf.estimators_
-    assert model.tree_.n_node_samples[0] == clf.consensus_mask_.sum()
-    assert all(entry["bytes_sent"] is None for entry in clf.history_)
+    assert set(final["sums"]) == {"training_accuracy"}
+    # the final model learned the last consensus, on the public rows; no party's
+    # model reached the server
+    assert clf.estimators_ == []
+    assert clf.final_estimator_.tree_.n_node_samples[0] == clf.consensus_mask_.sum()
     assert (clf.upload_bytes_ > recorded[0]["sums"]["label_counts"].nbytes).all()
 
 
@@ -112,7 +114,7 @@ def test_the_server_sees_sums_and_no_party_label_nor_model(data, monkeypatch):
     ids=["bit flips", "teacher votes"])
 def test_privacy_gives_the_plain_paths_consensus_and_guarantee(privacy, data, monkeypatch):
     clf = FedCTClassifier(DecisionTreeClassifier(max_depth=5), n_rounds=3, privacy=privacy,
-                          random_state=0)
+                          distill=True, random_state=0)
     plain, plain_rounds, secure, secure_rounds = _plain_and_secure(clf, data, monkeypatch)
     _assert_same_consensus(plain, plain_rounds, secure, secure_rounds)
     assert secure.epsilon_ == plain.epsilon_ < np.inf
@@ -130,26 +132,30 @@ def test_a_party_clips_its_noisy_vote_counts_to_the_servers_bound():
     assert sums["training_accuracy"].tolist() == [0.9]
 
 
-def test_no_consensus_leaves_the_federations_model_nothing_to_learn():
+@pytest.mark.parametrize("secure", [False, True])
+def test_no_consensus_leaves_the_final_model_nothing_to_learn(secure):
     data = load_federated("digits", random_state=0)
     clf = FedCTClassifier(DecisionTreeClassifier(max_depth=5), n_rounds=2,
                           privacy=TeacherVotes(8.0, n_teachers=3, n_queries=100),
-                          random_state=0)
+                          distill=True, random_state=0)
     with pytest.raises(ValueError, match="No public row has a consensus label"):
-        _fit(clf, data, True)
+        _fit(clf, data, secure)
 
 
 @pytest.mark.parametrize("make, match", [
-    (lambda: FedCTClassifier(n_rounds=0), "n_rounds=0 trains local models only"),
-    (lambda: FedCTClassifier([DecisionTreeClassifier()] * 10), "a list or dict estimator"),
-    (lambda: FedCTClassifier(dict.fromkeys(range(10), DecisionTreeClassifier())),
-     "a list or dict estimator"),
+    (lambda: FedCTClassifier(), r"FedCTClassifier cannot run under secure_aggregation: "
+     r"distill=False \(the parties' vote\) needs each party's model, which secure "
+     "aggregation keeps at the party; distill=True runs under it"),
+    (lambda: FedCTClassifier(n_rounds=0, distill=True), "n_rounds=0 makes none"),
+    (lambda: FedCTClassifier([DecisionTreeClassifier()] * 10, distill=True),
+     "needs the final model's kind: pass final_estimator"),
+    (lambda: FedCTClassifier(dict.fromkeys(range(10), DecisionTreeClassifier()),
+                             distill=True), "pass final_estimator"),
 ])
 def test_what_needs_more_than_sums_is_refused_before_any_work(make, match, monkeypatch):
     data = load_federated("breast_cancer", random_state=0)
     monkeypatch.setattr("skfedkt._base.validate_federated_data", None)  # never reached
-    with pytest.raises(ValueError, match="FedCTClassifier cannot run under "
-                       f"secure_aggregation: {match}"):
+    with pytest.raises(ValueError, match=match):
         _fit(make(), data, True)
 
 
@@ -167,8 +173,9 @@ def test_the_coordinator_refuses_sums_no_honest_parties_send():
         check_sums(dict(training_accuracy=np.array([4.0])), 3)
 
 
-def test_the_federations_model_predicts_and_alone_is_audited(data):
-    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=8), n_rounds=4, random_state=0)
+def test_the_final_model_predicts_and_alone_is_audited(data):
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=8), n_rounds=4, distill=True,
+                          random_state=0)
     secure = _fit(clf, data, True)
     proba = secure.predict_proba(data.X_test)
     assert_allclose(proba.sum(axis=1), 1.0)

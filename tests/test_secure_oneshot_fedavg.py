@@ -11,6 +11,9 @@ from sklearn.tree import DecisionTreeClassifier
 
 import skfedkt
 from skfedkt import FedAvgClassifier, LabelCollapseWarning, OneShotEnsembleClassifier
+from dataclasses import replace
+
+from skfedkt._deployment._fields import InSum
 from skfedkt._deployment._secure import fixed_point_for
 from skfedkt._fedavg._plan import FedAvgPlan
 from skfedkt.datasets import load_federated
@@ -122,7 +125,8 @@ def weights_bound(clf, data):
     stated error of a sum in fixed point, over the rows that divide it, and the
     rounding of either average's float arithmetic."""
     sizes = np.bincount(data.groups)
-    bound = FedAvgClassifier._secure_sums.float_bound(FedAvgPlan.of(clf), sizes.max())
+    plan = FedAvgPlan.of(clf)
+    bound = FedAvgClassifier._uploads.channel(plan).float_bound(plan, sizes.max())
     encoding = fixed_point_for(len(sizes), bound)
     return encoding.error_bound(len(sizes)) / sizes.sum(), len(sizes)
 
@@ -175,9 +179,7 @@ def test_the_fedavg_server_receives_no_partys_weights(monkeypatch):
                              "rows", "correct", "proba"}
         assert int(sums["rows"]) == len(data.y_train)
         assert sums["proba"].shape == (len(data.X_public), 10)
-        assert all(upload.payload == dict(weights=None)
-                   and upload.manifest["training_accuracy"] is None
-                   for upload in round_["uploads"])
+        assert all(upload.payload == {} for upload in round_["uploads"])
 
 
 def test_a_one_shot_first_round_runs_on_sums_as_that_algorithm_does():
@@ -206,24 +208,27 @@ def test_a_party_whose_weights_exceed_the_bound_is_refused_naming_it():
 
 
 class _WithoutSums(OneShotEnsembleClassifier):
-    """A one-shot algorithm that declares no secure sums."""
+    """A one-shot algorithm that declares no fields in the sum."""
 
-    _secure_sums = None
+    _uploads = replace(OneShotEnsembleClassifier._uploads, fields=tuple(
+        field for field in OneShotEnsembleClassifier._uploads.fields
+        if not isinstance(field, InSum)))
 
 
 @pytest.mark.parametrize("make, match", [
     (lambda: OneShotEnsembleClassifier(), "OneShotEnsembleClassifier cannot run under "
-     "secure_aggregation: an ensemble that is not distilled .* predicts with the parties' "
-     "models themselves"),
+     r"secure_aggregation: distill=False \(the ensemble predicts with the parties' "
+     r"models\) needs each party's model"),
     (lambda: OneShotEnsembleClassifier(distill=True, selection="cv"),
-     "selection='cv' has the server rank the parties by what each sends alone, and under "
-     "secure aggregation it sees only sums"),
+     r"selection='cv' \(the server ranks each party's model\) needs each party's "
+     "model, which secure aggregation keeps at the party; selection='all' runs under it"),
     (lambda: FedAvgClassifier(SMALL_MLP, init=OneShotEnsembleClassifier(
         SMALL_MLP, distill=True, selection="data")),
      r"FedAvgClassifier cannot run under secure_aggregation: its first round, "
      r"init=OneShotEnsembleClassifier\(...\), cannot: selection='data'"),
     (lambda: FedAvgClassifier(SMALL_MLP, init=_WithoutSums(SMALL_MLP, distill=True)),
-     r"its first round, init=_WithoutSums\(...\), declares no secure sums"),
+     r"its first round, init=_WithoutSums\(...\), cannot: it declares no fields in "
+     "the sum"),
 ])
 def test_what_needs_more_than_sums_is_refused_before_any_work(make, match, monkeypatch):
     data = cancer()

@@ -216,12 +216,14 @@ def _mismatch(manifest, expected, inferred=()):
 
 
 def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=None,
-                    check=None):
+                    check=None, withheld=frozenset()):
     """Read and check the uploads; the accepted ones sorted by party, and the left-out.
 
     Every upload must match `expected` field by field; where the server gave no
     classes (or feature count, or names), those of most readable uploads; then
-    ``check(checker)`` checks the algorithm's fields with an `UploadChecker`. With
+    ``check(checker)`` checks the algorithm's fields with an `UploadChecker` whose
+    fields named in `withheld` (kept at the party under secure aggregation) are not
+    read. With
     `min_parties`, uploads that fail are left out (with a warning naming them and why)
     as long as at least `min_parties` remain; without it, the first failure raises.
 
@@ -278,7 +280,7 @@ def collect_uploads(sources, expected, *, trusted=(), min_parties=None, limits=N
         if check is not None:
             try:
                 check(UploadChecker(upload, len(expected["classes"]),
-                                    expected.get("n_features")))
+                                    expected.get("n_features"), withheld))
             except UploadError as error:
                 refuse(error, party)
                 continue

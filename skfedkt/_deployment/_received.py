@@ -20,13 +20,19 @@ if TYPE_CHECKING:
 
 
 class UploadChecker:
-    """Checks one upload's fields; ``refuse`` raises naming party, file and field."""
+    """Checks one upload's fields; ``refuse`` raises naming party, file and field.
+
+    The fields named in `withheld` (kept at the party under secure aggregation, and
+    refused in the clear before this check runs) are not read: a method that checks one
+    returns as it would for a field the party does not send."""
 
     def __init__(self, upload: PartyUpload, n_classes: int,
-                 n_features: int | None = None) -> None:
+                 n_features: int | None = None,
+                 withheld: frozenset[str] = frozenset()) -> None:
         self.upload = upload
         self.n_classes = n_classes
         self.n_features = n_features
+        self.withheld = withheld
 
     def refuse(self, field: str, reason: str) -> NoReturn:
         """Raise an `UploadError` naming the party, the file and `field`."""
@@ -37,14 +43,6 @@ class UploadChecker:
     def manifest(self, key: str) -> Any:
         """A manifest field's value, None when missing."""
         return self.upload.manifest.get(key)
-
-    def in_sum_only(self, manifest: Sequence[str] = (), payload: Sequence[str] = ()) -> None:
-        """Under secure aggregation: refuse any of these manifest and payload fields
-        that the upload holds in the clear (not None), where the secure sum holds them."""
-        for where, fields in ((self.upload.manifest, manifest), (self.upload.payload, payload)):
-            for field in fields:
-                if where.get(field) is not None:
-                    self.refuse(field, "sent in the clear, where the secure sum holds it")
 
     def count(self, key: str, *, positive: bool = False, at_most: int | None = None,
               value: Any = None) -> int:
@@ -84,7 +82,7 @@ class UploadChecker:
         per agreed class summing to it (None allowed where the algorithm sends none)."""
         n_rows = self.count("n_rows", positive=True)
         counts = self.manifest("class_counts")
-        if counts is None and not counts_required:
+        if counts is None and not counts_required or "class_counts" in self.withheld:
             return n_rows, None
         if not isinstance(counts, list) or len(counts) != self.n_classes:
             self.refuse("class_counts", f"expected {self.n_classes} counts, one per class")
@@ -94,8 +92,10 @@ class UploadChecker:
             self.refuse("class_counts", f"they sum to {sum(counts)}, not to n_rows={n_rows}")
         return n_rows, counts
 
-    def shares(self, key: str, n_rows_expected: int) -> np.ndarray:
+    def shares(self, key: str, n_rows_expected: int) -> np.ndarray | None:
         """A matrix of class shares: rows of n_classes finite values in [0, 1]."""
+        if key in self.withheld:
+            return None
         value = self.manifest(key)
         try:
             shares = np.asarray(value, dtype=float)
@@ -173,18 +173,27 @@ class UploadChecker:
             self.refuse(field, f"the model takes {n_features} features, the agreed data "
                         f"{self.n_features}")
 
-    def optional_model(self) -> Any:
-        """A payload's ``model`` and ``codes``: both None, or a checked model."""
+    def optional_model(self, required: bool | None = None) -> Any:
+        """A payload's ``model`` and ``codes``: both None, or a checked model; with
+        `required` True, a model; with False, none."""
         model, codes = self.upload.payload.get("model"), self.upload.payload.get("codes")
+        if "model" in self.withheld:
+            return None
         if model is None and codes is None:
+            if required:
+                self.refuse("model", "missing: a party with these rows trains one")
             return None
         if model is None:
             self.refuse("model", "codes without a model")
+        if required is False:
+            self.refuse("model", "a model from a party whose rows train none")
         self.model(model, codes, "model")
         return model
 
     def models(self, key: str, count: int) -> None:
         """Exactly `count` models under payload `key` with their codes."""
+        if key in self.withheld:
+            return
         models, codes = self.upload.payload.get(key), self.upload.payload.get("codes")
         if (not isinstance(models, list) or not isinstance(codes, list)
                 or len(models) != count or len(codes) != count):

@@ -1,13 +1,13 @@
-"""What the parties send in sum only, summed securely: each party's ``"sums"`` (named
-arrays of integers, or of floats within an agreed bound) leave it masked, and the server
-receives their total and the uploads without them (`secure_aggregation`)."""
+"""What the parties send in the sum, summed securely in `fit`'s one process: each
+party's ``"sums"`` (named arrays of integers, or of floats within an agreed bound) leave
+it masked, and the server receives their total and the uploads without them
+(`secure_aggregation`); and the encoding of sums as words."""
 
 from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Hashable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,9 +17,18 @@ from .._secure_sum import (
     Agreement,
     FixedPoint,
     decode_integers,
+    default_colluding,
     default_threshold,
     encode_integers,
     run_secure_sum,
+)
+from ._channel import (
+    Channel,
+    Layout,
+    layout_length,
+    sums_layout,
+    weighted_terms,
+    without_sums,
 )
 from ._upload import SUMS, PartyUpload
 
@@ -34,68 +43,51 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
     return FixedPoint(scale=2.0 ** min(math.log2(_FINEST_SCALE), room), bound=bound)
 
 
-def secure_parties(declared: Any, plan: Any, data: Any) -> tuple[SumParties, float]:
+def secure_parties(channel: Channel, plan: Any, data: Any) -> tuple[SumParties, float]:
     """The parties of `data` (`FederatedData`) as one secure sum holds them (the
-    default threshold), and the bound on the floats they sum, which the algorithm's
-    `SecureSums` (`declared`) gives for `plan`; refused, before any work, for fewer
-    than 3 parties."""
+    default threshold, and as many colluding parties as it withstands), and the bound on the floats they sum, which the algorithm's
+    `channel` gives for `plan`; refused, before any work, for fewer than 3 parties."""
     if len(data.parties) < 3:
         raise ValueError(f"secure_aggregation needs at least 3 parties, got "
                          f"{len(data.parties)}: with two, each learns the other's input "
                          "from the sum. Fit with more parties, or turn it off "
                          "(skfedkt.set_config(secure_aggregation=False)).")
     rows = tuple(map(len, data.party_rows))
-    return (SumParties(tuple(data.parties), rows, default_threshold(len(rows))),
-            float(declared.float_bound(plan, max(rows))))
+    threshold = default_threshold(len(rows))
+    return (SumParties(tuple(data.parties), rows, threshold,
+                       default_colluding(len(rows), threshold)),
+            channel.float_bound(plan, max(rows)))
 
 
 def securely_summed(uploads: Sequence[Any], parties: SumParties, float_bound: float,
+                    channel: Channel, plan: Any,
                     ) -> tuple[list[PartyUpload], dict[str, np.ndarray], np.ndarray]:
     """The uploads without their ``"sums"``, the sums' totals by name, summed by a
-    secure sum of `parties` (aligned with `uploads`) in one process, and the bytes each
+    secure sum of `parties` (aligned with `uploads`) in one process, each party's
+    weighted sums scaled by its weight first, as it does itself; and the bytes each
     party sent in it."""
     names = parties.parties
-    terms = [upload.payload.get(SUMS) for upload in uploads]
+    weights = channel.weights(plan, names, parties.party_rows, claimed=False)
+    terms = [weighted_terms(upload.payload.get(SUMS) or {}, channel.fields, weight)
+             for upload, weight in zip(uploads, weights)]
+    stripped = [without_sums(upload) for upload in uploads]
     if not any(terms):  # nothing to sum this round (a final step that sends nothing)
-        return list(uploads), {}, np.zeros(len(names), dtype=np.int64)
-    layout = sums_layout(terms[0] or {}, names[0])
+        return stripped, {}, np.zeros(len(names), dtype=np.int64)
+    layout = sums_layout(terms[0])
     for party, party_terms in zip(names, terms):
-        if sums_layout(party_terms or {}, party) != layout:
+        if sums_layout(party_terms) != layout:
             raise ValueError(f"Party {party!r}'s sums are not the others': every party "
                              "sends the same names, shapes and kinds of numbers.")
     encoding = fixed_point_for(len(names), float_bound)
     agreement = Agreement(secrets.token_bytes(32), tuple(names), parties.threshold,
                           layout_length(layout))
-    run = run_secure_sum(agreement, {index: encoded(party_terms or {}, layout, encoding)
+    run = run_secure_sum(agreement, {index: encoded(party_terms, layout, encoding)
                                      for index, party_terms in enumerate(terms)})
     sent = np.zeros(len(names), dtype=np.int64)
     for messages in run.received.values():
         for message in messages:
             sent[message["party"]] += _n_bytes(message)
-    return [without_sums(upload) for upload in uploads], decoded(run.total, layout,
-                                                                   encoding), sent
-
-
-# each sum a party sends: its name, shape, and kind ("i": integers, "f": floats)
-Layout = list[tuple[str, tuple[int, ...], str]]
-
-
-def sums_layout(terms: dict[str, Any], party: Hashable) -> Layout:
-    """The names, shapes and kinds of the sums `terms` of `party` (the same at every
-    party), sorted by name."""
-    layout = []
-    for name in sorted(terms):
-        values = np.asarray(terms[name])
-        if values.dtype.kind not in "iubf":
-            raise ValueError(f"Party {party!r}'s sum {name!r} holds {values.dtype}, not "
-                             "numbers.")
-        layout.append((name, values.shape, "f" if values.dtype.kind == "f" else "i"))
-    return layout
-
-
-def layout_length(layout: Layout) -> int:
-    """The words a sum of `layout` takes (one at least: an empty sum adds a zero)."""
-    return max(sum(math.prod(shape) for _, shape, _ in layout), 1)
+    return stripped, decoded(run.total, layout, encoding), sent
 
 
 def encoded(terms: dict[str, Any], layout: Layout, encoding: FixedPoint) -> np.ndarray:
@@ -117,12 +109,6 @@ def decoded(total: np.ndarray, layout: Layout, encoding: FixedPoint,
                       ).reshape(shape)
         start += size
     return sums
-
-
-def without_sums(upload: PartyUpload) -> PartyUpload:
-    """`upload` without what it sends in sum only."""
-    return replace(upload, payload={key: value for key, value in upload.payload.items()
-                                    if key != SUMS})
 
 
 def _n_bytes(value: Any) -> int:

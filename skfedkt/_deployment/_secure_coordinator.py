@@ -21,7 +21,8 @@ from .._secure_sum import (
     message_to_bytes,
 )
 from ._archive import read_file, write_atomically
-from ._secure import Layout, decoded, layout_length
+from ._channel import Layout, layout_length
+from ._secure import decoded
 from ._secure_documents import (
     Document,
     b64,

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._secure import Layout
+from ._channel import Layout
 
 # the most words a secure sum of a deployment adds
 MAX_WORDS = 2 ** 26

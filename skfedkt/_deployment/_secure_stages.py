@@ -32,6 +32,7 @@ from .._secure_sum import (
     FixedPoint,
     SecureSumError,
     SecureSumParty,
+    default_colluding,
     default_threshold,
     message_from_bytes,
     message_to_bytes,
@@ -40,16 +41,9 @@ from .._secure_sum._primitives import digest
 from ._archive import UploadLimits, read_file, write_atomically
 from ._protocol import _check_party_name
 from ._secure_documents import Document, b64, dumps, layout_json, layout_read, started_round
-from ._secure import (
-    SUMS,
-    Layout,
-    encoded,
-    fixed_point_for,
-    layout_length,
-    sums_layout,
-    without_sums,
-)
-from ._upload import PartyUpload
+from ._channel import Layout, layout_length, sums_layout, without_sums
+from ._secure import encoded, fixed_point_for
+from ._upload import SUMS, PartyUpload
 
 # the manifest field of an upload under secure aggregation: the round's session, the
 # layout of the sums, and the party's keys (the secure sum's first message)
@@ -139,7 +133,8 @@ class SecureSession:
         return Agreement(self.round_session(round_), self.parties, self.threshold, length)
 
     def sum_parties(self) -> SumParties:
-        return SumParties(self.parties, self.party_rows, self.threshold)
+        return SumParties(self.parties, self.party_rows, self.threshold,
+                          default_colluding(len(self.parties), self.threshold))
 
     def to_bytes(self) -> bytes:
         """The session file's bytes: UTF-8 JSON."""
@@ -214,11 +209,12 @@ class SecureParty:
     @classmethod
     def start(cls, session: SecureSession, upload: Any) -> tuple[PartyUpload, SecureParty]:
         """The upload to send (without its sums, with the party's keys and the sums'
-        layout in its manifest) and the party's state, from its party step's `upload`."""
+        layout in its manifest) and the party's state, from its party step's `upload`
+        (its weighted sums scaled by its weight already)."""
         party, round_ = upload.party, upload.manifest.get("round", 0)
         index = session.index_of(party, f"Party {party!r}")
         terms = upload.payload.get(SUMS) or {}
-        layout = sums_layout(terms, party)
+        layout = sums_layout(terms)
         agreement = session.agreement(round_, layout_length(layout))
         state = cls(session, round_, party, layout,
                     encoded(terms, layout, session.fixed_point),

@@ -4,7 +4,7 @@ result of a party step."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from collections.abc import Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
@@ -100,9 +100,15 @@ class SumParties(NamedTuple):
     party_rows: tuple[int, ...]
     #: the fewest parties whose inputs the sum holds
     threshold: int
+    #: the most parties that may collude with the coordinator, against whom the
+    #: parties' noise in shares is sized (`DistributedNoise`)
+    colluding: int = 0
 
-    def rows_of(self, party: Any) -> int:
-        return self.party_rows[self.parties.index(party)]
+    @property
+    def honest_shares(self) -> int:
+        """The fewest shares of honest parties a sum holds: `threshold` less
+        `colluding`, whose noise shares must carry a mechanism's whole noise."""
+        return self.threshold - self.colluding
 
 
 @dataclass(frozen=True)
@@ -128,9 +134,9 @@ class PartyContext(_Context, Generic[PlanT]):
         Algorithms with rounds: whether the final round's upload carries the party's
         own model.
     secure : SumParties or None
-        Under secure aggregation, the parties of the sum: the server receives only the
-        sums of what the parties send (the algorithm's ``SecureSums``), and the step
-        puts them under its uploads' ``"sums"``; None otherwise.
+        Under secure aggregation, the parties of the sum, whose threshold and colluding
+        parties size the noise the parties add in shares (`DistributedNoise`); None
+        otherwise. The step writes the same uploads either way.
     """
 
     plan: PlanT
@@ -190,10 +196,10 @@ class ServerContext(_Context, Generic[PlanT]):
         Whether the uploads were read from files (`fit_server`, `server_round`), whose
         manifests are their parties' claims, rather than made in `fit` from the pooled
         rows.
-    sums : dict or None
-        Under secure aggregation, in each round and the last step: the secure sums
-        of what the parties' uploads of that round held under ``"sums"``, by name;
-        None otherwise.
+    sums : dict
+        In each round and the last step: the total over the parties of what their
+        uploads of that round held under ``"sums"``, by name, added in the clear or, under
+        secure aggregation, by a secure sum (empty before the uploads are read).
     """
 
     plan: PlanT
@@ -205,7 +211,7 @@ class ServerContext(_Context, Generic[PlanT]):
     rounds: tuple[Message, ...] = ()
     last_round_uploads: tuple[Message, ...] = ()
     deployed: bool = False
-    sums: dict[str, np.ndarray] | None = None
+    sums: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def known_classes(self) -> np.ndarray:
@@ -222,5 +228,3 @@ class PartyStepResult(NamedTuple):
 
     #: one `PartyUpload` per party, what each sends the server
     uploads: Sequence[Message]
-    #: what the server step may reuse in the same process (`fit`), or None
-    reused: Any = None

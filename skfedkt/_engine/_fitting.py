@@ -324,6 +324,8 @@ def iter_clone_fits(tasks, job, seeds, *, n_jobs=None, verbose=0, tier="clones",
     those of `fit_clones`; each item is a ``(model, predictions, training_accuracy,
     score)`` tuple of one task.
     """
+    if not tasks:  # a party too small to train anything, on its own machine
+        return
     start = time.perf_counter()
     n_workers = min(effective_n_jobs(n_jobs), len(tasks))
     single_threaded = n_workers > 1

@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._engine._compat import HasMethods, Interval
 from .._base import BaseFederatedClassifier, Releases, Uploads, _if_offered, shared_docs
 from .._deployment._received import UploadChecker
-from .._deployment._upload import PartyUpload
+from .._deployment._upload import SUMS, PartyUpload
 from .._engine._context import (
     CheckContext,
     Message,
@@ -28,24 +28,22 @@ from .._engine._validation import FederatedData, warn_if_classes_lost
 from .._engine._weights import model_of, weight_shapes_of
 from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedAvgParty, first_round, party_round
-from ._payloads import fedavg_upload
+
 from ._plan import FedAvgPlan, base_estimator
-from ._secure import SECURE_SUMS
+from ._sums import SUMS as SUM_FIELDS, channel_of, party_weights_of, refusal
 from ._server import check_party_upload, check_server_message, finished, server_round
 
 
 def _upload_check(context: ServerContext[FedAvgPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     plan = context.plan
-    own = partial(check_party_upload, shapes_of=weight_shapes_of(plan.estimator),
-                  final=final, secure=context.sums is not None)
+    own = partial(check_party_upload, final=final)
     if plan.init is None or plan.init_plan is None or final:
         return own
     # round 0's uploads are the first round's, checked as that algorithm checks them:
     # with its own plan and what else a check reads (`CheckContext`)
     first = plan.init._uploads.check(
-        ServerContext(plan.init_plan, context.X_public, context.root, context.classes,
-                      sums=context.sums), True)
+        ServerContext(plan.init_plan, context.X_public, context.root, context.classes), True)
     return lambda checker: (first if checker.manifest("round") == 0 else own)(checker)
 
 
@@ -55,8 +53,8 @@ def _message_check(context: CheckContext[FedAvgPlan]) -> Callable[[UploadChecker
 
 
 def _sent_bytes(clf: FedAvgClassifier) -> np.ndarray:
-    # every round, the weights
-    return np.full(len(clf.parties_), sum(entry["bytes_sent"] for entry in clf.history_))
+    # nothing in the clear (the base adds what each party sent in the sum)
+    return np.zeros(len(clf.parties_))
 
 
 def _weights_release(clf: FedAvgClassifier, party: Any, weights: list[np.ndarray],
@@ -82,8 +80,9 @@ def _fit_releases(clf: FedAvgClassifier) -> list[Release]:
 def _upload_releases(clf: FedAvgClassifier, upload: PartyUpload,
                      n_classes: int) -> list[Release]:
     """What one party's upload of a round lets out: the model its weights make."""
-    weights = fedavg_upload(upload)["weights"]
-    return [] if weights is None else [_weights_release(clf, upload.party, weights, n_classes)]
+    sums = upload.payload.get(SUMS)
+    return [] if not sums else [_weights_release(clf, upload.party, party_weights_of(sums),
+                                                 n_classes)]
 
 
 @shared_docs
@@ -176,8 +175,9 @@ class FedAvgClassifier(BaseFederatedClassifier):
         first round of `init`, its largest upload).
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent over all rounds, aligned with ``parties_``: with `fit`,
-        the sum of ``bytes_sent`` in `history_` (the average broadcast back is not
-        counted); with `fit_server`, the size of each party's final upload file.
+        the arrays of its sums (its weights times its rows, its rows and its rows
+        predicted right; the average broadcast back is not counted); with
+        `fit_server`, the size of each party's final upload file.
         Under secure aggregation, the keys, sealed shares, masked words and unmasking
         shares of its secure sum of every round.
     left_out_parties_ : dict
@@ -197,17 +197,19 @@ class FedAvgClassifier(BaseFederatedClassifier):
     state (Adam's moments restart), so a round's result depends only on the weights
     it starts from.
 
-    What the server sees is every party's weights after every round: FedAvg gives no
-    privacy guarantee. `skfedkt.privacy.party_membership_audit` attacks what a party's
+    Each party sends its weights times its rows, its rows and its rows predicted right
+    (with FedDF, its model's class probabilities on the public set) in the sum, which
+    holds weights up to 2**20 in magnitude (a party whose weights exceed it is
+    refused); the server averages from their total. Without secure aggregation it sees
+    every party's sums, hence its weights, after every round: FedAvg gives no privacy
+    guarantee. `skfedkt.privacy.party_membership_audit` attacks what a party's
     upload lets out; `skfedkt.privacy.membership_audit` attacks every party's weights of
     the last round, the longest trained, which a fitted estimator keeps after `fit` (one
     copy of the model's weights per party) for that audit. Under
-    ``skfedkt.set_config(secure_aggregation=True)`` it sees only their sums: each party
-    sends its weights times its rows, its rows and its rows predicted right (with FedDF,
-    its model's class probabilities on the public set) in a secure sum, which holds
-    weights up to 2**20 in magnitude (a party whose weights exceed it is refused); the
-    average goes back to every party in the clear, and a first round (`init`) runs as
-    that algorithm does under it.
+    ``skfedkt.set_config(secure_aggregation=True)`` a secure sum adds them, and the
+    server sees their total alone, giving the model it gives without; the average
+    goes back to every party in the clear, and a first round (`init`) runs as that
+    algorithm does under it.
 
     References
     ----------
@@ -238,9 +240,9 @@ class FedAvgClassifier(BaseFederatedClassifier):
 
     _plan_type = FedAvgPlan
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
-                       message_check=_message_check)
+                       message_check=_message_check, fields=SUM_FIELDS,
+                       channel_of=channel_of, refusal=refusal)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
-    _secure_sums = SECURE_SUMS
 
     runs_rounds = True
 
@@ -298,15 +300,14 @@ class FedAvgClassifier(BaseFederatedClassifier):
         if context.message is None and context.plan.init is not None:
             return PartyStepResult(first_round(context, parties))
         return PartyStepResult(party_round(context.plan, parties, context.data, context.root,
-                                           context.message, context.manifests,
-                                           context.secure is not None))
+                                           context.message, context.manifests))
 
     def _server_round(self, context: ServerContext[FedAvgPlan],
                       uploads: Sequence[Message]) -> PartyUpload:
         return server_round(context, uploads)
 
-    def _server_step(self, context: ServerContext[FedAvgPlan], uploads: Sequence[Message],
-                     reused: Any) -> dict[str, Any]:
+    def _server_step(self, context: ServerContext[FedAvgPlan],
+                     uploads: Sequence[Message]) -> dict[str, Any]:
         assert context.message is not None  # the rounds end on the server's message
         # in fit every round's global weights, for the staged predictions
         return finished(context.plan, context.message, context.known_classes,

@@ -2,8 +2,8 @@
 
 `party_round` trains every party's clone of a round, from the global weights the
 server's message carries (the shared initialisation in round 0), in one flat parallel
-batch, and returns their uploads: the trained weights and the party's rows, which weigh
-its weights in the average (under secure aggregation, both only in sum). With FedProx's
+batch, and returns their uploads: in the sum, the trained weights times the party's
+rows, which weigh its weights in the average, and its rows. With FedProx's
 `proximal_mu`, local training is pulled toward the global weights. With a one-shot
 first round (`init`), round 0 is that algorithm's own party step (`first_round`).
 """
@@ -31,9 +31,9 @@ from .._engine._rows import take_rows
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._transport import in_one_thread, map_in_parallel
 from .._engine._weights import model_weights, started_model, train_epoch
-from ._payloads import FedAvgUpload, fedavg_message
+from ._payloads import fedavg_message
 from ._plan import FedAvgPlan
-from ._secure import party_sums
+from ._sums import party_sums
 from ._server import model_proba
 
 # a party's trained weights and its training accuracy
@@ -73,17 +73,13 @@ class FedAvgParty:
         (seed,) = draw_seeds(stream, 1)
         return int(seed)
 
-    def upload(self, manifest: dict[str, Any], trained: Trained | None,
-               sums: dict[str, np.ndarray] | None = None) -> PartyUpload:
-        """What the party sends: its `trained` weights and training accuracy, or nothing
-        once the server's message said done (None); under secure aggregation, neither
-        in the clear but what it sends in sum (`sums`, `_secure.party_sums`)."""
-        weights, accuracy = (None, None) if trained is None or sums is not None else trained
-        payload = dict(FedAvgUpload(weights=weights))
-        if sums is not None:
-            payload.update(sums=sums)
-        return PartyUpload(manifest=dict(manifest, training_accuracy=accuracy),
-                           payload=payload)
+    def upload(self, manifest: dict[str, Any],
+               sums: dict[str, np.ndarray] | None) -> PartyUpload:
+        """What the party sends: in the sum, its trained weights times its rows and its
+        rows (`_sums.party_sums`), or nothing once the server's message said done
+        (None)."""
+        return PartyUpload(manifest=dict(manifest),
+                           payload={} if sums is None else dict(sums=sums))
 
 
 def train_party(plan: FedAvgPlan, X: Any, y: np.ndarray, n_classes: int, seed: int,
@@ -142,30 +138,24 @@ def train_parties(plan: FedAvgPlan, data: PartyRows, parties: Sequence[FedAvgPar
 
 
 def party_round(plan: FedAvgPlan, parties: Sequence[FedAvgParty], data: PartyRows, root: int,
-                message: Message | None, manifests: list[dict[str, Any]],
-                secure: bool = False) -> list[PartyUpload]:
-    """Every party's upload for the round `message` asks for (round 0 without one): its
-    trained weights, or nothing once the message says done (the final model is the
-    server's average); `secure`: what the server averages in sum instead."""
+                message: Message | None, manifests: list[dict[str, Any]]) -> list[PartyUpload]:
+    """Every party's upload for the round `message` asks for (round 0 without one): in
+    the sum, its trained weights times its rows, or nothing once the message says done
+    (the final model is the server's average)."""
     weights, round_ = instructions(message)
     if message is not None and message.manifest["done"]:
         return [party.upload(manifest, None) for party, manifest in zip(parties, manifests)]
     trained = train_parties(plan, data, parties,
                             [party.round_seed(round_, root) for party in parties], weights,
                             f"local training, round {round_}")
-    sums: list[dict[str, np.ndarray] | None] = (
-        [secure_sums(plan, party, party_trained, data)
-         for party, party_trained in zip(parties, trained)] if secure
-        else [None] * len(parties))
-    return [party.upload(manifest, party_trained, terms)
-            for party, manifest, party_trained, terms in zip(parties, manifests, trained, sums)]
+    return [party.upload(manifest, round_sums(plan, party, party_trained, data))
+            for party, manifest, party_trained in zip(parties, manifests, trained)]
 
 
-def secure_sums(plan: FedAvgPlan, party: FedAvgParty, trained: Trained,
-                data: PartyRows) -> dict[str, np.ndarray]:
-    """What `party` sends in sum after its `trained` round: `_secure.party_sums`, with
-    FedDF its model's class probabilities on the public rows, as the server would
-    compute them from its weights."""
+def round_sums(plan: FedAvgPlan, party: FedAvgParty, trained: Trained,
+               data: PartyRows) -> dict[str, np.ndarray]:
+    """What `party` sends in the sum after its `trained` round: `_sums.party_sums`, with
+    FedDF its model's class probabilities on the public rows."""
     weights, accuracy = trained
     proba = (model_proba(plan, weights, data.X_public, len(data.classes))
              if plan.distill_epochs else None)

@@ -1,7 +1,7 @@
 """FedAvg's server step: what runs on the server in every round, and at the end.
 
-Functions of a frozen `FedAvgPlan`: `server_round` averages the parties' weights (under
-secure aggregation, from their sums) into the next round's message (FedDF then distils
+Functions of a frozen `FedAvgPlan`: `server_round` averages the parties' weights (from the
+total of their sums) into the next round's message (FedDF then distils
 the parties' models into the average on the public set; with a one-shot first round,
 round 0 is that algorithm's server step, `first_round_message`), `finished` gives the
 fitted attributes from the last message, and the checks say what an upload and a
@@ -17,20 +17,19 @@ from typing import Any
 import numpy as np
 
 from .._deployment._received import UploadChecker
-from .._deployment._upload import PartyUpload, UploadError
+from .._deployment._upload import SUMS, PartyUpload
 from .._engine._context import Message, ServerContext
 from .._engine._class_codes import ClassCodeModel
 from .._engine._seeds import derived_random_state, draw_seeds
 from .._engine._weights import (
-    averaged_weights,
     model_of,
     model_weights,
     started_model,
     train_epoch,
 )
-from ._payloads import FedAvgMessage, fedavg_message, fedavg_upload
+from ._payloads import FedAvgMessage, fedavg_message
 from ._plan import FedAvgPlan
-from ._secure import summed_round
+from ._sums import party_weights_of, summed_round
 
 # the weight shapes of the agreed model for the agreed features (None: not agreed) and
 # classes (`weight_shapes_of`)
@@ -46,10 +45,7 @@ def server_round(context: ServerContext[FedAvgPlan], uploads: Sequence[Message])
         return first_round_message(context, uploads)
     fitted = 0 if message is None else int(message.manifest["round"])
     distils = plan.distill_epochs > 0 and len(classes) > 1  # one class: nothing to distil
-    weights, accuracy, proba = (
-        averaged_round(plan, uploads, context.X_public, len(classes), distils)
-        if context.sums is None
-        else summed_round(context.sums, len(uploads), distils))  # under secure aggregation
+    weights, accuracy, proba = summed_round(context.sums, len(uploads), distils)
     if proba is not None:
         weights = distilled_weights(plan, proba, weights, context.X_public, len(classes),
                                     derived_random_state(context.root, "distillation", fitted))
@@ -58,36 +54,10 @@ def server_round(context: ServerContext[FedAvgPlan], uploads: Sequence[Message])
         train_accuracy=accuracy, bytes_sent=weight_bytes(weights)))
 
 
-def averaged_round(plan: FedAvgPlan, uploads: Sequence[Message], X_public: Any,
-                   n_classes: int, distils: bool,
-                   ) -> tuple[list[np.ndarray], float, np.ndarray | None]:
-    """From the parties' uploads: the average of their weights, weighted by their rows,
-    their training accuracy weighted likewise, and (where the server `distils`, FedDF)
-    their models' mean class probabilities on `X_public`."""
-    counts = [upload.manifest["n_rows"] for upload in uploads]
-    party_weights = [trained_weights(upload) for upload in uploads]
-    accuracy = float(np.average([upload.manifest["training_accuracy"] for upload in uploads],
-                                weights=counts))
-    proba = (np.mean([model_proba(plan, w, X_public, n_classes) for w in party_weights],
-                     axis=0) if distils else None)
-    return averaged_weights(party_weights, counts), accuracy, proba
-
-
 def model_proba(plan: FedAvgPlan, weights: list[np.ndarray], X_public: Any,
                 n_classes: int) -> np.ndarray:
     """The class probabilities on `X_public` of the model carrying `weights`."""
     return model_of(plan.estimator, weights, n_classes).predict_proba(X_public)
-
-
-def trained_weights(upload: Message) -> list[np.ndarray]:
-    """The weights of a party's upload of a round before the last, which its check
-    requires."""
-    weights = fedavg_upload(upload)["weights"]
-    if weights is None:
-        party = upload.manifest["party"]
-        raise UploadError(f"Party {party!r} sent no weights in a round it trains.",
-                          party=party, field="weights")
-    return weights
 
 
 def round_message(plan: FedAvgPlan, message: Message | None, weights: list[np.ndarray],
@@ -130,7 +100,7 @@ def first_round_message(context: ServerContext[FedAvgPlan],
     # the agreed labels: a list in a deployed round
     classes = np.asarray(context.classes)
     fitted = plan.init._server_step(
-        replace(context.with_plan(plan.init_plan), classes=classes), uploads, None)
+        replace(context.with_plan(plan.init_plan), classes=classes), uploads)
     final = fitted["_final_model"]
     n_classes = len(classes)
     # a final model of fewer classes has fewer outputs (one class: a constant)
@@ -170,27 +140,24 @@ def finished(plan: FedAvgPlan, message: Message, classes: np.ndarray,
     n_classes = len(classes)
     model = model_of(plan.estimator, fedavg_message(message)["weights"], n_classes)
     history = [dict(entry) for entry in message.manifest["history"]]
-    # a one-shot first round's uploads carry that algorithm's models, not weights; under
-    # secure aggregation the uploads carry no weights in the clear
+    # a one-shot first round's uploads carry that algorithm's fields, not weights; under
+    # secure aggregation the uploads carry no sums the server sees
     averaged = last_round_uploads if plan.init is None or len(rounds) > 1 else ()
     return dict(
         _model=ClassCodeModel(model, np.arange(n_classes)),
         _round_weights=[fedavg_message(kept)["weights"] for kept in rounds or [message]],
-        _party_weights={upload.manifest["party"]: weights for upload in averaged
-                        if (weights := fedavg_upload(upload).get("weights")) is not None},
+        _party_weights={upload.manifest["party"]: party_weights_of(upload.payload[SUMS])
+                        for upload in averaged if SUMS in upload.payload},
         estimator_=model,
         history_=history,
         n_rounds_=len(history),
     )
 
 
-def check_weights(checker: UploadChecker, shapes_of: ShapesOf, required: bool) -> None:
-    """A payload's weights: float arrays of the shapes the agreed model has on the agreed
-    features and classes (`shapes_of`, from `weight_shapes_of`), finite (None allowed
-    where not `required`)."""
-    key, weights = "weights", fedavg_upload(checker.upload).get("weights")
-    if weights is None and not required:
-        return
+def check_weights(checker: UploadChecker, shapes_of: ShapesOf) -> None:
+    """A message's weights: float arrays of the shapes the agreed model has on the
+    agreed features and classes (`shapes_of`, from `weight_shapes_of`), finite."""
+    key, weights = "weights", fedavg_message(checker.upload)["weights"]
     shapes = shapes_of(checker.n_features, checker.n_classes)
     if not isinstance(weights, list) or len(weights) != len(shapes):
         checker.refuse(key, f"expected a list of {len(shapes)} weight arrays")
@@ -198,28 +165,19 @@ def check_weights(checker: UploadChecker, shapes_of: ShapesOf, required: bool) -
         checker.floats(f"{key}[{index}]", shape, value=array)
 
 
-def check_party_upload(checker: UploadChecker, shapes_of: ShapesOf, *, final: bool,
-                       secure: bool = False) -> None:
-    """A FedAvg party's upload: its rows and, in every round before the final step, its
-    trained weights and training accuracy; under secure aggregation (`secure`) its rows
-    alone, the secure sum holding the rest."""
+def check_party_upload(checker: UploadChecker, *, final: bool) -> None:
+    """A FedAvg party's upload: its rows, and nothing in the clear; in every round
+    before the final step its sums (which the base checks), none in the final step."""
     checker.count("n_rows", positive=True)
-    if secure:
-        checker.in_sum_only(["training_accuracy"], ["weights"])
-        return
-    check_weights(checker, shapes_of, required=not final)
-    if final:
-        if fedavg_upload(checker.upload).get("weights") is not None:
-            checker.refuse("weights", "weights after the server's message said done")
-        return
-    checker.number("training_accuracy", 0.0, 1.0)
+    if final and checker.upload.payload.get(SUMS):
+        checker.refuse(SUMS, "sums after the server's message said done")
 
 
 def check_server_message(checker: UploadChecker, plan: FedAvgPlan,
                          shapes_of: ShapesOf) -> None:
     """The server's message, as a party reads it: the global weights, the round to train
     and whether training is done."""
-    check_weights(checker, shapes_of, required=True)
+    check_weights(checker, shapes_of)
     checker.count("round", positive=True, at_most=plan.n_rounds)
     if not isinstance(checker.manifest("done"), bool):
         checker.refuse("done", "not true or false")

@@ -5,8 +5,9 @@
 - `_payloads`: what crosses, typed: a party's upload and the server's message.
 - `_server`: what runs at the server: the consensus of the parties' labels, when to stop,
   and the final voting classifier of the parties' models.
-- `_secure`: what runs under secure aggregation: what a party sends in sum, the
-  server's check of the sums, and the federation's one model.
+- `_sums`: what a party sends in the sum every round (its labels as counts, its
+  training accuracy), with secure aggregation on or off, and the server's check of
+  their total.
 - `_classifier`: `FedCTClassifier`, its parameters, and the hooks through which the
   base class's `fit` (`skfedkt._base`) runs the rounds of both steps in one process.
 - `_declaration`: its declaration to the registry (`skfedkt._registry`): its

@@ -11,7 +11,8 @@ import numpy as np
 from .._engine._compat import HasMethods, Interval, StrOptions, num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._received import UploadChecker
-from .._deployment._upload import PartyUpload
+from .._deployment._fields import InClear
+from .._deployment._upload import SUMS as SUMS_KEY, PartyUpload
 from .._engine._context import (
     CheckContext,
     Message,
@@ -33,23 +34,19 @@ from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
 from ._payloads import fedct_upload
 from ._plan import FedCTPlan, base_estimators
-from ._secure import SECURE_SUMS
 from ._server import (
     FedCTServer,
     check_party_upload,
     check_server_message,
     finished,
-    label_bytes,
-    secure_finished,
 )
+from ._sums import SUMS
 
 
 def _upload_check(context: ServerContext[FedCTPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
-    plan, root, n_public = context.plan, context.root, num_samples(context.X_public)
-    secure = context.sums is not None
-    return lambda checker: check_party_upload(checker, plan, n_public, root, final=final,
-                                              secure=secure)
+    plan = context.plan
+    return lambda checker: check_party_upload(checker, plan, final=final)
 
 
 def _message_check(context: CheckContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
@@ -58,33 +55,48 @@ def _message_check(context: CheckContext[FedCTPlan]) -> Callable[[UploadChecker]
 
 
 def _sent_bytes(clf: FedCTClassifier) -> np.ndarray:
-    # every round, one bit per public row and class
-    return np.full(len(clf.parties_), clf.n_rounds_ * label_bytes(
-        len(clf.consensus_mask_), len(clf.classes_)))
+    # in the clear, nothing but the final model, which is not counted (the base adds
+    # what each party sent in the sum)
+    return np.zeros(len(clf.parties_))
+
+
+def _voted(plan: FedCTPlan) -> tuple[str, str] | None:
+    return None if plan.distill else ("distill=False (the parties' vote)", "distill=True")
+
+
+FIELDS = (
+    InClear("model", "in the final step, its model (share_model)", party_only=True,
+            needed_when=_voted),
+    InClear("codes", "the class codes of its model's outputs", party_only=True,
+            needed_when=_voted),
+    *SUMS,
+)
 
 
 def _fit_releases(clf: FedCTClassifier) -> list[Release]:
     """What FedCT lets out (see `skfedkt.privacy.membership_audit`): every party's
     shared labels (through its bit flips, covered by ``epsilon_``) as labels of rows
     the attacker chooses, which is the server's power to pick the public set; every
-    party's final local model, which the voting ensemble needs; and that ensemble.
-    With `TeacherVotes` the fitted estimator keeps no teachers: their vote counts are
-    audited on the uploads (`skfedkt.privacy.party_membership_audit`). Under secure
-    aggregation nothing of a party leaves it but in sum: the federation's model alone,
-    fitted on the consensus, post-processing of what the parties shared (covered by
-    ``epsilon_``)."""
+    party's final local model that the server received (every one, for the parties'
+    vote); and the final model. With `TeacherVotes` the fitted estimator keeps no
+    teachers: their vote counts are audited on the uploads
+    (`skfedkt.privacy.party_membership_audit`). Under secure aggregation nothing of a
+    party leaves it but in the sum: the distilled model alone, fitted on the consensus,
+    post-processing of what the parties shared (covered by ``epsilon_``)."""
     report = clf.privacy_report_
     delta = 0.0 if report is None else report.delta
-    if clf._secure:
-        return [final_model_release(clf, clf.epsilon_, delta)]
     n_classes = len(clf.classes_)
     releases = []
     for party, model in zip(clf.parties_.tolist(), clf._models):
+        if model is None:  # the party kept it
+            continue
         if not isinstance(clf.privacy, TeacherVotes):
             releases.append(_labels_release(
                 clf.privacy, party, model, n_classes, getattr(report, "sensitivity", None),
                 clf.epsilon_, delta))
         releases.append(models_release("local model", party, [model], n_classes))
+    if clf.distill:  # the consensus it learned is post-processing of the labels
+        return [*releases, final_model_release(clf, clf.epsilon_, delta)]
     return [*releases, final_model_release(clf)]
 
 
@@ -97,7 +109,8 @@ def _upload_releases(clf: FedCTClassifier, upload: PartyUpload,
     budget of the whole fit."""
     releases = []
     plan, payload = FedCTPlan.of(clf), fedct_upload(upload)
-    vote_counts, labels = payload.get("vote_counts"), payload.get("labels")
+    sums = upload.payload.get(SUMS_KEY) or {}
+    vote_counts, labels = sums.get("vote_counts"), sums.get("label_counts")
     if plan.teacher_votes is not None and vote_counts is not None:
         releases.append(_teacher_votes_release(
             plan.teacher_votes, upload.party, upload.teachers, n_classes,
@@ -168,8 +181,19 @@ class FedCTClassifier(BaseFederatedClassifier):
         ``predict_proba`` gives the vote shares; ties go to the first class of
         ``classes_``. ``"soft"``: argmax of the averaged ``predict_proba`` (a model
         without it contributes its vote). Either way ``predict`` is the argmax of
-        ``predict_proba``, as scikit-learn requires. Under secure aggregation, the
-        federation's one model gives its own probabilities.
+        ``predict_proba``, as scikit-learn requires. With ``distill=True``, the final
+        model gives its own probabilities.
+    distill : bool, default=False
+        The federation's model. ``False``: the parties' vote, which needs every party's
+        final model (each party sends it in the final step). ``True``: one model (a
+        seeded clone of `final_estimator`) fitted by the server on the public rows with
+        the last round's consensus labels; no party's model is needed, so it runs under
+        secure aggregation, which keeps every party's model at the party (there
+        ``distill=False`` is refused). Refused with ``n_rounds=0``, which makes no
+        consensus.
+    final_estimator : estimator, default=None
+        With ``distill=True``: the final model. ``None`` means a clone of `estimator`
+        (a list or dict `estimator` needs one).
     privacy : BitFlips or None, default=None
         If set (`skfedkt.privacy.BitFlips`), every party flips the bits of the labels
         it shares at random before sending them, which makes each round's release
@@ -199,8 +223,11 @@ class FedCTClassifier(BaseFederatedClassifier):
         clone, each was trained on the positions ``0..k-1`` of the ``k`` classes its
         labels held (skorch nets: on the indices into ``classes_``), so its own
         predictions are not labels of ``classes_``; a party whose training labels held
-        one class has a constant ``DummyClassifier``. Under secure aggregation, one
-        model: the federation's (see Notes).
+        one class has a constant ``DummyClassifier``. Empty where no party sent its
+        model (with ``distill=True`` under secure aggregation).
+    final_estimator_ : estimator
+        With ``distill=True``: the final model, fitted on the public rows of the last
+        consensus (``consensus_mask_``, ``consensus_labels_``).
     consensus_mask_ : ndarray of bool of shape (n_public,)
         Public examples that received a consensus label in the last round (with bit-flip
         noise, an example on which every party abstained gets none).
@@ -211,15 +238,15 @@ class FedCTClassifier(BaseFederatedClassifier):
     history_ : list of dict
         Per round: ``round``, ``consensus_changed`` (fraction of public labels that
         changed), ``train_accuracy`` (mean accuracy of the parties' models on their own
-        training rows after the round's refit) and ``bytes_sent`` (bytes each party sent:
-        its one-hot label matrix, one bit per public example and class; None under
-        secure aggregation, where `upload_bytes_` counts them).
+        training rows after the round's refit) and ``bytes_sent`` (the information each
+        party shared: its one-hot label matrix, one bit per public example and class).
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent over all rounds, aligned with ``parties_``: with `fit`,
-        the sum of ``bytes_sent`` in `history_` (the consensus broadcast back is not
-        counted); with `fit_server`, the size of each party's final upload file. Under
-        secure aggregation, the keys, sealed shares, masked counts and unmasking shares
-        of its secure sums.
+        the arrays of its sums (its one-hot labels, a byte per public example and
+        class, and its training accuracy; its final model and the consensus broadcast
+        back are not counted); with `fit_server`, the size of each party's final upload
+        file. Under secure aggregation, the keys, sealed shares, masked counts and
+        unmasking shares of its secure sums.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
@@ -236,16 +263,13 @@ class FedCTClassifier(BaseFederatedClassifier):
     says done, `fit_server` assembles the parties' final models. `fit` is exactly these
     steps in one process, so both give the same model for the same `random_state`.
 
-    Under ``skfedkt.set_config(secure_aggregation=True)`` (`fit` only, at least three
-    parties) every party sends, in a secure sum, its labels as one-hot counts (with
-    `TeacherVotes`, its noisy vote counts, each clipped to a count plus ten standard
-    deviations of its noise) and its training accuracy: the server sees the summed
-    counts alone, and forms the same consensus as without, round after round. No
-    party's model leaves it: the federation's model is one seeded clone of
-    `estimator`, fitted by the server on the public rows of the last consensus
-    (``consensus_mask_``, ``consensus_labels_``), which ``estimators_`` holds. It is
-    refused with ``n_rounds=0`` (no consensus to learn) and with a list or dict
-    `estimator`.
+    Every round each party sends its labels as one-hot counts (with `TeacherVotes`,
+    its noisy vote counts, each clipped to a count plus ten standard deviations of its
+    noise) and its training accuracy in the sum: the server votes on their total
+    alone. Under ``skfedkt.set_config(secure_aggregation=True)`` (at least three
+    parties) a secure sum adds them, and the server sees the summed counts alone,
+    forming the same consensus round after round; no party's model leaves it, so only
+    ``distill=True`` runs there, and gives the model it gives without.
 
     Every round refits a fresh clone of each party's estimator on its rows plus the
     pseudo-labelled public set: this works for any model (trees have no weights to keep)
@@ -297,13 +321,12 @@ class FedCTClassifier(BaseFederatedClassifier):
 
     _plan_type = FedCTPlan
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
-                       message_check=_message_check)
+                       message_check=_message_check, fields=FIELDS)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
-    _secure_sums = SECURE_SUMS
 
     runs_rounds = True
 
-    _private_fitted = ("_models", "_secure")
+    _private_fitted = ("_models", "_final_model")
 
     _parameter_objects = ("privacy",)
 
@@ -313,6 +336,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         "tol": [Interval(Real, 0, 1, closed="both")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "voting": [StrOptions({"hard", "soft"})],
+        "distill": ["boolean"],
+        "final_estimator": [HasMethods(["fit", "predict"]), None],
         "privacy": [BitFlips, TeacherVotes, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -327,6 +352,8 @@ class FedCTClassifier(BaseFederatedClassifier):
         tol=0.0,
         n_iter_no_change=2,
         voting="hard",
+        distill=False,
+        final_estimator=None,
         privacy=None,
         n_jobs=None,
         random_state=None,
@@ -337,13 +364,16 @@ class FedCTClassifier(BaseFederatedClassifier):
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.voting = voting
+        self.distill = distill
+        self.final_estimator = final_estimator
         self.privacy = privacy
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
 
     def _base_estimators(self) -> list[Any]:
-        return base_estimators(self.estimator)
+        final = [self.final_estimator] if self.distill and self.final_estimator else []
+        return [*base_estimators(self.estimator), *final]
 
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
 
@@ -358,8 +388,7 @@ class FedCTClassifier(BaseFederatedClassifier):
     def _party_step(self, context: PartyContext[FedCTPlan],
                     parties: Sequence[FedCTParty]) -> PartyStepResult:
         uploads = party_round(context.plan, parties, context.data, context.root,
-                              context.message, context.manifests, context.share_model,
-                              context.secure is not None)
+                              context.message, context.manifests, context.share_model)
         for party, upload in zip(parties, uploads):
             # in process, for the membership audit of what the upload lets out
             upload.local_model = GlobalLabelClassifier(party.model, context.data.classes)
@@ -372,31 +401,29 @@ class FedCTClassifier(BaseFederatedClassifier):
                              len(context.known_classes), context.root)
         return server.round(uploads, context.message, context.sums)
 
-    def _server_step(self, context: ServerContext[FedCTPlan], uploads: Sequence[Message],
-                     reused: Any) -> dict[str, Any]:
+    def _server_step(self, context: ServerContext[FedCTPlan],
+                     uploads: Sequence[Message]) -> dict[str, Any]:
         assert context.message is not None  # the rounds end on the server's message
-        if context.sums is not None:
-            return secure_finished(context.plan, len(uploads), context.message,
-                                   context.known_classes, context.X_public, context.root,
-                                   context.sums)
-        return finished(context.plan, uploads, context.message, context.known_classes)
+        return finished(context.plan, uploads, context.message, context.known_classes,
+                        context.sums, context.X_public, context.root)
 
     def _after_fit(self, context: ServerContext[FedCTPlan], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:
         if data is not None:
             warn_if_classes_lost(
                 self.classes_, self._predict_codes(context.X_public),
-                ("The federation's model" if self._secure else "The parties' vote")
+                ("The final model" if self.distill else "The parties' vote")
                 + " predicts on the public set", data.y, "the training rows",
                 SHIFTED_PUBLIC_SET_REMEDY if data.public_set_shifted
                 else _SKEWED_PARTIES_REMEDY,
             )
 
     def _proba(self, X: Any) -> np.ndarray:
-        # vote shares (hard voting) or averaged probabilities of the parties' models;
-        # the one model of secure aggregation gives its own probabilities
-        return ensemble_proba(self._models, X, len(self.classes_),
-                              "soft" if self._secure else self.voting)
+        # the final model's probabilities, or the vote shares (hard voting) or averaged
+        # probabilities of the parties' models
+        if self.distill:
+            return self._final_model.predict_proba(X, len(self.classes_))
+        return ensemble_proba(self._models, X, len(self.classes_), self.voting)
 
     def _predict_codes(self, X: Any) -> np.ndarray:
         # the argmax of predict_proba, as scikit-learn requires

@@ -25,7 +25,7 @@ from .._privacy._bit_flips import bit_flip_probability
 from .._privacy._mechanisms import BitFlips, add_noise
 from ._payloads import FedCTUpload, fedct_message
 from ._plan import FedCTPlan
-from ._secure import party_sums
+from ._sums import party_sums
 
 
 def instructions(message: Message | None, n_public: int) -> tuple[np.ndarray, int]:
@@ -100,39 +100,26 @@ class FedCTParty:
         assert self.round is not None, "upload before fitted"
         return self.shared if self.round < self.plan.n_rounds else None
 
-    def upload(self, manifest: dict[str, Any], with_model: bool) -> PartyUpload:
-        """The round's labels (or vote counts, `released`) and training accuracy; the
-        model itself if `with_model`."""
+    def upload(self, manifest: dict[str, Any], done: bool, with_model: bool,
+               n_classes: int) -> PartyUpload:
+        """In the sum, the round's training accuracy and, unless the server's message
+        said `done`, its labels (or vote counts, `released`; `_sums.party_sums`); in the
+        clear, the model itself if `with_model`."""
         assert self.model is not None, "upload before fitted"
-        shared = self.released
-        model = self.model.estimator if with_model else None
-        codes = self.model.codes if with_model else None
-        payload = (FedCTUpload(labels=shared, model=model, codes=codes)
-                   if self.plan.teacher_votes is None else
-                   FedCTUpload(vote_counts=shared, model=model, codes=codes))
-        return PartyUpload(manifest=dict(manifest, training_accuracy=float(self.accuracy)),
-                           payload=dict(payload))
-
-    def secure_upload(self, manifest: dict[str, Any], done: bool,
-                      n_classes: int) -> PartyUpload:
-        """Under secure aggregation: nothing in the clear but the manifest; under
-        ``"sums"`` the training accuracy and, unless the server's message said `done`,
-        what the party shares (`released`) as counts (`party_sums`). The model stays
-        with the party."""
-        sums = party_sums(self.plan, None if done else self.released, self.accuracy,
-                          n_classes)
-        return PartyUpload(manifest=dict(manifest),
-                           payload=dict(FedCTUpload(model=None, codes=None), sums=sums))
+        payload = FedCTUpload(model=self.model.estimator if with_model else None,
+                              codes=self.model.codes if with_model else None)
+        shared = None if done else self.released
+        return PartyUpload(manifest=dict(manifest), payload=dict(
+            payload, sums=party_sums(self.plan, shared, self.accuracy, n_classes)))
 
 
 def party_round(plan: FedCTPlan, parties: Sequence[FedCTParty], data: PartyRows, root: int,
                 message: Message | None, manifests: list[dict[str, Any]],
-                share_model: bool = True, secure: bool = False) -> list[PartyUpload]:
+                share_model: bool = True) -> list[PartyUpload]:
     """The round `message` asks for (round 0 without one): every party's model, and
     teachers with `TeacherVotes`, on its rows plus the consensus-labelled public rows,
     in one flat parallel batch, and its upload, with its model in the final round (the
-    message says done) if `share_model`; under secure aggregation (`secure`), its
-    `FedCTParty.secure_upload`.
+    message says done) if `share_model`.
 
     Parties that fit this very round already (in ``fit``, where the last round's models
     are final) are not fit again.
@@ -161,10 +148,7 @@ def party_round(plan: FedCTPlan, parties: Sequence[FedCTParty], data: PartyRows,
             party.fitted(fits.models[group], fits.predictions[group],
                          fits.training_accuracy[group.start], round_, n_classes)
     done = message is not None and message.manifest["done"]
-    if secure:
-        return [party.secure_upload(manifest, done, n_classes)
-                for party, manifest in zip(parties, manifests)]
-    return [party.upload(manifest, done and share_model)
+    return [party.upload(manifest, done, done and share_model, n_classes)
             for party, manifest in zip(parties, manifests)]
 
 

@@ -15,21 +15,10 @@ import numpy as np
 from .._engine._context import Message
 
 
-class _SharedLabels(TypedDict, total=False):
-    """What a FedCT party shares in a round: exactly one of ``labels`` and
-    ``vote_counts``, by the plan's privacy; None in a round the server does not vote on
-    (the last of ``n_rounds``)."""
-
-    #: the party's (bit-flipped) class codes of every public row, -1 for an abstention
-    labels: np.ndarray | None
-    #: with `TeacherVotes`: its teachers' noisy vote counts on the queries, of shape
-    #: (n_queries, n_classes)
-    vote_counts: np.ndarray | None
-
-
-class FedCTUpload(_SharedLabels):
-    """A FedCT party's upload of one round: what it shares (`_SharedLabels`) and its
-    model."""
+class FedCTUpload(TypedDict):
+    """What a FedCT party sends in the clear in one round: its model, in the final
+    round. What it shares (its labels, or its teachers' noisy vote counts) goes in the
+    sum (`_sums`)."""
 
     #: in the final round, if the party shares it: its model (None otherwise)
     model: Any

@@ -37,11 +37,19 @@ class FedCTPlan(Plan):
     n_iter_no_change: int
     voting: str
     privacy: BitFlips | TeacherVotes | None
+    #: the final model: a clone of it fitted on the public rows with the last consensus
+    #: (``distill=True``), or None for the parties' vote
+    final: Any = None
+
+    @property
+    def distill(self) -> bool:
+        return self.final is not None
 
     @classmethod
     def of(cls, estimator: BaseFederatedClassifier) -> FedCTPlan:
         """The plan of a `FedCTClassifier`'s parameters; every entry of a list or dict
-        `estimator` must be an estimator."""
+        `estimator` must be an estimator, and a distilled model needs a consensus to
+        learn and one estimator to learn it."""
         entries = estimator.estimator
         if isinstance(entries, (list, dict)):
             for key, entry in (entries.items() if isinstance(entries, dict)
@@ -54,8 +62,8 @@ class FedCTPlan(Plan):
                     )
         return cls(estimator=entries, n_rounds=estimator.n_rounds, tol=estimator.tol,
                    n_iter_no_change=estimator.n_iter_no_change, voting=estimator.voting,
-                   privacy=estimator.privacy, n_jobs=estimator.n_jobs,
-                   verbose=estimator.verbose)
+                   privacy=estimator.privacy, final=final_of(estimator),
+                   n_jobs=estimator.n_jobs, verbose=estimator.verbose)
 
     def party_estimators(self, parties: list[Any]) -> list[Any]:
         """One (unfitted) estimator per party of `parties` (the sorted party labels)."""
@@ -153,3 +161,21 @@ def base_estimators(estimator: Any) -> list[Any]:
     if isinstance(estimator, list):
         return estimator
     return [estimator]
+
+
+def final_of(estimator: BaseFederatedClassifier) -> Any:
+    """The final model of a `FedCTClassifier` that distils (None where it does not): its
+    `final_estimator`, or its one base estimator; refused, naming the parameter, where
+    there is no consensus to learn or no one estimator to learn it with."""
+    if not estimator.distill:
+        return None
+    if estimator.n_rounds == 0:
+        raise ValueError("distill=True fits a model on the last round's consensus of the "
+                         "public rows, and n_rounds=0 makes none: set n_rounds to 1 or "
+                         "more, or distill=False.")
+    if estimator.final_estimator is not None:
+        return estimator.final_estimator
+    if isinstance(estimator.estimator, (list, dict)):
+        raise ValueError("distill=True with a list or dict estimator (one kind of model "
+                         "per party) needs the final model's kind: pass final_estimator.")
+    return base_estimators(estimator.estimator)[0]

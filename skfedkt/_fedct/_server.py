@@ -1,8 +1,9 @@
 """FedCT's server step: what runs on the server in every round, and at the end.
 
-Functions of a frozen `FedCTPlan`: `FedCTServer` runs a round, `finished` gives the
-fitted attributes from the parties' final uploads (`secure_finished` from their secure
-sums), `privacy_report` accounts for the bit flips.
+Functions of a frozen `FedCTPlan`: `FedCTServer` runs a round on the total of the
+parties' sums, `finished` gives the fitted attributes from the parties' final uploads
+(the parties' vote, or a model fitted on the public rows with the last consensus),
+`privacy_report` accounts for the bit flips.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ from .._deployment._received import UploadChecker
 from .._deployment._upload import PartyUpload, UploadError
 from .._engine._class_codes import ClassCodeModel
 from .._engine._context import Message
-from .._engine._seeds import derived_random_state
-from .._engine._voting import count_votes, plurality_vote
+from .._engine._fitting import Task, TierJob, fit_clones
+from .._engine._seeds import derived_random_state, draw_seeds
+from .._engine._voting import plurality_vote
 from .._privacy._accounting import ONE_VOTE_L2
 from .._privacy._bit_flips import bit_flip_epsilon, bit_flip_probability
 from .._privacy._gaussian import gaussian_epsilon, unanimous_flip_probability
 from .._privacy._reports import BitFlipPrivacyReport, guarantee_strength, TeacherVotesPrivacyReport
 from ._party import instructions
-from ._payloads import FedCTMessage, FedCTUpload, fedct_message, fedct_upload
+from ._payloads import FedCTMessage, fedct_message, fedct_upload
 from ._plan import FedCTPlan
-from ._secure import check_sums, federation_model, summed_accuracy
+from ._sums import check_sums, mean_accuracy
 
 
 class FedCTServer:
@@ -42,18 +44,17 @@ class FedCTServer:
         self.bytes_sent = label_bytes(n_public, n_classes)
 
     def round(self, uploads: Sequence[Message], message: Message | None,
-              sums: dict[str, np.ndarray] | None = None) -> PartyUpload:
-        """The message after the parties' uploads of the round `message` asked for
-        (under secure aggregation, from their `sums` alone)."""
+              sums: dict[str, np.ndarray]) -> PartyUpload:
+        """The message after the parties' uploads of the round `message` asked for,
+        from the total of their `sums` alone."""
         plan = self.plan
         consensus, fitted = instructions(message, self.n_public)
         state: dict[str, Any] = (
             dict(server_seed=self.root, history=[], stalled=0) if message is None else
             {key: message.manifest[key] for key in ("server_seed", "history", "stalled")})
         history = [dict(entry) for entry in state["history"]]
-        if sums is not None:
-            check_sums(sums, len(uploads))
-        accuracy = mean_accuracy(uploads, sums)
+        check_sums(sums, len(uploads))
+        accuracy = mean_accuracy(sums, len(uploads))
         if fitted >= 1:  # the accuracy of the models refit on the previous consensus
             history[fitted - 1]["train_accuracy"] = accuracy
 
@@ -73,14 +74,13 @@ class FedCTServer:
         tie_keys = derived_random_state(state["server_seed"], "server").random_sample(
             (self.n_public, self.n_classes)
         )
-        votes = self.summed_votes(uploads, sums)
+        votes = sums["label_counts" if plan.teacher_votes is None else "vote_counts"]
         new_consensus = (plurality_vote(votes, tie_keys) if plan.teacher_votes is None
                          else self.confident_consensus(votes, len(uploads), tie_keys))
         changed = float(np.mean(new_consensus != consensus))
         stalled = state["stalled"] + 1 if changed <= plan.tol else 0
-        # under secure aggregation a party sends its secure sum's messages instead
         history.append(dict(round=fitted + 1, consensus_changed=changed, train_accuracy=None,
-                            bytes_sent=self.bytes_sent if sums is None else None))
+                            bytes_sent=self.bytes_sent))
         plan.say(f"round {fitted + 1}: {changed:.1%} of the consensus labels changed")
         if stalled >= plan.n_iter_no_change:
             # the models just fit already learned this consensus: they are final
@@ -88,28 +88,6 @@ class FedCTServer:
             return reply(consensus, fitted, new_consensus, True, stalled)
         done = fitted + 1 == plan.n_rounds
         return reply(new_consensus, fitted + 1, new_consensus, done, stalled)
-
-    def summed_votes(self, uploads: Sequence[Message],
-                     sums: dict[str, np.ndarray] | None) -> np.ndarray:
-        """What the server votes on: the counts of the parties' labels on the public
-        set, or with `TeacherVotes` the sum of their noisy vote counts on the queries;
-        under secure aggregation, their secure `sums`."""
-        if sums is not None:
-            return sums["label_counts" if self.plan.teacher_votes is None else "vote_counts"]
-        if self.plan.teacher_votes is None:
-            return count_votes(np.stack(self.shared(uploads)), self.n_classes)
-        return np.sum(self.shared(uploads), axis=0)
-
-    def shared(self, uploads: Sequence[Message]) -> list[np.ndarray]:
-        """What every party shared in a round the server votes on, which the check of
-        its upload requires: its labels, or its noisy vote counts with `TeacherVotes`."""
-        shared = [shared_by(fedct_upload(upload), self.plan) for upload in uploads]
-        missing = [upload.manifest["party"] for upload, values in zip(uploads, shared)
-                   if values is None]
-        if missing:
-            raise UploadError(f"Parties {missing} shared nothing in a round the server "
-                              "votes on.", party=missing[0], field="labels")
-        return [values for values in shared if values is not None]
 
     def confident_consensus(self, summed: np.ndarray, n_parties: int,
                             tie_keys: np.ndarray) -> np.ndarray:
@@ -129,69 +107,44 @@ class FedCTServer:
         return consensus
 
 
-def shared_by(payload: FedCTUpload, plan: FedCTPlan) -> np.ndarray | None:
-    """What a party's upload `payload` shares: its labels, or its noisy vote counts with
-    `TeacherVotes`; None in a round the server does not vote on."""
-    return payload.get("labels") if plan.teacher_votes is None else payload.get("vote_counts")
-
-
 def label_bytes(n_public: int, n_classes: int) -> int:
     """The bytes of a party's labels in one round: one bit per public row and class."""
     return int(np.ceil(n_public * n_classes / 8))
 
 
-def mean_accuracy(uploads: Sequence[Message], sums: dict[str, np.ndarray] | None) -> float:
-    """The parties' mean training accuracy: from their manifests, or under secure
-    aggregation from its secure `sums`."""
-    if sums is None:
-        return float(np.mean([upload.manifest["training_accuracy"] for upload in uploads]))
-    return summed_accuracy(sums, len(uploads))
-
-
 def finished(plan: FedCTPlan, uploads: Sequence[Message], message: Message,
-             classes: np.ndarray) -> dict[str, Any]:
+             classes: np.ndarray, sums: dict[str, np.ndarray], X_public: Any,
+             root: int) -> dict[str, Any]:
     """The fitted attributes of `FedCTClassifier`, from the parties' final `uploads`
-    (each with its model) and the server's last `message`."""
+    (each with its model, where the party sent it), the total of their `sums` and the
+    server's last `message`: the parties' vote, or with ``distill=True`` a model fitted
+    on the public rows with the last consensus (`distilled`)."""
+    check_sums(sums, len(uploads))
     payloads = [fedct_upload(upload) for upload in uploads]
     missing = [upload.manifest["party"] for upload, payload in zip(uploads, payloads)
                if payload.get("model") is None]
-    if missing:
+    if missing and not plan.distill:
         raise UploadError(
             f"Parties {missing} sent no model (share_model=False): the server cannot "
             "assemble the voting classifier without every party's model.",
             party=missing[0], field="model",
         )
-    models = [ClassCodeModel(payload["model"], payload["codes"]) for payload in payloads]
-    return _fitted(plan, message, classes, models, mean_accuracy(uploads, None), secure=False)
-
-
-def secure_finished(plan: FedCTPlan, n_parties: int, message: Message, classes: np.ndarray,
-                    X_public: Any, root: int, sums: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The fitted attributes of `FedCTClassifier` under secure aggregation, from the
-    secure `sums` of the `n_parties` parties' final step and the server's last
-    `message`: the federation's model (`federation_model`) on the last consensus."""
-    check_sums(sums, n_parties)
+    # aligned with the parties: None where a party kept its model
+    local = [None if payload.get("model") is None
+             else ClassCodeModel(payload["model"], payload["codes"]) for payload in payloads]
     last = np.asarray(fedct_message(message)["last_consensus"])
-    model = federation_model(plan, X_public, last, len(classes), root)
-    return _fitted(plan, message, classes, [model], summed_accuracy(sums, n_parties),
-                   secure=True)
-
-
-def _fitted(plan: FedCTPlan, message: Message, classes: np.ndarray,
-            models: list[ClassCodeModel], accuracy: float, secure: bool) -> dict[str, Any]:
-    """The fitted attributes of the final `models` and the server's last `message`
-    (`accuracy`: the parties' mean training accuracy in the final step; `secure`:
-    whether the server saw sums alone)."""
+    final = (distilled(plan, X_public, last, len(classes), root) if plan.distill
+             else None)
     history = [dict(entry) for entry in message.manifest["history"]]
     if history and history[-1]["train_accuracy"] is None:
         # the training accuracy of the final models
-        history[-1]["train_accuracy"] = accuracy
-    last = np.asarray(fedct_message(message)["last_consensus"])
+        history[-1]["train_accuracy"] = mean_accuracy(sums, len(uploads))
     privacy = privacy_report(plan, len(last), len(history), len(classes))
     return dict(
-        _models=models,
-        _secure=secure,
-        estimators_=[model.estimator for model in models],
+        _models=local,
+        _final_model=final,
+        estimators_=[model.estimator for model in local if model is not None],
+        **({} if final is None else dict(final_estimator_=final.estimator)),
         history_=history,
         n_rounds_=len(history),
         consensus_mask_=last >= 0,
@@ -201,32 +154,33 @@ def _fitted(plan: FedCTPlan, message: Message, classes: np.ndarray,
     )
 
 
-def check_party_upload(checker: UploadChecker, plan: FedCTPlan, n_public: int, root: int,
-                       *, final: bool, secure: bool = False) -> None:
-    """A FedCT party's upload: its rows, its training accuracy, what it shares in a
-    round the server votes on (its labels of every public row among the agreed classes,
-    or with `TeacherVotes` its noisy vote counts on the queries) and, in the final
-    round, its model. Under secure aggregation (`secure`), its rows alone: the secure
-    sum holds the rest, and its model stays with it."""
+def distilled(plan: FedCTPlan, X_public: Any, last: np.ndarray, n_classes: int,
+              root: int) -> ClassCodeModel:
+    """The final model of ``distill=True``: a seeded clone of the plan's final
+    estimator, fitted on the public rows with a consensus code in `last` (-1: none)."""
+    labelled = np.flatnonzero(last >= 0)
+    if not labelled.size:
+        raise ValueError(
+            "No public row has a consensus label after the last round, and with "
+            "distill=True the final model learns that consensus alone: use more public "
+            "rows or, with privacy, a larger epsilon (less noise).")
+    (model,) = fit_clones(
+        [Task(plan.final, last[labelled], labelled, name="the final model")],
+        TierJob(X_public, n_classes), draw_seeds(derived_random_state(root, "final"), 1),
+        tier="final model", **plan.clone_fitting,
+    ).models
+    return model
+
+
+def check_party_upload(checker: UploadChecker, plan: FedCTPlan, *, final: bool) -> None:
+    """A FedCT party's upload in the clear: its rows, its round and, in the final round,
+    its model (where secure aggregation does not keep it at the party). What it shares
+    and its training accuracy are in its sums, which the base checks."""
     checker.count("n_rows", positive=True)
-    round_ = checker.count("round", at_most=plan.n_rounds)
-    payload = fedct_upload(checker.upload)
-    key = "labels" if plan.teacher_votes is None else "vote_counts"
-    if secure:
-        checker.in_sum_only(["training_accuracy"], [key, "model", "codes"])
-        return
-    if round_ == plan.n_rounds:
-        if shared_by(payload, plan) is not None:
-            checker.refuse(key, f"shared in round {round_}, on which the server does not vote")
-    elif plan.teacher_votes is None:
-        checker.labels("labels", n_public, low=-1)  # -1: a bit-flipped abstention
-    else:
-        n_queries = len(plan.queries(n_public, root))
-        checker.vote_counts("vote_counts", n_queries, plan.vote_bound(n_queries))
-    checker.number("training_accuracy", 0.0, 1.0)
+    checker.count("round", at_most=plan.n_rounds)
     if checker.optional_model() is None and final:
         return  # fit_server names every party that kept its model
-    if not final and payload.get("model") is not None:
+    if not final and fedct_upload(checker.upload).get("model") is not None:
         checker.refuse("model", "a model before the server's message said done")
 
 

@@ -6,6 +6,9 @@
 - `_party`: what runs at a party (Algorithm 1, lines 2-13): teachers on the party's
   rows, their votes on the public set, the students it uploads.
 - `_payloads`: what crosses, typed: a party's upload, its students.
+- `_sums`: what a party sends in the sum (its students' votes, its class counts) and
+  the server's vote from their total, added in the clear or securely; each party's
+  weight in it.
 - `_server`: what runs at the server (lines 14-22): the students' pooled vote on the
   public set, the final model, the privacy accounting.
 - `_votes`: `SoftVotes` and `HardVotes`, its ``voting`` parameter.

@@ -21,14 +21,15 @@ from .._engine._context import (
 from .._engine._class_codes import ClassCodeModel
 from .._engine._voting import class_shares
 from .._privacy._accounting import DEFAULT_ORDERS
-from .._privacy._mechanisms import PartyNoise, ServerNoise
+from .._privacy._mechanisms import DistributedNoise, PartyNoise, ServerNoise
 from .._engine._validation import FederatedData
 from .._privacy._release import Release, final_model_release, models_release
+from .._deployment._fields import InClear
 from ._party import FedKTParty, check_party_sizes, party_guarantee, party_step
 from ._payloads import FedKTUpload, fedkt_upload
 from ._plan import FedKTPlan, learners
-from ._secure import SECURE_SUMS
 from ._server import check_upload, pooled_student_proba, server_step, warn_after_fit
+from ._sums import SUMS, consistent, party_weights
 from ._votes import HardVotes, SoftVotes
 
 
@@ -46,15 +47,43 @@ def _upload_check(context: ServerContext[FedKTPlan],
     # the data-independent bound of a party at L2, computed once for every upload
     bound = (party_guarantee(plan, np.zeros(len(DEFAULT_ORDERS)), n_queries)
              ["data_independent_epsilon"] if plan.level == "L2" else None)
-    secure = context.sums is not None
-    return lambda checker: check_upload(plan, checker, n_queries, bound, secure)
+    return lambda checker: check_upload(plan, checker, n_queries, bound)
 
 
 def _sent_bytes(clf: FedKTClassifier) -> np.ndarray:
-    # the students are all that a party sends
+    # the students, in the clear (the base adds what each party sent in the sum)
     return payloads_bytes([dict(FedKTUpload(students=students, codes=codes))
                            for students, codes in zip(clf.students_, clf._student_codes)],
                           clf.n_jobs)
+
+
+def _undistilled(plan: FedKTPlan) -> tuple[str, str] | None:
+    return None if plan.distill else ("distill=False (the students' vote)", "distill=True")
+
+
+def _refusal(plan: FedKTPlan, secure: bool) -> str | None:
+    if not secure and isinstance(plan.privacy, DistributedNoise):
+        return ("DistributedNoise is added by the parties in shares of a secure sum, "
+                "which is off; pass ServerNoise for the same noise added by the server")
+    return None
+
+
+FIELDS = (
+    InClear("students", "its fitted students, one per partition", party_only=True,
+            needed_when=_undistilled, withheld=[]),
+    InClear("codes", "the class codes of each student's outputs", party_only=True,
+            needed_when=_undistilled, withheld=[]),
+    InClear("class_counts", "its rows of each class (at L2 with noise, where released)",
+            "manifest", party_only=True),
+    InClear("student_class_shares", "the class shares of each student's labels",
+            "manifest", party_only=True),
+    InClear("n_teachers", "its teachers per student", "manifest"),
+    InClear("n_queries", "the public rows its noisy tier labels", "manifest"),
+    InClear("privacy", "at L2, its privacy guarantee (its epsilon)", "manifest"),
+    InClear("privacy_note", "where its students learned its rows, what an upload "
+            "reveals", "manifest"),
+    *SUMS,
+)
 
 
 def _fit_releases(clf: FedKTClassifier) -> list[Release]:
@@ -184,14 +213,17 @@ class FedKTClassifier(BaseFederatedClassifier):
         whose guarantee covers the server's noisy labels of the public set, not the
         students' votes on new rows; at L2 the students themselves are differentially
         private, and so is anything computed from them.
-    privacy : ServerNoise, PartyNoise or None, default=None
+    privacy : ServerNoise, DistributedNoise, PartyNoise or None, default=None
         Where noise is added to the vote counts (FedKT's privacy levels), with its
         scale, query budget and delta (`skfedkt.privacy.ServerNoise`,
-        `skfedkt.privacy.PartyNoise`):
+        `skfedkt.privacy.DistributedNoise`, `skfedkt.privacy.PartyNoise`):
 
         - ``None`` (L0): nowhere; no privacy guarantee.
         - ``ServerNoise(...)`` (L1): on every count of the server's vote histogram. The
           final model is differentially private at the *party* level.
+        - ``DistributedNoise(...)`` (L1 under secure aggregation only): the same noise,
+          added by the parties in shares of the secure sum, so that the coordinator
+          never sees a noise-free vote.
         - ``PartyNoise(...)`` (L2): on every count of every teacher vote histogram of
           every partition of every party. Every student, and hence the final model, is
           differentially private at the *example* level, even towards the server.
@@ -206,9 +238,8 @@ class FedKTClassifier(BaseFederatedClassifier):
     random_state : int, RandomState instance or None, default=None
         Controls the partitions, one seed per clone (set on every ``random_state``
         parameter of a clone, nested ones too, and on torch's RNG for skorch nets), the
-        noise and the tie breaks (but under secure aggregation the parties' L1 noise,
-        which comes from the operating system: a seed the coordinator knows would let
-        it remove the noise). Results are identical for any `n_jobs` and joblib
+        noise and the tie breaks (but `DistributedNoise`, which comes from the operating
+        system: a seed the coordinator knows would let it remove the noise). Results are identical for any `n_jobs` and joblib
         backend, except for skorch nets under the threading backend, whose threads share
         torch's RNG.
     verbose : int, default=0
@@ -241,12 +272,13 @@ class FedKTClassifier(BaseFederatedClassifier):
         The server's fitted final model, trained on class positions like the students.
         Not set with ``distill=False``.
     upload_bytes_ : ndarray of shape (n_parties,)
-        Bytes each party sent, aligned with ``parties_``: its students, the only
-        communication of FedKT (the final model's trip back is not counted). After
-        `fit`, its students as skops writes them into an upload file, measured when
-        first read (NaN, with a warning, where skops cannot write them); after
-        `fit_server`, the size of each upload file. Under secure aggregation, the
-        keys, sealed shares, masked votes and unmasking shares of its secure sum.
+        Bytes each party sent, aligned with ``parties_``: its students and the votes
+        it sends in the sum, the only communication of FedKT (the final model's trip
+        back is not counted). After `fit`, its students as skops writes them into an
+        upload file, measured when first read (NaN, with a warning, where skops cannot
+        write them), and its sums' arrays; after `fit_server`, the size of each upload
+        file. Under secure aggregation, the keys, sealed shares, masked votes and
+        unmasking shares of its secure sum.
     left_out_parties_ : dict
         Only after `fit_server`: the uploads it left out under ``min_parties``, with the
         reason, keyed by party (or file).
@@ -254,8 +286,8 @@ class FedKTClassifier(BaseFederatedClassifier):
         The server's noise-free vote histogram on the whole public set: vote counts
         (int64) with hard voting, summed class probabilities (float64) with soft voting.
         For analysis: it is what the L1 noise protects, and a deployment would not
-        publish it. Under secure aggregation at L1 the server never holds it: the
-        parties' noisy sums on its queries, NaN on the other rows.
+        publish it. With `DistributedNoise` the server never holds it: the parties'
+        noisy sums on its queries, NaN on the other rows.
     share_offsets_ : ndarray of shape (n_classes,)
         The log-offsets per class that the server added to its pooled votes so that
         its labels hold the training rows' class shares (``SoftVotes(match_shares)``); zeros
@@ -356,9 +388,10 @@ class FedKTClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = FedKTPlan
-    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes)
+    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes, fields=FIELDS,
+                       party_weights=party_weights, consistent=consistent,
+                       refusal=_refusal)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
-    _secure_sums = SECURE_SUMS
 
     _private_fitted = ("_final_model", "_party_counts", "_student_codes")
 
@@ -374,7 +407,7 @@ class FedKTClassifier(BaseFederatedClassifier):
         "student_data": [StrOptions({"public", "party+public"})],
         "soft_labels": [StrOptions({"students", "all"}), None],
         "distill": ["boolean"],
-        "privacy": [ServerNoise, PartyNoise, None],
+        "privacy": [ServerNoise, DistributedNoise, PartyNoise, None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -426,15 +459,14 @@ class FedKTClassifier(BaseFederatedClassifier):
     def _party_step(self, context: PartyContext[FedKTPlan],
                     parties: Sequence[FedKTParty]) -> PartyStepResult:
         plan, data = context.plan, context.data
-        return PartyStepResult(*party_step(
+        return PartyStepResult(party_step(
             plan, parties, data.X, plan.tier_rows(data.X_public, context.root),
             len(data.classes), context.manifests, context.secure))
 
-    def _server_step(self, context: ServerContext[FedKTPlan], uploads: Sequence[Message],
-                     reused: Any) -> dict[str, Any]:
+    def _server_step(self, context: ServerContext[FedKTPlan],
+                     uploads: Sequence[Message]) -> dict[str, Any]:
         return server_step(context.plan, uploads, context.X_public, context.root,
-                           context.known_classes, reused, claimed=context.deployed,
-                           sums=context.sums)
+                           context.known_classes, context.sums)
 
     def _after_fit(self, context: ServerContext[FedKTPlan], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:

@@ -33,7 +33,7 @@ from .._privacy._gaussian import gaussian_log_moments, gdp_epsilon, gnmax_log_mo
 from .._privacy._mechanisms import noisy_class_counts
 from ._payloads import FedKTUpload
 from ._plan import FedKTPlan, target_task
-from ._secure import SecureVotes, count_scales, party_sums
+from ._sums import party_sums
 
 # what an upload's manifest and the privacy report say when students learn party rows
 PARTY_ROWS_NOTE = (
@@ -162,18 +162,14 @@ class FedKTParty:
         return tasks, StudentLabels(len(queries), student_shares, log_moments)
 
     def upload(self, student_models: list[ClassCodeModel], labels: StudentLabels,
-               n_classes: int, manifest: dict[str, Any],
-               secure: SecureVotes | None = None) -> PartyUpload:
-        """Line 13: what the party sends, its students, and the facts the server needs:
+               n_classes: int, manifest: dict[str, Any], student_votes: np.ndarray,
+               queries: np.ndarray, sum_parties: SumParties | None) -> PartyUpload:
+        """Line 13: what the party sends: its students, and the facts the server needs:
         its class counts (at L2 only with noise, where its soft votes use them), its
         students' class shares and, at L2, its privacy guarantee (from `labels`, its
-        `StudentLabels`); and what the upload reveals when its students learned the
-        party's rows.
-
-        Under secure aggregation (`secure`: its students' votes and what it needs to
-        send them), no student: the votes and class counts (`_secure.party_sums`) under
-        ``"sums"``, which reach the server only summed over the parties, and no class
-        share in the manifest."""
+        `StudentLabels`); what the upload reveals when its students learned the party's
+        rows; and in the sum (`_sums.party_sums`) its students' votes
+        (`student_votes`, on the rows the tiers label) and its class counts."""
         plan = self.plan
         private = plan.level == "L2"
         counts = np.bincount(self.y[self.rows], minlength=n_classes)
@@ -181,18 +177,15 @@ class FedKTParty:
             counts = noisy_class_counts(counts, gamma=plan.counts_gamma,
                                         noise=plan.mechanism.noise, random_state=self.noise_rng)
         payload = dict(FedKTUpload(
-            students=[] if secure else [model.estimator for model in student_models],
-            codes=[] if secure else [model.codes for model in student_models],
-        ))
-        if secure is not None:
-            payload.update(sums=party_sums(plan, secure, counts, n_classes))
+            students=[model.estimator for model in student_models],
+            codes=[model.codes for model in student_models],
+        ), sums=party_sums(plan, student_votes, queries, counts, n_classes, sum_parties))
         return PartyUpload(
             manifest=dict(
                 manifest,
-                class_counts=None if secure or private and not plan.releases_counts
+                class_counts=None if private and not plan.releases_counts
                 else counts.tolist(),
-                student_class_shares=None if secure
-                else np.asarray(labels.student_shares).tolist(),
+                student_class_shares=np.asarray(labels.student_shares).tolist(),
                 n_queries=labels.n_queries,
                 n_teachers=self.n_teachers,
                 privacy=party_guarantee(plan, labels.log_moments, labels.n_queries)
@@ -207,18 +200,15 @@ class FedKTParty:
 def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
                tiers: tuple[Any, np.ndarray, np.ndarray], n_classes: int,
                manifests: list[dict[str, Any]],
-               secure: SumParties | None = None) -> tuple[list[PartyUpload], Any]:
+               sum_parties: SumParties | None = None) -> list[PartyUpload]:
     """FedKT's party step for `parties` (`FedKTParty`: one on its own machine, every
     party in ``fit``): their teachers, their votes on the rows of `tiers` (what
     `FedKTPlan.tier_rows` returns), their students; each party's upload with its
-    manifest of `manifests` (`secure`, the parties of the secure sum: the students'
-    votes in sum instead of the
-    students).
-
-    Returns the uploads and what the server step may reuse in the same process: the
-    students' votes and `tiers`.
+    manifest of `manifests`, its students' votes on those rows in its sums
+    (`sum_parties`: the parties of a secure sum, whose threshold sizes
+    `DistributedNoise`'s shares; None without secure aggregation).
     """
-    X_labelled, party_rows, _ = tiers
+    X_labelled, party_rows, server_rows = tiers
     teachers = np.array([party.n_teachers for party in parties])
     per_partition = (f"{teachers[0]}" if np.all(teachers == teachers[0])
                      else f"{teachers.min()}-{teachers.max()}")
@@ -230,16 +220,10 @@ def party_step(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any,
     student_models, labels, student_votes = party_tier(plan, parties, X, X_labelled,
                                                        party_rows, n_classes)
     per_party = student_votes.reshape(len(parties), plan.n_students, *student_votes.shape[1:])
-    # under secure aggregation each party caps its own weight, from every party's rows
-    scales = np.ones(len(parties))
-    if secure is not None:
-        every_scale = count_scales(secure.party_rows)
-        scales = every_scale[[secure.parties.index(m["party"]) for m in manifests]]
-    uploads = [party.upload(models, party_labels, n_classes, manifest, SecureVotes(
-                   votes, scale, tiers[2], secure.threshold) if secure else None)
-               for party, models, party_labels, manifest, votes, scale
-               in zip(parties, student_models, labels, manifests, per_party, scales)]
-    return uploads, (student_votes, tiers)
+    return [party.upload(models, party_labels, n_classes, manifest, votes, server_rows,
+                         sum_parties)
+            for party, models, party_labels, manifest, votes
+            in zip(parties, student_models, labels, manifests, per_party)]
 
 
 def party_tier(plan: FedKTPlan, parties: Sequence[FedKTParty], X: Any, X_public: Any,

@@ -22,7 +22,7 @@ from .._engine._plan import Plan
 from .._engine._seeds import derived_random_state, public_queries
 from .._engine._rows import stack_rows
 from .._engine._voting import plurality_vote
-from .._privacy._mechanisms import PartyNoise, ServerNoise, add_noise
+from .._privacy._mechanisms import DistributedNoise, PartyNoise, ServerNoise, add_noise
 from ._votes import HardVotes, SoftVotes
 
 if TYPE_CHECKING:  # the base class: the algorithm's own would import in a circle
@@ -55,7 +55,7 @@ class FedKTPlan(Plan):
     student_data: str
     soft_labels: str | None
     distill: bool
-    privacy: ServerNoise | PartyNoise | None
+    privacy: ServerNoise | PartyNoise | DistributedNoise | None
 
     @classmethod
     def of(cls, estimator: BaseFederatedClassifier) -> FedKTPlan:
@@ -78,6 +78,13 @@ class FedKTPlan(Plan):
     def level(self) -> str:
         """FedKT's privacy level: "L0" (no noise), "L1" (server) or "L2" (parties)."""
         return "L0" if self.privacy is None else self.privacy.level
+
+    @property
+    def server_noise_level(self) -> str | None:
+        """The tier whose histogram the server adds noise to (`vote_targets`): "L1"
+        with `ServerNoise`; None where the parties' sums carry the noise
+        (`DistributedNoise`) or no noise is added there."""
+        return "L1" if isinstance(self.privacy, ServerNoise) else None
 
     @property
     def party_noise(self) -> str | None:
@@ -106,7 +113,7 @@ class FedKTPlan(Plan):
             self.votes.pooling == "prior-corrected" or bool(self.votes.match_shares))
 
     @property
-    def mechanism(self) -> ServerNoise | PartyNoise:
+    def mechanism(self) -> ServerNoise | PartyNoise | DistributedNoise:
         """The privacy mechanism of a fit that adds noise (what reads it runs only at L1
         and L2)."""
         if self.privacy is None:
@@ -144,9 +151,9 @@ class FedKTPlan(Plan):
         undistilled = "distill=False predicts with the students' pooled votes on new rows"
         if not self.distill and self.level == "L1":
             raise ValueError(
-                f"{undistilled}, but with ServerNoise only the server's noisy labels of the "
-                f"public set are private, not those votes ({private}). Use distill=True, "
-                "or privacy None or PartyNoise."
+                f"{undistilled}, but at L1 only the server's noisy labels of the public "
+                f"set are private, not those votes ({private}). Use distill=True, or "
+                "privacy None or PartyNoise."
             )
         if isinstance(votes, SoftVotes) and not _counts_covered(self.privacy):
             # "auto" resolves to the safe part: an unsafe one was asked for
@@ -240,7 +247,8 @@ def learners(estimator: BaseFederatedClassifier) -> tuple[Any, Any, Any]:
 
 
 def resolved_votes(voting: str | SoftVotes | HardVotes,
-                   privacy: ServerNoise | PartyNoise | None) -> SoftVotes | HardVotes:
+                   privacy: ServerNoise | PartyNoise | DistributedNoise | None,
+                   ) -> SoftVotes | HardVotes:
     """The votes that run: `voting` as an object ("soft" and "hard" are ``SoftVotes()``
     and ``HardVotes()``), its "auto" parts resolved: a count-based correction where the
     counts may be used (no noise, or `PartyNoise` releasing them), else a plain sum."""
@@ -257,7 +265,7 @@ def resolved_votes(voting: str | SoftVotes | HardVotes,
     return votes
 
 
-def _counts_covered(privacy: ServerNoise | PartyNoise | None) -> bool:
+def _counts_covered(privacy: ServerNoise | PartyNoise | DistributedNoise | None) -> bool:
     """Whether the server may use the parties' class counts: without noise, or with
     `PartyNoise` that releases them with noise of its own (an L1 party's counts are
     all of it: no noise small enough to keep them useful covers them)."""

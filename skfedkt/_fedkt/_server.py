@@ -28,8 +28,6 @@ from .._engine._validation import (
     warn_if_classes_lost,
 )
 from .._engine._voting import (
-    MAX_PARTY_WEIGHT,
-    bounded_party_counts,
     class_shares,
     count_votes,
     prior_corrected_proba,
@@ -43,11 +41,12 @@ from .._privacy._accounting import (
     pate_epsilon,
 )
 from .._privacy._gaussian import gaussian_epsilon, gnmax_epsilon
+from .._privacy._mechanisms import DistributedNoise
 from .._privacy._reports import guarantee_strength, PrivacyReport
 from ._party import PARTY_ROWS_NOTE
 from ._payloads import fedkt_upload
 from ._plan import FedKTPlan, target_task
-from ._secure import noise_units, summed_votes
+from ._sums import noise_units, party_weights, summed_votes
 from ._votes import HardVotes, SoftVotes, chosen_hard_votes, hard_vote_counts
 
 # standard errors by which the server's label shares may differ from the training's
@@ -68,17 +67,15 @@ def _student_models(students: list[list[Any]],
 
 
 def check_upload(plan: FedKTPlan, checker: UploadChecker, n_queries: int,
-                 bound: float | None, secure: bool = False) -> None:
-    """What a FedKT upload must hold: its rows and class counts (at L2 only where
-    they are released with noise), as many students as agreed with their class shares,
-    the agreed number of queries and, at L2, a guarantee no better than the
-    data-independent bound `bound` the server computes. Under secure aggregation
-    (`secure`), no counts and no student: the secure sum holds their votes."""
+                 bound: float | None) -> None:
+    """What a FedKT upload must hold in the clear: its rows and class counts (at L2
+    only where they are released with noise), as many students as agreed with their
+    class shares, the agreed number of queries and, at L2, a guarantee no better than
+    the data-independent bound `bound` the server computes (the students, the counts
+    and the shares where secure aggregation does not withhold them)."""
     private = plan.level == "L2"
-    if secure:
-        checker.in_sum_only(["class_counts"], ["student_class_shares"])
     n_rows, counts = checker.rows_and_counts(
-        counts_required=not secure and (not private or plan.releases_counts))
+        counts_required=not private or plan.releases_counts)
     if private and not plan.releases_counts and counts is not None:
         checker.refuse("class_counts", "sent at L2, where the agreed votes use none and no "
                        "noise covers them")
@@ -86,9 +83,8 @@ def check_upload(plan: FedKTPlan, checker: UploadChecker, n_queries: int,
     if n_teachers != agreed:
         checker.refuse("n_teachers", f"{n_teachers}, the agreed n_teachers="
                        f"{plan.n_teachers!r} gives {agreed} for {n_rows} rows")
-    checker.models("students", 0 if secure else plan.n_students)
-    if not secure:
-        checker.shares("student_class_shares", plan.n_students)
+    checker.models("students", plan.n_students)
+    checker.shares("student_class_shares", plan.n_students)
     if checker.count("n_queries") != n_queries:
         checker.refuse("n_queries", f"{checker.manifest('n_queries')}, the agreed "
                        f"public set gives {n_queries}")
@@ -109,65 +105,29 @@ def check_upload(plan: FedKTPlan, checker: UploadChecker, n_queries: int,
         checker.refuse("privacy.epsilon", f"{claimed} above the data-independent bound")
 
 
-def _bounded_counts(counts, parties, claimed):
-    """The parties' class counts, no party weighing more than `MAX_PARTY_WEIGHT` times
-    the median party nor more than the others together: an uploaded count is its
-    party's own claim. `fit` bounds them alike, so that it gives the deployed model,
-    but says nothing (`claimed` False): there the counts are the data's."""
-    bounded, capped = bounded_party_counts(counts)
-    if capped.size and claimed:
-        claims = "; ".join(f"party {party!r}: {int(np.sum(counts[index]))} rows"
-                           for party, index in zip(parties[capped].tolist(), capped))
-        warnings.warn(
-            f"Parties claim more rows than {MAX_PARTY_WEIGHT:g} times the median party or "
-            f"than all the other parties together ({claims}): the fit went on, "
-            "weighing each such party as the smaller of the two where the server pools "
-            "votes and sets class shares. The bound keeps a party that overstates its rows "
-            "from outweighing the rest; a party that really is that large only counts a "
-            "little less than its rows.", UserWarning,
-        )
-    return bounded
-
-
 def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root: int,
-                classes: np.ndarray, reused: Any = None, claimed: bool = True,
-                sums: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+                classes: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
     """Lines 14-22: the server's (noisy) vote of the students, and the final model.
 
-    `uploads` hold each party's students and manifest. The students vote on the rows
-    of `FedKTPlan.tier_rows` (the public rows, then their jittered copies); in ``fit``
-    `reused` holds those votes, as the party step computed them, and those rows. Returns
-    the fitted attributes of `FedKTClassifier`, stage by stage (`claimed`: whether the
-    uploads' class counts are their parties' claims, read from files): the students' votes,
-    the parties' class counts, the pooled vote, the final model's labels, the final
-    model, what it learned, and the privacy report. Under secure aggregation, `sums`
-    holds the parties' summed votes and class counts (`_secure.party_sums`), and the
-    uploads no student.
+    `sums` holds the parties' summed votes on the rows of `FedKTPlan.tier_rows` (the
+    public rows, then their jittered copies) and their summed class counts
+    (`_sums.party_sums`); `uploads`, each party's manifest and its students (none where
+    secure aggregation keeps them at their parties). Returns the fitted attributes of
+    `FedKTClassifier`, stage by stage: the students, the parties' class counts, the
+    pooled vote, the final model's labels, the final model, what it learned, and the
+    privacy report.
     """
     n_classes, n_public = len(classes), num_samples(X_public)
     parties = np.array([upload.manifest["party"] for upload in uploads])
     payloads = [fedkt_upload(upload) for upload in uploads]
-    if sums is None:
-        student_votes, (X_labelled, _, server_rows) = (
-            _students_vote(plan, uploads, X_public, root, n_classes) if reused is None
-            else reused)
-        party_counts = _party_counts(uploads, parties, claimed)
-        votes = server_votes(
-            plan.votes,
-            student_votes.reshape(len(uploads), plan.n_students, *student_votes.shape[1:]),
-            n_classes, party_counts, warn_if_empty=plan.level != "L1",
-        )
-        training_counts = None if party_counts is None else party_counts.sum(axis=0)
-    else:
-        X_labelled, _, server_rows = plan.tier_rows(X_public, root)
-        party_counts, votes = None, summed_votes(plan, sums, len(uploads), server_rows,
-                                                 num_samples(X_labelled))
-        training_counts = sums.get("class_counts")
+    X_labelled, _, server_rows = plan.tier_rows(X_public, root)
     n_labelled = num_samples(X_labelled)
+    votes = summed_votes(plan, sums, len(uploads), server_rows, n_labelled)
+    party_counts = _party_counts(plan, uploads, parties)
+    training_counts = sums.get("class_counts")
     queries = server_rows[server_rows < n_public]
     share_offsets, final_task = _final_labels(plan, votes, server_rows, queries,
-                                              training_counts, root, n_labelled,
-                                              noised=sums is not None)
+                                              training_counts, root, n_labelled)
     plan.say(f"server: {plan.pooling if plan.soft_votes else 'hard'} vote of "
              f"{len(uploads) * plan.n_students} students; " + (
                  f"the final model learns {len(np.unique(final_task.y))} classes on "
@@ -189,38 +149,30 @@ def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root
                                                 n_labelled, plan.n_students))
     n_queries = uploads[0].manifest["n_queries"] if plan.level == "L2" else len(queries)
     privacy = privacy_report(plan, [upload.manifest.get("privacy") for upload in uploads],
-                             parties, votes[queries], n_queries, secure=sums is not None)
+                             parties, votes[queries], n_queries)
     return dict(fitted, privacy_report_=privacy, epsilon_=privacy.epsilon)
 
 
-def _students_vote(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root: int,
-                   n_classes: int) -> tuple[np.ndarray, tuple[Any, np.ndarray, np.ndarray]]:
-    """On a deployed server: every uploaded student's votes on the rows of
-    `FedKTPlan.tier_rows`, and those rows."""
-    tiers = plan.tier_rows(X_public, root)
-    payloads = [fedkt_upload(upload) for upload in uploads]
-    models = _student_models([payload["students"] for payload in payloads],
-                             [payload["codes"] for payload in payloads])
-    plan.say(f"server: {parties_in_words(len(uploads))} sent {len(models)} students")
-    return predict_votes(models, tiers[0], n_classes=n_classes, soft_votes=plan.soft_votes,
-                         n_jobs=plan.n_jobs), tiers
-
-
-def _party_counts(uploads: Sequence[Message], parties: np.ndarray,
-                  claimed: bool) -> np.ndarray | None:
-    """The parties' class counts, each party's bounded (`_bounded_counts`); None where
-    a party sent none (at L2 without released counts)."""
+def _party_counts(plan: FedKTPlan, uploads: Sequence[Message],
+                  parties: np.ndarray) -> np.ndarray | None:
+    """The parties' class counts as their manifests say them, each scaled by its
+    weight in the sums (`_sums.party_weights`), as the pooling of their students' votes
+    weighs them; None where a party sent none (at L2 without released counts, or
+    under secure aggregation)."""
     counts = [upload.manifest.get("class_counts") for upload in uploads]
-    return None if None in counts else _bounded_counts(counts, parties, claimed)
+    if None in counts:
+        return None
+    rows = np.array([upload.manifest["n_rows"] for upload in uploads])
+    return np.asarray(counts, dtype=float) * party_weights(plan, parties, rows,
+                                                           claimed=False)[:, None]
 
 
-def _final_labels(plan, votes, server_rows, queries, training_counts, root, n_labelled,
-                  noised):
+def _final_labels(plan, votes, server_rows, queries, training_counts, root, n_labelled):
     """Lines 14-20: the (noisy, at L1) labels of the final model on the server's rows,
     shifted to the training's class shares (of `training_counts`, the parties' summed
     class counts) where `plan.match_shares`. Returns the offsets of that shift and the
-    final model's task. `noised`: the parties added L1's noise to their secure sum,
-    and the server adds none."""
+    final model's task. With `DistributedNoise` the parties added L1's noise to their
+    sums, and the server adds none."""
     noise_rng, tie_rng = (
         np.random.RandomState(seed)
         for seed in draw_seeds(derived_random_state(root, "server"), 2)
@@ -238,7 +190,7 @@ def _final_labels(plan, votes, server_rows, queries, training_counts, root, n_la
         )
         query_votes = shifted(query_votes, share_offsets)
     (final_targets,) = plan.vote_targets(
-        [query_votes], None if noised else "L1", plan.learns_soft_labels("final"), noise_rng,
+        [query_votes], plan.server_noise_level, plan.learns_soft_labels("final"), noise_rng,
         tie_rng)
     return share_offsets, target_task(plan.final, final_targets, server_rows, n_labelled,
                                       "the final model")
@@ -411,8 +363,8 @@ def _warn_on_collapse(plan, shares, classes, parties, public_set_shifted):
 
 
 def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
-                   parties: np.ndarray, query_votes: np.ndarray, n_queries: int,
-                   secure: bool = False) -> PrivacyReport:
+                   parties: np.ndarray, query_votes: np.ndarray,
+                   n_queries: int) -> PrivacyReport:
     """Account the noisy tier (FedKT's Section 4 and Appendix A): the parties'
     guarantees `party_privacy` (at L2), the server's votes on its queries `query_votes`
     (at L1), and the number of releases per noisy histogram `n_queries`.
@@ -420,10 +372,9 @@ def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
     Every vote, a class code or a probability vector, has L1 mass one, so one model
     moves a histogram by at most 2 either way. With soft labels the whole noisy
     histogram is released, not its argmax: only the data-independent bounds hold. So
-    they do under secure aggregation (`secure`), where the votes at L1 carry the
-    parties' discrete Laplace noise, whose every query is ``gamma * sensitivity``-DP
-    as the Laplace mechanism's, and no one sees the noise-free votes that the
-    data-dependent analysis reads.
+    they do with `DistributedNoise`, where the votes carry the parties' discrete Laplace
+    noise, whose every query is ``gamma * sensitivity``-DP as the Laplace mechanism's,
+    and no one sees the noise-free votes that the data-dependent analysis reads.
     """
     level = plan.level
     soft_labels = plan.learns_soft_labels("students" if level == "L2" else "final")
@@ -437,7 +388,7 @@ def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
             statement="FedKT-L0 adds no noise: no differential privacy (epsilon = "
             f"inf).{uploads}",
         )
-    summed_noise = secure and level == "L1"
+    summed_noise = isinstance(plan.privacy, DistributedNoise)
     data_dependent, data_independent, party_epsilons, sensitivity, largest_order = (
         _account(plan, party_privacy, parties,
                  None if summed_noise or soft_labels else query_votes, n_queries)
@@ -473,10 +424,11 @@ def privacy_report(plan: FedKTPlan, party_privacy: list[dict[str, Any] | None],
         bounds = (
             f"data-independent epsilon {data_independent:.4g}. The parties added the "
             f"noise in shares of their secure sum: discrete Laplace of parameter "
-            f"{parameter:.4g} per 1/{units} vote, sized so that the fewest parties the sum "
-            "accepts carry all of it (more survivors add more), and a party moves a "
-            "query's summed units by at most gamma * sensitivity / parameter; the "
-            "data-dependent analysis reads the noise-free votes, which no one sees")
+            f"{parameter:.4g} per 1/{units} vote, sized so that the shares of the sum's "
+            "threshold less the parties that may collude with the coordinator carry all "
+            "of it (more honest survivors add more), and a party moves a query's summed "
+            "units by at most gamma * sensitivity / parameter; the data-dependent "
+            "analysis reads the noise-free votes, which no one sees")
     elif soft_labels:
         bounds = (f"data-independent epsilon {data_independent:.4g} (the data-dependent "
                   "moments accountant covers argmax releases only)")

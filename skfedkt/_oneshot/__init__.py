@@ -7,8 +7,9 @@
 - `_payloads`: what crosses, typed: a party's upload, its local model.
 - `_server`: what runs at the server: the selection of the ensemble among the parties'
   models, and its distillation into one final model on a public set.
-- `_secure`: what it sends and distils under secure aggregation: the parties' votes on
-  the public set, in sum.
+- `_sums`: what a party sends in the sum, with secure aggregation on or off: its
+  class counts and, where the server distils every party's model, its votes on the
+  public set.
 - `_classifier`: `OneShotEnsembleClassifier`, its parameters; `fit` runs both steps in
   one process, `fit_party` and `fit_server` one each with the deployment's checks.
 - `_declaration`: its declaration to the registry (`skfedkt._registry`): its

@@ -12,6 +12,7 @@ from sklearn.base import is_regressor
 
 from .._engine._compat import HasMethods, Interval, StrOptions, num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
+from .._deployment._fields import InClear
 from .._deployment._upload import PartyUpload, payloads_bytes
 from .._deployment._received import UploadChecker
 from .._engine._context import (
@@ -27,14 +28,40 @@ from .._privacy._release import Release, final_model_release, models_release
 from ._party import OneShotParty, check_some_party_trains, party_tier
 from ._payloads import OneShotUpload, oneshot_upload
 from ._plan import OneShotPlan, final_template, local_template
-from ._secure import SECURE_SUMS
 from ._server import check_upload, server_step, warn_if_collapsed
+from ._sums import SUMS
 
 
 def _upload_check(context: ServerContext[OneShotPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
     # the same fields in every step, none of them sized by the agreement
-    return partial(check_upload, secure=context.sums is not None)
+    return partial(check_upload, context.plan)
+
+
+def _models_needed(plan: OneShotPlan) -> tuple[str, str] | None:
+    """The setting under which the server needs each party's model: an ensemble that
+    predicts (no distillation), or one whose members the server selects."""
+    if plan.final is None:
+        return ("distill=False (the ensemble predicts with the parties' models)",
+                "distill=True with selection='all'")
+    if plan.selection != "all":
+        return (f"selection={plan.selection!r} (the server ranks each party's model)",
+                "selection='all'")
+    return None
+
+
+FIELDS = (
+    InClear("model", "its local model (none from a party too small to train)",
+            party_only=True, needed_when=_models_needed),
+    InClear("codes", "the class codes of its model's outputs", party_only=True,
+            needed_when=_models_needed),
+    InClear("class_counts", "its rows of each class", "manifest", party_only=True),
+    InClear("score", "with selection='cv': its model's score on its held-out rows",
+            "manifest", party_only=True,
+            needed_when=lambda plan: (("selection='cv'", "selection='all'")
+                                      if plan.selection == "cv" else None)),
+    *SUMS,
+)
 
 
 def _sent_bytes(clf: OneShotEnsembleClassifier) -> np.ndarray:
@@ -140,8 +167,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     parties_ : ndarray of shape (n_parties,)
         The party labels found in ``groups``, sorted.
     trained_parties_ : ndarray of shape (n_trained,)
-        The parties with enough rows to train and send a model (under secure
-        aggregation: whose rows, as their manifests say, reach `min_samples`).
+        The parties with enough rows to train and send a model: whose rows, as their
+        manifests say, reach `min_samples`.
     estimators_ : list of estimator
         Every local model trained on a party's full rows, aligned with
         ``trained_parties_``; empty under secure aggregation. Like every fitted clone,
@@ -161,7 +188,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
         Bytes each party sent in the one round, aligned with ``parties_``. After `fit`,
         its local model as skops writes it into an upload file, measured when first
         read (0 for a party too small to train: its size and validation score are a
-        few bytes, not counted); after `fit_server`, the size of its upload file.
+        few bytes, not counted), and the arrays of its sums; after `fit_server`, the
+        size of its upload file.
         Under secure aggregation, the keys, sealed shares, masked votes and unmasking
         shares of its secure sum.
     left_out_parties_ : dict
@@ -176,10 +204,11 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     one process, so both give the same model for the same `random_state`. Every party
     that can train sends its model in the one round, and the server selects.
 
-    Under ``skfedkt.set_config(secure_aggregation=True)`` (``distill=True`` and
-    ``selection="all"`` only) no local model and no party's class counts reach the
-    server: each party sends its model's votes on the public set, and its class counts,
-    in a secure sum, and the server distils the ensemble's mean vote from the sums.
+    Every party sends in the sum whether it trained a model and its class counts and,
+    with ``distill=True`` and ``selection="all"``, its model's votes on the public set:
+    the server distils the ensemble's mean vote from their total. Under
+    ``skfedkt.set_config(secure_aggregation=True)`` (these settings only) a secure sum
+    adds them, and no local model, score or party's class counts reach the server.
 
     References
     ----------
@@ -207,9 +236,8 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = OneShotPlan
-    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes)
+    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes, fields=FIELDS)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
-    _secure_sums = SECURE_SUMS
 
     _private_fitted = ("_ensemble", "_local_codes", "_final_model")
 
@@ -275,21 +303,19 @@ class OneShotEnsembleClassifier(BaseFederatedClassifier):
                     parties: Sequence[OneShotParty]) -> PartyStepResult:
         data = context.data
         fits = party_tier(context.plan, parties, data.X, data.classes)
-        # under secure aggregation each party votes on the public rows itself
-        X_public = data.X_public if context.secure is not None else None
         return PartyStepResult([
-            party.upload(party_fits, data.classes, manifest, X_public)
+            party.upload(party_fits, data.classes, manifest, data.X_public)
             for party, party_fits, manifest in zip(parties, fits, context.manifests)])
 
-    def _server_step(self, context: ServerContext[OneShotPlan], uploads: Sequence[Message],
-                     reused: Any) -> dict[str, Any]:
+    def _server_step(self, context: ServerContext[OneShotPlan],
+                     uploads: Sequence[Message]) -> dict[str, Any]:
         return server_step(context.plan, uploads, context.X_public, context.root,
                            context.known_classes, context.sums)
 
     def _after_fit(self, context: ServerContext[OneShotPlan], uploads: Sequence[Message],
                    data: FederatedData | None) -> None:
         if context.X_public is not None:
-            warn_if_collapsed(context.plan, self._predict_codes(context.X_public), uploads,
+            warn_if_collapsed(context.plan, self._predict_codes(context.X_public),
                               self.classes_, context.sums)
 
     def _regressor_outputs(self, X: Any) -> np.ndarray:

@@ -24,7 +24,7 @@ from .._engine._fitting import Task, TierJob, fit_clones
 from .._engine._seeds import draw_seeds
 from ._payloads import OneShotUpload
 from ._plan import OneShotPlan
-from ._secure import party_sums
+from ._sums import party_sums
 
 # what a party's task gives back: its fitted model and its score (None unless scored)
 TaskFit = tuple[ClassCodeModel, Any]
@@ -64,29 +64,24 @@ class OneShotParty:
         return tasks
 
     def upload(self, fits: list[TaskFit], classes: np.ndarray, manifest: dict[str, Any],
-               X_public: Any = None) -> PartyUpload:
-        """The local model, its held-out score and the party's class counts; `fits` are
-        the ``(model, score)`` of its tasks.
-
-        Under secure aggregation (`X_public`: the public rows the server distils on), no
-        model and no class counts in the clear: its model's votes on `X_public`, and its
-        class counts, under ``"sums"`` (`_secure.party_sums`), which reach the server
-        only summed over the parties."""
+               X_public: Any) -> PartyUpload:
+        """The local model, its held-out score and the party's class counts in the
+        clear; `fits` are the ``(model, score)`` of its tasks. In the sum
+        (`_sums.party_sums`), whether it trained a model, its class counts and, where
+        the server distils every party's model, that model's votes on the public rows
+        `X_public`."""
         (models, scores) = zip(*fits) if fits else ((), ())
         score = scores[1] if self.split is not None else None
         model = models[0] if self.trained else None
         counts = np.bincount(self.y[self.rows], minlength=len(classes))
-        secure = X_public is not None
         payload = dict(OneShotUpload(
-            model=None if secure or model is None else model.estimator,
-            codes=None if secure or model is None else model.codes,
-        ))
-        if secure:
-            payload.update(sums=party_sums(self.plan, model, X_public, counts))
+            model=None if model is None else model.estimator,
+            codes=None if model is None else model.codes,
+        ), sums=party_sums(self.plan, model, X_public, counts))
         return PartyUpload(
             manifest=dict(
                 manifest,
-                class_counts=None if secure else counts.tolist(),
+                class_counts=counts.tolist(),
                 score=None if score is None or np.isnan(score) else score,
             ),
             payload=payload,

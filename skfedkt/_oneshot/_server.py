@@ -20,47 +20,44 @@ from .._engine._validation import parties_in_words, warn_if_classes_lost
 from ._party import check_some_party_trains
 from ._payloads import oneshot_upload
 from ._plan import OneShotPlan
-from ._secure import summed_ensemble
+from ._sums import distils_every_party
 
 
-def check_upload(checker: UploadChecker, secure: bool = False) -> None:
-    """A one-shot upload: rows and class counts, a local model or none, and a
-    validation score that is a scorer's (finite, at most 1) or none. Under secure
-    aggregation (`secure`), neither counts nor model: the secure sum holds them."""
-    if secure:
-        checker.in_sum_only(["class_counts"], ["model", "codes"])
-    checker.rows_and_counts(counts_required=not secure)
-    checker.optional_model()
+def check_upload(plan: OneShotPlan, checker: UploadChecker) -> None:
+    """A one-shot upload in the clear: rows and class counts, a local model exactly
+    where its rows reach ``min_samples``, and a validation score that is a scorer's
+    (finite, at most 1) or none (each where secure aggregation does not keep it at the
+    party)."""
+    n_rows, _ = checker.rows_and_counts()
+    checker.optional_model(required=n_rows >= plan.min_rows)
     checker.number("score", -np.inf, 1.0, optional=True)
 
 
 def server_step(plan: OneShotPlan, uploads: Sequence[Message], X_public: Any, root: int,
-                classes: np.ndarray, sums: dict[str, np.ndarray] | None = None,
-                ) -> dict[str, Any]:
+                classes: np.ndarray, sums: dict[str, np.ndarray]) -> dict[str, Any]:
     """Selection among the trained parties' models, then distillation on `X_public`
-    (with ``distill=True``). Returns the fitted attributes of `OneShotEnsembleClassifier`.
-    Under secure aggregation, `sums` holds the parties' summed votes (`_secure.party_sums`)
-    and the uploads no model: the server distils their mean vote."""
+    (with ``distill=True``) of the ensemble's mean vote: from the total of the parties'
+    `sums` where it holds every party's model (``selection="all"``), else from the
+    selected models. Returns the fitted attributes of `OneShotEnsembleClassifier`."""
     check_some_party_trains(plan, [upload.manifest["n_rows"] for upload in uploads])
     rng = derived_random_state(root, "server")
-    targets: np.ndarray | None
-    if sums is not None:  # its refusal leaves every party in, and a final model
-        fitted, targets = summed_ensemble(plan, uploads, sums)
-    else:
-        fitted = _selected_ensemble(plan, uploads, rng)
-        targets = None if plan.final is None else ensemble_proba(
-            fitted["_ensemble"], X_public, len(classes), plan.voting)
-    if targets is not None:
+    fitted = _selected_ensemble(plan, uploads, rng)
+    if plan.final is not None:
+        targets = (sums["votes"] / int(sums["trained"]) if distils_every_party(plan)
+                   else ensemble_proba(fitted["_ensemble"], X_public, len(classes),
+                                       plan.voting))
         fitted.update(_distil(plan, targets, X_public, len(classes), rng))
     return fitted
 
 
 def _selected_ensemble(plan: OneShotPlan, uploads: Sequence[Message],
                        rng: np.random.RandomState) -> dict[str, Any]:
-    """The trained parties' models and those `plan.selection` keeps in the ensemble."""
-    trained = [upload for upload in uploads if oneshot_upload(upload)["model"] is not None]
+    """The trained parties (those whose rows reach ``min_samples``), their models
+    (where the server received them) and those `plan.selection` keeps in the
+    ensemble."""
+    trained = [upload for upload in uploads if upload.manifest["n_rows"] >= plan.min_rows]
     local_models = [ClassCodeModel(payload["model"], payload["codes"])
-                    for payload in map(oneshot_upload, trained)]
+                    for payload in map(oneshot_upload, trained) if payload["model"] is not None]
     trained_parties = np.array([upload.manifest["party"] for upload in trained])
     fitted: dict[str, Any] = dict(
         trained_parties_=trained_parties,
@@ -76,18 +73,18 @@ def _selected_ensemble(plan: OneShotPlan, uploads: Sequence[Message],
                      scores, rng)
     plan.say(f"{parties_in_words(len(trained))} trained a local model; the ensemble keeps "
              f"{len(chosen)} ({plan.selection!r} selection)")
+    # no models where secure aggregation keeps them at their parties
     fitted.update(selected_parties_=trained_parties[chosen],
-                  _ensemble=[local_models[i] for i in chosen])
+                  _ensemble=[local_models[i] for i in chosen] if local_models else [])
     return fitted
 
 
-def warn_if_collapsed(plan: OneShotPlan, predicted: np.ndarray, uploads: Sequence[Message],
-                      classes: np.ndarray, sums: dict[str, np.ndarray] | None = None) -> None:
+def warn_if_collapsed(plan: OneShotPlan, predicted: np.ndarray, classes: np.ndarray,
+                      sums: dict[str, np.ndarray]) -> None:
     """Warn when the model's predictions on the public set (class codes `predicted`)
-    lose classes that the parties' rows hold: their class counts, as the manifests say
-    them or, under secure aggregation, as `sums` holds their total."""
-    counts = (sums["class_counts"] if sums is not None
-              else np.sum([upload.manifest["class_counts"] for upload in uploads], axis=0))
+    lose classes that the parties' rows hold: their class counts, as `sums` holds their
+    total."""
+    counts = sums["class_counts"]
     warn_if_classes_lost(
         classes, predicted, "The model predicts on the public set",
         np.repeat(np.arange(len(classes)), counts),

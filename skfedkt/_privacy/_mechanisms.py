@@ -122,6 +122,58 @@ class PartyNoise(_VoteNoise):
         self.counts_gamma = counts_gamma
 
 
+class DistributedNoise(BaseEstimator):
+    """Noise the parties add in shares of a secure sum: FedKT's privacy level L1 under
+    secure aggregation, where the coordinator never sees a noise-free vote.
+
+    Each party adds to its votes on the queries its share of discrete Laplace noise
+    (``P(k)`` proportional to ``exp(-gamma |k|)`` per vote): the difference of two
+    Pólya draws from the operating system's random source, sized so that the shares of
+    any ``t - c`` honest parties sum to the whole noise, where ``t`` is the secure
+    sum's threshold and ``c`` the number of parties that may collude with the
+    coordinator (the secure session's ``colluding``). The coordinator adds none and
+    sees only noisy sums; the final model is differentially private at the *party*
+    level, as with `ServerNoise` (sensitivity ``2 * n_students``), and the accountant
+    reports the data-independent epsilon of the noise that is certain. It runs only
+    under secure aggregation (``skfedkt.set_config(secure_aggregation=True)``): without
+    it, pass `ServerNoise`.
+
+    Parameters
+    ----------
+    gamma : float, default=0.05
+        The discrete Laplace parameter per vote: larger means less noise and a larger
+        epsilon, as `ServerNoise`'s `gamma`.
+    query_fraction : float in (0, 1], default=1.0
+        Fraction of the public set that the noisy tier labels.
+    delta : float in (0, 1), default=1e-5
+        The delta of the reported guarantee (the noise itself is pure DP: delta 0).
+
+    Examples
+    --------
+    >>> from skfedkt import FedKTClassifier
+    >>> from skfedkt.privacy import DistributedNoise
+    >>> FedKTClassifier(privacy=DistributedNoise(gamma=0.5))
+    FedKTClassifier(privacy=DistributedNoise(gamma=0.5))
+    """
+
+    level = "L1"
+    # the only noise whose shares sum to it exactly
+    noise = "laplace"
+
+    fitted_types = (PrivacyReport,)
+
+    _parameter_constraints = {
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "query_fraction": [Interval(Real, 0, 1, closed="right")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+    }
+
+    def __init__(self, gamma=0.05, *, query_fraction=1.0, delta=1e-5):
+        self.gamma = gamma
+        self.query_fraction = query_fraction
+        self.delta = delta
+
+
 def add_noise(values, *, noise, gamma, random_state):
     """`values` with independent noise of scale ``1 / gamma`` on every entry: Laplace
     (``noise="laplace"``) or Gaussian of that standard deviation (``"gaussian"``)."""

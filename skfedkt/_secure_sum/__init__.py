@@ -10,7 +10,7 @@ their sum and nothing of any one of them, though some parties drop along the way
 - `_wire`: the bytes of every message, and of a party's or the coordinator's saved state.
 """
 
-from ._agreement import Agreement, SecureSumError, default_threshold
+from ._agreement import Agreement, SecureSumError, default_colluding, default_threshold
 from ._coordinator import SecureSumCoordinator
 from ._encoding import FixedPoint, decode_integers, encode_integers
 from ._party import SecureSumParty
@@ -19,5 +19,5 @@ from ._wire import MESSAGES, message_from_bytes, message_to_bytes
 
 __all__ = ["Agreement", "FixedPoint", "MESSAGES", "STAGES", "SecureSumCoordinator",
            "SecureSumError", "SecureSumParty", "SecureSumRun", "decode_integers",
-           "default_threshold", "encode_integers", "message_from_bytes", "message_to_bytes",
-           "run_secure_sum"]
+           "default_colluding", "default_threshold", "encode_integers",
+           "message_from_bytes", "message_to_bytes", "run_secure_sum"]

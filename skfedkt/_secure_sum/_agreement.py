@@ -85,3 +85,12 @@ def default_threshold(n_parties: int) -> int:
 
 def indices_bytes(indices) -> bytes:
     return b"".join(int(index).to_bytes(4, "big") for index in sorted(indices))
+
+
+def default_colluding(n_parties: int, threshold: int) -> int:
+    """The default number of parties that may collude with the coordinator, against
+    whom the parties' noise in shares is sized: the most against whom the secure sum
+    itself keeps a party's input hidden from a coordinator that deviates, ``2t - n - 1``
+    (with more, telling two groups different survivors unmasks a party), and none
+    where that is negative."""
+    return max(0, 2 * threshold - n_parties - 1)

@@ -1,7 +1,8 @@
 """Privacy: what the mechanisms guarantee, and what an attacker actually learns.
 
-- Mechanisms (`ServerNoise`, `PartyNoise`, `BitFlips`, `TeacherVotes`): the noise FedKT
-  and FedCT add, passed as their ``privacy`` parameter.
+- Mechanisms (`ServerNoise`, `DistributedNoise`, `PartyNoise`, `BitFlips`,
+  `TeacherVotes`): the noise FedKT and FedCT add, passed as their ``privacy``
+  parameter.
 - Accounting (`pate_epsilon`, `data_independent_epsilon`, `bit_flip_epsilon`, ...): the
   epsilon a noise mechanism guarantees, with its stated sensitivity and accountant.
 - Auditing (`membership_audit`): membership-inference attacks against every release of
@@ -65,13 +66,20 @@ from .._privacy._reports import (
     PrivacyReport,
     TeacherVotesPrivacyReport,
 )
-from .._privacy._mechanisms import BitFlips, PartyNoise, ServerNoise, TeacherVotes
+from .._privacy._mechanisms import (
+    BitFlips,
+    DistributedNoise,
+    PartyNoise,
+    ServerNoise,
+    TeacherVotes,
+)
 from .._privacy._release import Release
 
 __all__ = [
     "DEFAULT_ORDERS",
     "AttackResult",
     "BitFlips",
+    "DistributedNoise",
     "BitFlipPrivacyReport",
     "MembershipAudit",
     "PartyNoise",

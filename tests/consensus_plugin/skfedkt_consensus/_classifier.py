@@ -12,6 +12,7 @@ from skfedkt.algorithm import (
     BaseFederatedClassifier,
     CheckContext,
     HasMethods,
+    InSum,
     Interval,
     Message,
     PartyContext,
@@ -23,6 +24,7 @@ from skfedkt.algorithm import (
     Uploads,
     final_model_release,
     num_samples,
+    rows_summing_to,
 )
 
 from ._party import ConsensusParty, parties, party_step
@@ -32,18 +34,17 @@ from ._server import server_round, server_step
 
 def _upload_check(context: CheckContext[ConsensusPlan],
                   final: bool) -> Callable[[UploadChecker], Any]:
-    n_public = num_samples(context.X_public)
-
+    # its probabilities are a sum, which the base checks against FIELDS
     def check(checker: UploadChecker) -> None:
         checker.count("n_rows", positive=True)
-        if final:
-            if checker.upload.payload:
-                checker.refuse("payload", "a final upload after the last round holds "
-                               "nothing")
-            return
-        checker.probabilities("proba", n_public)
+        if final and checker.upload.payload:
+            checker.refuse("payload", "a final upload after the last round holds nothing")
 
     return check
+
+
+FIELDS = (InSum("proba", "its class probabilities on the public rows", "float",
+                lambda plan, max_rows: 1.0, valid=rows_summing_to(lambda plan: 1.0)),)
 
 
 def _message_check(context: CheckContext[ConsensusPlan]) -> Callable[[UploadChecker], Any]:
@@ -59,7 +60,8 @@ def _message_check(context: CheckContext[ConsensusPlan]) -> Callable[[UploadChec
 
 
 def _sent_bytes(clf: ConsensusDistillClassifier) -> np.ndarray:
-    return np.full(len(clf.parties_), clf.n_rounds_ * clf._consensus.nbytes)
+    # nothing in the clear: the base counts the sums
+    return np.zeros(len(clf.parties_))
 
 
 class ConsensusDistillClassifier(BaseFederatedClassifier):
@@ -72,7 +74,7 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
     runs_rounds = True
     _plan_type = ConsensusPlan
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
-                       message_check=_message_check)
+                       message_check=_message_check, fields=FIELDS)
     _releases = Releases(of_fit=lambda clf: [final_model_release(clf)],
                          # probabilities on the public rows: no model of a party's rows
                          of_upload=lambda clf, upload, n_classes: [])
@@ -111,8 +113,8 @@ class ConsensusDistillClassifier(BaseFederatedClassifier):
                       uploads: Sequence[Message]) -> PartyUpload:
         return server_round(context, uploads)
 
-    def _server_step(self, context: ServerContext[ConsensusPlan], uploads: Sequence[Message],
-                     reused: Any) -> dict[str, Any]:
+    def _server_step(self, context: ServerContext[ConsensusPlan],
+                     uploads: Sequence[Message]) -> dict[str, Any]:
         return server_step(context)
 
     def _proba(self, X: Any) -> np.ndarray:

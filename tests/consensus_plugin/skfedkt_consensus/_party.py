@@ -23,7 +23,7 @@ from skfedkt.algorithm import (
     soft_label_rows,
 )
 
-from ._payloads import ConsensusUpload, message_payload
+from ._payloads import message_payload
 from ._plan import ConsensusPlan
 
 
@@ -36,9 +36,10 @@ class ConsensusParty:
     seeds: np.ndarray
 
     def upload(self, manifest: dict[str, Any], proba: np.ndarray | None) -> PartyUpload:
-        """Its probabilities on the public set; nothing in the final step (None)."""
-        payload = ConsensusUpload() if proba is None else ConsensusUpload(proba=proba)
-        return PartyUpload(manifest=dict(manifest), payload=dict(payload))
+        """Its probabilities on the public set, in the sum; nothing in the final step
+        (None)."""
+        return PartyUpload(manifest=dict(manifest),
+                           payload={} if proba is None else {"sums": {"proba": proba}})
 
 
 def parties(context: PartyContext[ConsensusPlan],

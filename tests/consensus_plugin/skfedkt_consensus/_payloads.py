@@ -1,4 +1,5 @@
-"""What the consensus distillation's uploads and messages hold, and their typed readers."""
+"""What the consensus distillation's messages hold, and their typed reader; a party sends
+its probabilities in the sum (`_classifier.FIELDS`)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,11 @@ import numpy as np
 from skfedkt.algorithm import Message
 
 
-class ConsensusUpload(TypedDict, total=False):
-    """A party's upload: its class probabilities on the public set, in every round;
-    nothing in the final step."""
-
-    #: shape (n_public, n_classes)
-    proba: np.ndarray
-
-
 class ConsensusMessage(TypedDict):
     """The server's message: the consensus the next round learns."""
 
     #: the sharpened mean probabilities, shape (n_public, n_classes)
     consensus: np.ndarray
-
-
-def upload_payload(upload: Message) -> ConsensusUpload:
-    """A party's upload, read as what it holds."""
-    return cast(ConsensusUpload, upload.payload)
 
 
 def message_payload(message: Message) -> ConsensusMessage:

@@ -20,15 +20,15 @@ from skfedkt.algorithm import (
 )
 
 from ._party import consensus_rows
-from ._payloads import ConsensusMessage, message_payload, upload_payload
+from ._payloads import ConsensusMessage, message_payload
 from ._plan import ConsensusPlan
 
 
 def server_round(context: ServerContext[ConsensusPlan],
                  uploads: Sequence[Message]) -> PartyUpload:
     """The next round's message: DS-FL's entropy reduction, the mean probabilities
-    sharpened by the plan's temperature."""
-    mean = np.mean([upload_payload(upload)["proba"] for upload in uploads], axis=0)
+    (from their sum) sharpened by the plan's temperature."""
+    mean = context.sums["proba"] / len(uploads)
     sharpened = mean ** (1 / context.plan.temperature)
     consensus = sharpened / sharpened.sum(axis=1, keepdims=True)
     fitted = 0 if context.message is None else int(context.message.manifest["round"])
