@@ -326,7 +326,7 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
     @shared_docs
     @warnings_once_per_call
     def fit_party(self, X, y, *, party, classes, X_unlabeled=None, message=None,
-                  share_model=None, party_seed=None, secure_session=None):
+                  share_model=None, party_seed=None, secure_session=None, identity=None):
         """The party step, on one party's machine; returns what the party sends.
 
         This estimator is not modified.
@@ -353,6 +353,10 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             Under secure aggregation, the consortium's session (`secure_session`):
             the upload then carries in sum only what the server needs in sum, and its
             ``secure_state`` answers the secure sum's stages (:doc:`/secure_aggregation`).
+        identity : PartyIdentity, default=None
+            With `secure_session`, required: this party's private identity key
+            (`skfedkt.PartyIdentity.load`), whose public key the session names for the
+            party; it signs the party's keys of the secure sum.
 
         Returns
         -------
@@ -391,7 +395,8 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         data = PartyData(self, X, y, classes, X_unlabeled, party)
         context = PartyContext(plan, data, root_seed(self.random_state),
                                [data.manifest(self)], share_model=share_model is not False,
-                               secure=session_parties(secure_session, data.party, len(data.y)))
+                               secure=session_parties(secure_session, data.party, len(data.y),
+                                                      identity))
         for estimator in (plan.uploaded_estimators(data.party)
                           if share_model is not False else ()):
             check_uploadable(estimator, plan.upload_kind, f"{self._name}'s party step")
@@ -410,7 +415,7 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         (upload,), _ = self._party_step(self._answering(context, message), parties)
         if context.secure is None:
             return upload
-        upload, state = SecureParty.start(secure_session, upload)
+        upload, state = SecureParty.start(secure_session, upload, identity)
         return replace(upload, secure_state=state)
 
     def _message_check(self, context: CheckContext[Any]) -> Callable[[UploadChecker], Any]:

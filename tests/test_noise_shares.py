@@ -140,7 +140,7 @@ def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting
     from skfedkt._fedkt._classifier import FedKTClassifier
     from skfedkt._fedkt._secure import SecureVotes, noise_units, party_sums
     from skfedkt._secure_sum import (Agreement, decode_integers, default_threshold,
-                                     encode_integers, run_secure_sum)
+                                     encode_integers, new_identities, run_secure_sum)
     from skfedkt.privacy import ServerNoise
 
     gamma = 0.5 if voting == "hard" else 2.0 ** 15
@@ -160,8 +160,9 @@ def test_fedkt_l1_parties_that_drop_leave_the_mechanisms_noise_in_the_sum(voting
     _seeded_secret_noise(monkeypatch)
     inputs = {index: encode_integers(party_sums(plan, secure, None, n_classes)["noisy_votes"])
               for index in range(n_parties)}
+    identity_keys, identities = new_identities(n_parties)
     run = run_secure_sum(Agreement(b"l1 noise in shares", tuple("abcdefg"), threshold,
-                                   len(inputs[0])), inputs,
+                                   len(inputs[0]), identities), identity_keys, inputs,
                          drop_before={5: "masked", 6: "masked"})
     assert run.survivors == tuple(range(threshold))
     noise = (decode_integers(run.total)
