@@ -96,10 +96,11 @@ def test_fixed_point_sums_stay_within_the_stated_error_bound():
 def test_a_sum_of_100_parties_past_2_to_the_53_decodes_within_the_stated_bound():
     """Values near the bound make the summed integer pass 2**53, where a float no longer
     holds every integer: the decoded sums stay within the stated bound of the exact sums
-    of the inputs (as fractions), which the encoding's rounding alone would exceed."""
-    n_parties, bound = 100, 2.0 ** 20
+    of the inputs (as fractions), though beyond the encoding's rounding alone,
+    n / (2 * scale), which the float's rounding of the decoded sum outweighs."""
+    n_parties, bound = 100, 2.0 ** 28
     encoding = fixed_point_for(n_parties, bound)
-    assert encoding.scale == 2.0 ** 32
+    assert encoding.scale == 2.0 ** 27  # the finest at which 100 such values fit
     rng = np.random.default_rng(3)
     inputs = rng.uniform(0.99 * bound, bound, (n_parties, 200))
     total = sum(encoding.encode(values) for values in inputs)  # words add modulo 2**64
@@ -107,9 +108,7 @@ def test_a_sum_of_100_parties_past_2_to_the_53_decodes_within_the_stated_bound()
     decoded = encoding.decode(total)
     error = max(abs(Fraction(float(value)) - sum(map(Fraction, column)))
                 for value, column in zip(decoded, inputs.T))
-    stated = encoding.error_bound(n_parties)
-    assert 0 < error <= stated
-    assert stated > n_parties / (2 * encoding.scale)  # the float's rounding counts too
+    assert n_parties / (2 * encoding.scale) < error <= encoding.error_bound(n_parties)
     # beyond the parties the encoding was made for, or a sum that could pass 63 bits
     with pytest.raises(ValueError, match="up to 100 parties, not 101"):
         encoding.error_bound(101)

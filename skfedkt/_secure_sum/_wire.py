@@ -3,8 +3,9 @@ coordinator's state between stages: UTF-8 JSON that names its format, its stage 
 session, byte strings and words in base64.
 
 Reading takes the bytes as hostile: their size is bounded from the agreement before they
-are parsed, and every value is checked against the stage's exact shape (its keys, the
-lengths of keys, shares and signatures, parties of the sum, ``agreement.length`` words),
+are parsed (a message's by the largest message of the sum, a state's by its shape), and
+every value is checked against the stage's exact shape (its keys, the lengths of keys,
+commitments, shares and signatures, parties of the sum, ``agreement.length`` words),
 a misfit refused with a `SecureSumError` that names the field. What the parties and the
 coordinator then check of a message (that it fits the roster, that shares open, that
 signatures verify) is their methods' job, unchanged.
