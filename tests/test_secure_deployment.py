@@ -5,7 +5,6 @@ through files and through Flower."""
 
 import dataclasses
 import json
-import os
 import warnings
 
 import numpy as np
