@@ -49,7 +49,7 @@ from sklearn.ensemble import RandomForestClassifier
 import skfedkt
 from skfedkt import FedKTClassifier
 from skfedkt._deployment._secure import _n_bytes
-from skfedkt._secure_sum import Agreement, default_threshold, run_secure_sum
+from skfedkt._secure_sum import Agreement, default_threshold, new_identities, run_secure_sum
 
 BAR = 1.2
 
@@ -121,13 +121,14 @@ def fits(args):
 def secure_sum(n_parties, length, drop_before=None):
     """One secure sum of random words: its seconds, the mean bytes a staying party sent,
     and whether the total is the survivors' sum."""
+    identity_keys, identities = new_identities(n_parties)
     agreement = Agreement(secrets.token_bytes(32), tuple(range(n_parties)),
-                          default_threshold(n_parties), length)
+                          default_threshold(n_parties), length, identities)
     rng = np.random.default_rng(n_parties)
     inputs = {index: rng.integers(0, 2**16, length, dtype=np.uint64)
               for index in range(n_parties)}
     start = time.perf_counter()
-    run = run_secure_sum(agreement, inputs, drop_before)
+    run = run_secure_sum(agreement, identity_keys, inputs, drop_before)
     seconds = time.perf_counter() - start
     sent = np.zeros(n_parties)
     for messages in run.received.values():

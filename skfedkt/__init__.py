@@ -7,6 +7,7 @@ data, exchanging models or labels on a public set instead.
 from . import baselines, datasets, privacy
 from ._config import config_context, get_config, set_config
 from ._deployment._archive import UploadLimits
+from ._deployment._identity import PartyIdentity
 from ._deployment._secure_coordinator import SecureCoordinator
 from ._deployment._secure_stages import SecureParty, SecureSession
 from ._deployment._upload import PartyUpload, UploadError, read_upload
@@ -27,6 +28,7 @@ __all__ = [
     "HardVotes",
     "LabelCollapseWarning",
     "OneShotEnsembleClassifier",
+    "PartyIdentity",
     "PartyUpload",
     "PluginWarning",
     "PublicSet",

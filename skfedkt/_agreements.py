@@ -13,6 +13,7 @@ from sklearn.base import clone
 
 from ._engine._compat import num_samples, safe_indexing
 from ._deployment._archive import UploadLimits
+from ._deployment._identity import PartyIdentity
 from ._config import config_context, get_config
 from ._deployment._secure_stages import SecureSession
 from ._deployment._upload import honest_limits, read_upload
@@ -64,7 +65,7 @@ class ConsortiumAgreements:
         """
         return reference_party_limits(self, X_unlabeled, classes, party_rows, margin)
 
-    def secure_session(self, parties, party_rows, *, threshold=None):
+    def secure_session(self, parties, party_rows, *, identities, threshold=None):
         """The session of a deployment under secure aggregation, which every party and
         the coordinator hold before the first round (``session.save(path)``).
 
@@ -76,6 +77,11 @@ class ConsortiumAgreements:
             The party names, at least 3.
         party_rows : list of int
             Each party's rows, aligned with `parties` (every manifest says them).
+        identities : list of bytes
+            Each party's public identity key, aligned with `parties`: 32 raw bytes,
+            from the file each party sent (``skfedkt.PartyIdentity.load_public(path)``).
+            A party's keys of each round are signed by its identity, so that no party
+            accepts keys the coordinator made up.
         threshold : int, default=None
             The fewest parties that must stay to the end of each round; a majority at
             least. None: the fewest above two thirds, so that more than a third of the
@@ -87,13 +93,15 @@ class ConsortiumAgreements:
 
         Examples
         --------
-        >>> from skfedkt import FedKTClassifier
-        >>> session = FedKTClassifier().secure_session(["a", "b", "c", "d", "e"],
-        ...                                            [100, 120, 90, 80, 110], threshold=3)
+        >>> from skfedkt import FedKTClassifier, PartyIdentity
+        >>> keys = [PartyIdentity.generate() for _ in range(5)]  # one at each party
+        >>> session = FedKTClassifier().secure_session(
+        ...     ["a", "b", "c", "d", "e"], [100, 120, 90, 80, 110],
+        ...     identities=[key.public_bytes for key in keys], threshold=3)
         >>> session.threshold, len(session.session)
         (3, 32)
         """
-        return secure_session_for(self, parties, party_rows, threshold)
+        return secure_session_for(self, parties, party_rows, threshold, identities)
 
 
 def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
@@ -130,11 +138,13 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
             message = read_upload(files[-1])
             files.append(party.fit_party(X, y, message=message, **steps).to_bytes())
     if secure:
+        identities = [PartyIdentity.generate() for _ in range(3)]
         session = secure_session_for(party, ["reference", "other", "another"], [n_rows] * 3,
-                                     None)
+                                     None, [identity.public_bytes for identity in identities])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            files.append(party.fit_party(X, y, secure_session=session, **steps).to_bytes())
+            files.append(party.fit_party(X, y, secure_session=session,
+                                         identity=identities[0], **steps).to_bytes())
     return honest_limits(
         files, margin,
         f"{margin:g} x the largest honest file of {name}'s agreement for a party of "
@@ -144,7 +154,7 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
 
 
 def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
-                       threshold: int | None) -> SecureSession:
+                       threshold: int | None, identities: Any) -> SecureSession:
     """`estimator`'s secure session of `parties` (`ConsortiumAgreements.secure_session`),
     refused where the algorithm cannot run under secure aggregation."""
     plan = estimator._plan()
@@ -156,4 +166,4 @@ def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
     if any(isinstance(n, bool) or not isinstance(n, Integral) or n < 1 for n in rows):
         raise ValueError(f"party_rows must be positive integers, got {rows!r}.")
     return SecureSession.new(parties, rows, estimator._uploads.channel(plan).float_bound(
-        plan, max(rows)), threshold)
+        plan, max(rows)), threshold, identities=identities)

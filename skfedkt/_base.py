@@ -358,7 +358,7 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
     @shared_docs
     @warnings_once_per_call
     def fit_party(self, X, y, *, party, classes, X_unlabeled=None, message=None,
-                  share_model=None, party_seed=None, secure_session=None):
+                  share_model=None, party_seed=None, secure_session=None, identity=None):
         """The party step, on one party's machine; returns what the party sends.
 
         This estimator is not modified.
@@ -388,6 +388,10 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             the upload then withholds what secure aggregation keeps at the party, its
             sums go through the secure sum, and its ``secure_state`` answers the
             secure sum's stages (:doc:`/secure_aggregation`).
+        identity : PartyIdentity, default=None
+            With `secure_session`, required: this party's private identity key
+            (`skfedkt.PartyIdentity.load`), whose public key the session names for the
+            party; it signs the party's keys of the secure sum.
 
         Returns
         -------
@@ -426,7 +430,8 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         data = PartyData(self, X, y, classes, X_unlabeled, party)
         context = PartyContext(plan, data, root_seed(self.random_state),
                                [data.manifest(self)], share_model=share_model is not False,
-                               secure=session_parties(secure_session, data.party, len(data.y)))
+                               secure=session_parties(secure_session, data.party, len(data.y),
+                                                      identity))
         secure = context.secure is not None
         # under secure aggregation the models stay at the party
         for estimator in (plan.uploaded_estimators(data.party)
@@ -458,7 +463,7 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             secure_session.index_of(data.party, "secure_session")]
         upload = replace(upload, payload=dict(upload.payload, **{SUMS: weighted_terms(
             upload.payload.get(SUMS) or {}, channel.fields, weight)}))
-        upload, state = SecureParty.start(secure_session, upload)
+        upload, state = SecureParty.start(secure_session, upload, identity)
         return replace(upload, secure_state=state)
 
     def _message_check(self, context: CheckContext[Any]) -> Callable[[UploadChecker], Any]:

@@ -35,6 +35,7 @@ In-process, with Flower's simulation engine (each simulated SuperNode is a party
 import re
 import time
 import warnings
+from os import PathLike
 
 try:
     from flwr.app import (
@@ -53,6 +54,7 @@ except ImportError as exc:  # an optional dependency
 from sklearn.base import clone
 
 from ._config import config_context
+from ._deployment._identity import PartyIdentity
 from ._deployment._secure_coordinator import SecureCoordinator
 from ._deployment._secure_stages import SecureParty
 from ._deployment._upload import read_upload
@@ -71,7 +73,7 @@ def _bytes_of(message):
 
 
 def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
-               secure_session=None):
+               secure_session=None, identity=None):
     """A Flower ClientApp that runs `estimator`'s party step on the SuperNode's data.
 
     Parameters
@@ -95,6 +97,14 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
         -> SecureSession``), the server's too: each round's upload sends the party's
         keys, the node keeps its sums and secrets in ``context.state``, and answers the
         server's stages of the secure sum, refusing what an honest party never gives.
+    identity : PartyIdentity, path or callable, default=None
+        With `secure_session`, required (read only then): the party's private
+        identity key (a
+        `skfedkt.PartyIdentity`, the path of its file, or ``identity(context)`` giving
+        either, e.g. from a path in ``context.node_config``), whose public key the
+        session names for the node's party. It signs the node's keys of every round,
+        which every other node checks. It is not the SuperNode's authentication key,
+        which lets the SuperLink know the node; a consortium may hand out both together.
 
     Returns
     -------
@@ -105,13 +115,14 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
     @app.query()
     def party_step(message: Message, context) -> Message:
         session = _read(secure_session, context)
+        key = None if session is None else _identity(identity, context)
         if message.content[_RECORD].get("secure_stage", False):
-            answer = _secure_answer(session, _bytes_of(message), context)
+            answer = _secure_answer(session, key, _bytes_of(message), context)
             return Message(content=_payload(answer, secure_stage=True), reply_to=message)
         estimator_ = _read(estimator, context)
         X, y, party = party_data(context)
         options = dict(party=party, classes=classes, X_unlabeled=_read(X_public, context),
-                       party_seed=party_seed, secure_session=session)
+                       party_seed=party_seed, secure_session=session, identity=key)
         server_message = _bytes_of(message)
         if estimator_.runs_rounds:  # the server's last message
             options["message"] = server_message or None
@@ -131,14 +142,21 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
     return app
 
 
-def _secure_answer(session, data, context):
+def _identity(identity, context):
+    """The node's identity (`client_app`'s `identity`), its file read where a path is
+    given."""
+    identity = _read(identity, context)
+    return PartyIdentity.load(identity) if isinstance(identity, (str, PathLike)) else identity
+
+
+def _secure_answer(session, identity, data, context):
     """The node's answer to the server's message `data` of the secure sum: its state
     loaded from ``context.state`` and saved back, answered or refused."""
     if session is None or _SECURE_STATE not in context.state:
         raise ValueError("A stage of a secure sum reached a node without a secure "
                          "session or an upload of this round: pass secure_session to "
                          "client_app, as to server_app.")
-    state = SecureParty.from_bytes(session, context.state[_SECURE_STATE]["state"])
+    state = SecureParty.from_bytes(session, context.state[_SECURE_STATE]["state"], identity)
     try:
         return state.answer(data)
     finally:  # a stage is answered once, even when refused

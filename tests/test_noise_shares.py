@@ -152,7 +152,8 @@ def test_fedkt_l1_honest_survivors_carry_the_mechanisms_noise_against_colluders(
     from skfedkt._fedkt._classifier import FedKTClassifier
     from skfedkt._fedkt._sums import noise_units, party_sums
     from skfedkt._secure_sum import (Agreement, decode_integers, default_colluding,
-                                     default_threshold, encode_integers, run_secure_sum)
+                                     default_threshold, encode_integers, new_identities,
+                                     run_secure_sum)
     from skfedkt.privacy import DistributedNoise
 
     gamma = 0.5 if voting == "hard" else 2.0 ** 15
@@ -174,8 +175,9 @@ def test_fedkt_l1_honest_survivors_carry_the_mechanisms_noise_against_colluders(
     sums = [party_sums(plan, student_votes, np.arange(n_queries), None, n_classes,
                        parties)["noisy_votes"] for _ in range(n_parties)]
     inputs = {index: encode_integers(noisy) for index, noisy in enumerate(sums)}
+    identity_keys, identities = new_identities(n_parties)
     run = run_secure_sum(Agreement(b"l1 noise in shares", tuple("abcdefg"), threshold,
-                                   len(inputs[0])), inputs,
+                                   len(inputs[0]), identities), identity_keys, inputs,
                          drop_before={5: "masked", 6: "masked"})
     assert run.survivors == tuple(range(threshold))
     # the colluders, parties 0 and 1, know their own noisy votes

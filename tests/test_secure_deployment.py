@@ -1,27 +1,40 @@
 """Secure aggregation in a deployment: the secure sum's stages as files between the
 command-line steps of five parties with a threshold of three, and the Python objects
-(`SecureSession`, `SecureParty`, `SecureCoordinator`) those steps run."""
+(`SecureSession`, `SecureParty`, `SecureCoordinator`, `PartyIdentity`) those steps run,
+through files and through Flower."""
 
+import dataclasses
 import json
 import warnings
 
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
 from sklearn.tree import DecisionTreeClassifier
 
 from _flower_grid import flower_context, flower_task, in_process_grid  # noqa: F401
 import skfedkt
-from skfedkt import FedCTClassifier, FedKTClassifier, PartyUpload, load_model
+from skfedkt import FedCTClassifier, FedKTClassifier, PartyIdentity, PartyUpload, load_model
 from skfedkt._cli._main import main
 from skfedkt import SecureCoordinator, SecureParty, SecureSession
-from skfedkt._secure_sum import SecureSumError, message_from_bytes, message_to_bytes
-from skfedkt._secure_sum import _primitives as crypto
+from skfedkt._deployment._secure import decoded
+from skfedkt._secure_sum import (
+    SecureSumError,
+    SecureSumParty,
+    message_from_bytes,
+    message_to_bytes,
+    new_identities,
+)
 from skfedkt.datasets import load_local_file
 
 NAMES = [f"h{i}" for i in range(5)]
+# each party's identity, made once at the party; the session names the public keys
+IDENTITIES = [PartyIdentity.generate() for _ in NAMES]
+PUBLIC_KEYS = [identity.public_bytes for identity in IDENTITIES]
 # every party and the server pass the same flags: small trees, hard votes (identical sums)
 FEDKT = ["fedkt", "--estimator", "dt", "--voting", "hard", "--random-state", "0"]
 
@@ -50,13 +63,17 @@ class _Round:
         self.consortium, self.folder, self.capsys = consortium, folder, capsys
         self.session = folder / "session.json"
         rows = [len(load_local_file(consortium / f"party-{p}.csv")[1]) for p in range(5)]
+        for name in NAMES:  # each party, once: the private key stays, the .pub is sent
+            _run(["identity", "--out", self.key(name)], capsys)
         _run(["secure-session", *FEDKT, "--parties", *NAMES, "--party-rows", *rows,
-              "--threshold", 3, "--out", self.session], capsys)
+              "--threshold", 3, "--identities",
+              *[self.key(name).with_suffix(".pub") for name in NAMES],
+              "--out", self.session], capsys)
         self.uploads = {}
         for p, name in enumerate(NAMES):
             self.uploads[name] = folder / f"upload-{name}.skfedkt"
             self._party(p, self.uploads[name], "--secure-session", self.session,
-                        "--secure-state", self.state(name))
+                        "--secure-state", self.state(name), "--identity", self.key(name))
 
     def _party(self, p, out, *secure):
         _run(["party", *FEDKT, "--data", self.consortium / f"party-{p}.csv", "--public",
@@ -65,6 +82,9 @@ class _Round:
 
     def state(self, name):
         return self.folder / f"state-{name}.json"
+
+    def key(self, name):
+        return self.folder / f"{name}.key"
 
     def coordinator(self, *given, status=0):
         """The coordinator's step on `given` (``--uploads ...`` or ``--answers ...``):
@@ -80,8 +100,8 @@ class _Round:
     def answer(self, name, message, status=0):
         out = self.folder / f"answer-{name}.json"
         printed = _run(["secure-party", "--session", self.session, "--state",
-                        self.state(name), "--message", message, "--out", out],
-                       self.capsys, status)
+                        self.state(name), "--identity", self.key(name), "--message",
+                        message, "--out", out], self.capsys, status)
         return printed if status else out
 
     def stage(self, files, staying):
@@ -175,16 +195,122 @@ def test_every_honest_party_refuses_the_shares_of_a_party_told_another_roster(
     files = secure.coordinator("--uploads", *secure.uploads.values())[1]
     agreement = secure.agreement()
     roster = message_from_bytes("roster", files["h0"].read_bytes(), agreement, reader=0)
-    # h0 is told other keys of h4 (the coordinator's own, say)
-    roster[4] = dict(cipher=crypto.public_bytes(crypto.new_agreement_key()),
-                     mask=crypto.public_bytes(crypto.new_agreement_key()),
-                     signing=crypto.public_bytes(crypto.new_signing_key()))
+    del roster[4]  # h0 is told h4 never sent its keys
     files["h0"].write_bytes(message_to_bytes("roster", roster, agreement))
-    routed = secure.stage(files, NAMES)
-    for name in NAMES[1:]:
+    told = message_from_bytes("shares", secure.answer("h0", files["h0"]).read_bytes(),
+                              agreement)
+    routed = secure.stage(files, NAMES[1:])
+    for p, name in enumerate(NAMES[1:4], start=1):
+        # the coordinator passes h0's shares on, sealed over the roster h0 was told
+        forged = {**message_from_bytes("routed", routed[name].read_bytes(), agreement,
+                                       reader=p), 0: told["sealed"][p]}
+        routed[name].write_bytes(message_to_bytes("routed", forged, agreement))
         printed = secure.answer(name, routed[name], status=1)
         assert (f"refused by party '{name}': the message from party 'h0', sealed: its "
                 "shares do not open" in printed)
+
+
+def _made_up_roster(data, agreement, victim=0):
+    """The roster `data` as a coordinator rewrites it for `victim`, to unmask it alone:
+    the victim's own entry, and parties the coordinator runs itself, their keys well
+    formed and signed by identity keys it made."""
+    keys, forged = new_identities(len(agreement.parties))
+    made_up = dataclasses.replace(agreement, identities=forged)
+    roster = message_from_bytes("roster", data, agreement, reader=victim)
+    for index in roster:
+        if index != victim:
+            roster[index] = {name: value for name, value in SecureSumParty(
+                made_up, index, keys[index]).advertise().items() if name != "party"}
+    return message_to_bytes("roster", roster, agreement)
+
+
+def test_a_party_refuses_a_roster_of_parties_the_coordinator_made_up(consortium, tmp_path,
+                                                                     capsys):
+    secure = _Round(consortium, tmp_path, capsys)
+    files = secure.coordinator("--uploads", *secure.uploads.values())[1]
+    files["h0"].write_bytes(_made_up_roster(files["h0"].read_bytes(), secure.agreement()))
+    printed = secure.answer("h0", files["h0"], status=1)
+    assert ("refused by party 'h0': the message from party 'h1', roster: its keys are not "
+            "signed by the identity the consortium agreed for it: a party the coordinator "
+            "made up, or altered keys" in printed)
+    assert not (tmp_path / "answer-h0.json").exists()
+
+
+def test_a_party_that_alters_a_share_is_named_and_the_sum_is_exact(consortium, tmp_path,
+                                                                   capsys):
+    secure = _Round(consortium, tmp_path, capsys)
+    files = secure.coordinator("--uploads", *secure.uploads.values())[1]
+    for _ in range(3):  # shares, masked sums, confirmations
+        files = secure.stage(files, NAMES)
+    answers = {name: secure.answer(name, files[name]) for name in NAMES}
+    agreement = secure.agreement()
+    # h2 gives back its share of h0's self-mask seed with one bit flipped
+    altered = message_from_bytes("unmask", answers["h2"].read_bytes(), agreement)
+    share = altered["seed_shares"][0]["share"]
+    altered["seed_shares"][0] = dict(altered["seed_shares"][0],
+                                     share=bytes([share[0] ^ 1]) + share[1:])
+    answers["h2"].write_bytes(message_to_bytes("unmask", altered, agreement))
+    printed, _ = secure.coordinator("--answers", *answers.values())
+    assert "done, over 5 parties" in printed
+    assert ("coordinator: party 'h2' gave back shares their dealers did not sign, so "
+            "altered, and left out: of the self-mask seed of party 'h0'" in printed)
+    # the sums are exactly those of the parties' own words
+    session = SecureSession.load(secure.session)
+    sums = SecureCoordinator.load(session, tmp_path / "coordinator.json").sums
+    states = [SecureParty.load(session, secure.state(name), PartyIdentity.load(
+        secure.key(name))) for name in NAMES]
+    expected = decoded(sum(state.words for state in states), states[0].layout,
+                       session.fixed_point)
+    assert sums.keys() == expected.keys()
+    for name, values in sums.items():
+        assert_array_equal(values, expected[name])
+
+
+def test_identity_files_are_pem_readable_by_their_user_alone_and_read_as_hostile(
+        tmp_path, capsys):
+    key = tmp_path / "h0.key"
+    printed = _run(["identity", "--out", key], capsys)
+    assert f"wrote the private key to {key}" in printed and "h0.pub" in printed
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    identity = PartyIdentity.load(key)
+    assert PartyIdentity.load_public(tmp_path / "h0.pub") == identity.public_bytes
+    assert key.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+    assert identity.public_bytes.hex() in printed and identity.public_bytes.hex() in repr(
+        identity)
+    printed = _run(["identity", "--out", key], capsys, 1)
+    assert "h0.key exists: an identity is made once" in printed
+    printed = _run(["identity", "--out", tmp_path / "h1.pub"], capsys, 1)
+    assert "ends in .pub" in printed
+    rsa_key = rsa.generate_private_key(65537, 2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption())
+    encrypted = identity.key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"a passphrase"))
+    public = (tmp_path / "h0.pub").read_bytes()
+    for data, read, reason in [
+        (public, PartyIdentity.from_pem, "format: not one PEM key, beginning "
+         "'-----BEGIN PRIVATE KEY-----'"),
+        (key.read_bytes(), PartyIdentity.public_from_pem, "format: .*: a private key, which "
+         "stays with its party"),
+        (encrypted, PartyIdentity.from_pem, "format: not one PEM key"),
+        (rsa_key, PartyIdentity.from_pem, "key: not an unencrypted Ed25519 private key"),
+        (b"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+         PartyIdentity.public_from_pem, "key: not an Ed25519 public key"),
+        (key.read_bytes() * 2, PartyIdentity.from_pem, "format: not one PEM key"),
+        (b" " * 5000, PartyIdentity.from_pem, "bytes: 5000 bytes, more than 4096"),
+    ]:
+        with pytest.raises(ValueError, match=f"Identity key refused \\(x\\), {reason}"):
+            read(data, "x")
+    large = tmp_path / "large.key"
+    large.write_bytes(b" " * 5000)
+    with pytest.raises(ValueError, match="large.key: the file is larger than max_file_bytes"):
+        PartyIdentity.load(large)
+    # the session needs one public key per party
+    printed = _run(["secure-session", *FEDKT, "--parties", *NAMES, "--party-rows",
+                    *[10] * 5, "--identities", tmp_path / "h0.pub", "--out",
+                    tmp_path / "s.json"], capsys, 1)
+    assert "--identities gives 1 public keys for 5 parties" in printed
 
 
 def test_the_coordinator_refuses_uploads_of_another_session_or_layout(consortium, tmp_path,
@@ -210,13 +336,27 @@ def test_secure_flags_come_in_pairs_and_a_state_is_this_sessions(consortium, tmp
                     consortium / "public.csv", "--classes", 0, 1, "--name", "h0", "--out",
                     tmp_path / "u.skfedkt", "--secure-session", secure.session], capsys, 1)
     assert "--secure-session needs --secure-state" in printed
+    printed = _run(["party", *FEDKT, "--data", consortium / "party-0.csv", "--public",
+                    consortium / "public.csv", "--classes", 0, 1, "--name", "h0", "--out",
+                    tmp_path / "u.skfedkt", "--secure-session", secure.session,
+                    "--secure-state", tmp_path / "s.json"], capsys, 1)
+    assert "--secure-session needs --identity" in printed
     other = tmp_path / "other"
     other.mkdir()
     elsewhere = _Round(consortium, other, capsys)
     with pytest.raises(ValueError, match="state-h0.json.*session: not this secure "
                        "session's"):
-        SecureParty.load(SecureSession.load(secure.session), elsewhere.state("h0"))
-    assert oct(secure.state("h0").stat().st_mode & 0o777) == "0o600"
+        SecureParty.load(SecureSession.load(secure.session), elsewhere.state("h0"),
+                         PartyIdentity.load(secure.key("h0")))
+    # another session's identity of h0 is not the one this session names
+    printed = _run(["party", *FEDKT, "--data", consortium / "party-0.csv", "--public",
+                    consortium / "public.csv", "--classes", 0, 1, "--name", "h0", "--out",
+                    tmp_path / "u.skfedkt", "--secure-session", secure.session,
+                    "--secure-state", tmp_path / "s.json", "--identity",
+                    elsewhere.key("h0")], capsys, 1)
+    assert "Party 'h0': its identity key is not the one the secure session names" in printed
+    for path in (secure.state("h0"), secure.key("h0")):
+        assert oct(path.stat().st_mode & 0o777) == "0o600"
 
 
 # --- the Python objects ------------------------------------------------------------------
@@ -247,7 +387,9 @@ def _deployed(clf, parties, session=None, dead=()):
         while True:
             uploads = [clf.fit_party(X[party == p], y[party == p], party=NAMES[p],
                                      classes=[0, 1], X_unlabeled=X_public, message=message,
-                                     secure_session=session) for p in parties]
+                                     secure_session=session,
+                                     identity=None if session is None else IDENTITIES[p])
+                       for p in parties]
             coordinator = None if session is None else _secure_round(session, uploads, dead)
             parties = [p for p in parties if NAMES[p] not in dead]
             files = [upload.to_bytes() for upload in uploads]
@@ -262,7 +404,8 @@ def _deployed(clf, parties, session=None, dead=()):
 def test_fedct_deployed_securely_keeps_the_survivors_consensus_every_round():
     clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=4, random_state=0)
     _, y, party, _ = _data()
-    session = clf.secure_session(NAMES, np.bincount(party).tolist(), threshold=3)
+    session = clf.secure_session(NAMES, np.bincount(party).tolist(), threshold=3,
+                                 identities=PUBLIC_KEYS)
     with pytest.warns(UserWarning, match="left out 1: 'h4': left the secure sum"):
         secure, model = _deployed(clf, range(5), session, dead={"h4"})
     plain, _ = _deployed(clf, range(4))
@@ -273,10 +416,18 @@ def test_fedct_deployed_securely_keeps_the_survivors_consensus_every_round():
 
 
 def test_a_session_file_is_read_as_hostile_naming_the_field(tmp_path):
-    session = FedKTClassifier().secure_session(NAMES, [10, 20, 30, 40, 50])
+    session = FedKTClassifier().secure_session(NAMES, [10, 20, 30, 40, 50],
+                                               identities=PUBLIC_KEYS)
     assert SecureSession.from_bytes(session.to_bytes()) == session
     document = json.loads(session.to_bytes())
+    assert document["identities"] == [key.hex() for key in PUBLIC_KEYS]
     for field, value, reason in [
+        ("identities", document["identities"][:4], "a tuple of 5 public keys of 32 bytes"),
+        ("identities", [*document["identities"][:4], document["identities"][0]],
+         r"Parties \['h0', 'h4'\] have one identity key"),
+        ("identities", [*document["identities"][:4], "AB" * 32],
+         r"identities\[4\]: not a public key of 32 bytes in lowercase hexadecimal"),
+        ("identities", "00" * 32, "identities: not a list"),
         ("threshold", 2, "threshold of a secure sum of 5 parties is a majority"),
         ("threshold", True, "threshold: not an integer"),
         ("party_rows", [10, 20, 30, 40], "one per party"),
@@ -297,18 +448,28 @@ def test_a_session_file_is_read_as_hostile_naming_the_field(tmp_path):
 def test_an_upload_never_writes_its_sums_and_steps_need_their_session():
     X, y, party, X_public = _data()
     clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), voting="hard")
-    session = clf.secure_session(NAMES, np.bincount(party).tolist())
+    session = clf.secure_session(NAMES, np.bincount(party).tolist(), identities=PUBLIC_KEYS)
+    h0 = dict(party="h0", classes=[0, 1], X_unlabeled=X_public)
     with pytest.raises(ValueError, match="secure_session is given, but secure_aggregation "
                        "is off"):
-        clf.fit_party(X[party == 0], y[party == 0], party="h0", classes=[0, 1],
-                      X_unlabeled=X_public, secure_session=session)
+        clf.fit_party(X[party == 0], y[party == 0], secure_session=session, **h0)
+    with pytest.raises(ValueError, match="identity is given, but secure_aggregation is off"):
+        clf.fit_party(X[party == 0], y[party == 0], identity=IDENTITIES[0], **h0)
     with skfedkt.config_context(secure_aggregation=True):
         with pytest.raises(ValueError, match=r"Party 'h0' holds 93 rows, the secure "
                            r"session says 94"):
-            clf.fit_party(X[party == 0][1:], y[party == 0][1:], party="h0", classes=[0, 1],
-                          X_unlabeled=X_public, secure_session=session)
-        upload = clf.fit_party(X[party == 0], y[party == 0], party="h0", classes=[0, 1],
-                               X_unlabeled=X_public, secure_session=session)
+            clf.fit_party(X[party == 0][1:], y[party == 0][1:], secure_session=session,
+                          identity=IDENTITIES[0], **h0)
+        # before any work: the party's identity, and its own
+        with pytest.raises(TypeError, match="secure_session needs identity: the private "
+                           "identity key of party 'h0'"):
+            clf.fit_party(X[party == 0], y[party == 0], secure_session=session, **h0)
+        with pytest.raises(ValueError, match="Party 'h0': its identity key is not the one "
+                           "the secure session names for it"):
+            clf.fit_party(X[party == 0], y[party == 0], secure_session=session,
+                          identity=IDENTITIES[1], **h0)
+        upload = clf.fit_party(X[party == 0], y[party == 0], secure_session=session,
+                               identity=IDENTITIES[0], **h0)
         with pytest.raises(TypeError, match="pass the round's finished SecureCoordinator"):
             clone(clf).fit_server([upload.to_bytes()], X_public)
     assert "sums" not in upload.payload and upload.manifest["secure"]["sums"]
@@ -316,6 +477,52 @@ def test_an_upload_never_writes_its_sums_and_steps_need_their_session():
         PartyUpload(upload.manifest, dict(upload.payload, sums={})).to_bytes()
     with pytest.raises(SecureSumError, match="3 uploads: one party, one upload"):
         SecureCoordinator.start(session, [upload.manifest] * 3)
+
+
+def test_the_coordinator_warns_naming_a_party_that_altered_a_share():
+    X, y, party, X_public = _data()
+    session = _session(FEDKT_HARD)
+    with skfedkt.config_context(secure_aggregation=True):
+        uploads = [FEDKT_HARD.fit_party(X[party == p], y[party == p], party=NAMES[p],
+                                        classes=[0, 1], X_unlabeled=X_public,
+                                        secure_session=session, identity=IDENTITIES[p])
+                   for p in range(5)]
+    states = {upload.party: upload.secure_state for upload in uploads}
+    coordinator, out = SecureCoordinator.start(session, [u.manifest for u in uploads])
+    while coordinator.stage != "unmask":
+        out = coordinator.advance([states[name].answer(data) for name, data in out.items()])
+    answers = [states[name].answer(data) for name, data in out.items()]
+    altered = message_from_bytes("unmask", answers[4], coordinator.agreement)
+    share = altered["seed_shares"][1]
+    altered["seed_shares"][1] = dict(share, signature=share["signature"][::-1])
+    answers[4] = message_to_bytes("unmask", altered, coordinator.agreement)
+    with pytest.warns(UserWarning, match="exact without the altered shares some parties "
+                      "gave back: 'h4' gave back shares their dealers did not sign"):
+        coordinator.advance(answers)
+    assert list(coordinator.refused_shares) == ["h4"]
+    assert coordinator.survivors == tuple(NAMES)
+    expected = sum(state.words for state in states.values())
+    for name, values in decoded(expected, coordinator.layout, session.fixed_point).items():
+        assert_array_equal(coordinator.sums[name], values)
+
+
+def test_with_min_parties_an_upload_no_agreed_identity_signed_is_left_out():
+    X, y, party, X_public = _data()
+    session = _session(FEDKT_HARD)
+    # h4's keys are signed by an identity the session does not name for it
+    impostor = PartyIdentity.generate()
+    told = dataclasses.replace(session, identities=(*PUBLIC_KEYS[:4], impostor.public_bytes))
+    with skfedkt.config_context(secure_aggregation=True):
+        manifests = [FEDKT_HARD.fit_party(
+            X[party == p], y[party == p], party=NAMES[p], classes=[0, 1],
+            X_unlabeled=X_public, secure_session=told if p == 4 else session,
+            identity=impostor if p == 4 else IDENTITIES[p]).manifest for p in range(5)]
+    with pytest.raises(SecureSumError, match="party 'h4', identity_signature: not the "
+                       "signature of the identity the consortium agreed for this party"):
+        SecureCoordinator.start(session, manifests)
+    coordinator, out = SecureCoordinator.start(session, manifests, min_parties=3)
+    assert sorted(out) == NAMES[:4]
+    assert "identity_signature" in coordinator.left_out["h4"]
 
 
 # --- through Flower ---------------------------------------------------------------------
@@ -332,9 +539,14 @@ def _flower_apps(clf, session, n_nodes=5):
         return X[party == p], y[party == p], NAMES[p]
 
     served = []
-    return (client_app(clf, party_data, X_public, classes=[0, 1], secure_session=session),
+    return (client_app(clf, party_data, X_public, classes=[0, 1], secure_session=session,
+                       identity=_node_identity),
             server_app(clf, X_public, n_nodes, lambda model, context: served.append(model),
                        secure_session=session), served)
+
+
+def _node_identity(context):
+    return IDENTITIES[int(context.node_config["partition-id"])]
 
 
 def _silent_after_keys(app, dead):
@@ -353,7 +565,8 @@ FEDKT_HARD = FedKTClassifier(DecisionTreeClassifier(max_depth=3), voting="hard",
 
 def _session(clf):
     _, _, party, _ = _data()
-    return clf.secure_session(NAMES, np.bincount(party).tolist(), threshold=3)
+    return clf.secure_session(NAMES, np.bincount(party).tolist(), threshold=3,
+                              identities=PUBLIC_KEYS)
 
 
 def test_through_flower_a_node_that_dies_after_its_keys_leaves_the_survivors_model(
@@ -431,15 +644,31 @@ def test_through_flower_every_honest_node_refuses_the_shares_of_a_node_told_anot
     ask = _node_of_party(session)
     coordinator, out = _rosters(session, ask)
     roster = message_from_bytes("roster", out["h0"], coordinator.agreement, reader=0)
-    roster[4] = dict(cipher=crypto.public_bytes(crypto.new_agreement_key()),
-                     mask=crypto.public_bytes(crypto.new_agreement_key()),
-                     signing=crypto.public_bytes(crypto.new_signing_key()))
-    out["h0"] = message_to_bytes("roster", roster, coordinator.agreement)
-    routed = coordinator.advance([ask(name, data) for name, data in out.items()])
-    for name in NAMES[1:]:
+    del roster[4]  # h0 is told h4 never sent its keys
+    agreement = coordinator.agreement
+    told = message_from_bytes("shares", ask("h0", message_to_bytes("roster", roster,
+                                                                    agreement)), agreement)
+    routed = coordinator.advance([ask(name, out[name]) for name in NAMES[1:]])
+    for p, name in enumerate(NAMES[1:4], start=1):
+        # the coordinator passes h0's shares on, sealed over the roster h0 was told
+        forged = {**message_from_bytes("routed", routed[name], agreement, reader=p),
+                  0: told["sealed"][p]}
         with pytest.raises(SecureSumError, match=f"refused by party '{name}': the message "
                            "from party 'h0', sealed: its shares do not open"):
-            ask(name, routed[name])
+            ask(name, message_to_bytes("routed", forged, agreement))
+
+
+def test_through_flower_a_node_refuses_a_roster_of_parties_the_server_made_up(flower_task):
+    session = _session(FEDKT_HARD)
+    ask = _node_of_party(session)
+    coordinator, out = _rosters(session, ask)
+    with pytest.raises(SecureSumError, match="refused by party 'h0': the message from party "
+                       "'h1', roster: its keys are not signed by the identity the "
+                       "consortium agreed for it"):
+        ask("h0", _made_up_roster(out["h0"], coordinator.agreement))
+    # refused, the stage is not answered again, even to the honest roster
+    with pytest.raises(SecureSumError, match="not the routed this party waits for"):
+        ask("h0", out["h0"])
 
 
 def test_a_party_starts_each_round_of_a_session_once(consortium, tmp_path, capsys,
@@ -449,7 +678,8 @@ def test_a_party_starts_each_round_of_a_session_once(consortium, tmp_path, capsy
     printed = _run(["party", *FEDKT, "--data", consortium / "party-0.csv", "--public",
                     consortium / "public.csv", "--classes", 0, 1, "--name", "h0", "--out",
                     tmp_path / "again.skfedkt", "--secure-session", secure.session,
-                    "--secure-state", secure.state("h0")], capsys, 1)
+                    "--secure-state", secure.state("h0"), "--identity", secure.key("h0")],
+                   capsys, 1)
     assert "Party 'h0' already started round 0 of this secure session" in printed
     assert not (tmp_path / "again.skfedkt").exists()
     ask = _node_of_party(_session(FEDKT_HARD))
@@ -462,7 +692,8 @@ def test_through_flower_a_node_of_a_bad_upload_is_left_out_with_min_parties(flow
     from skfedkt.flower import client_app, server_app
 
     session = _session(FEDKT_HARD)
-    other = FEDKT_HARD.secure_session(NAMES, session.party_rows, threshold=3)
+    other = FEDKT_HARD.secure_session(NAMES, session.party_rows, threshold=3,
+                                      identities=PUBLIC_KEYS)
     X, y, party, X_public = _data()
 
     def party_data(context):
@@ -472,7 +703,8 @@ def test_through_flower_a_node_of_a_bad_upload_is_left_out_with_min_parties(flow
     # h4 runs another session: its upload's round session is not this one's
     client = client_app(FEDKT_HARD, party_data, X_public, classes=[0, 1],
                         secure_session=lambda context: (
-                            other if context.node_config["partition-id"] == 4 else session))
+                            other if context.node_config["partition-id"] == 4 else session),
+                        identity=_node_identity)
     served = []
     server = server_app(FEDKT_HARD, X_public, 5, lambda model, context: served.append(model),
                         secure_session=session, min_parties=3)
@@ -495,7 +727,8 @@ def test_the_coordinator_refuses_hostile_manifests_naming_the_field(field, value
     with skfedkt.config_context(secure_aggregation=True):
         manifests = [FEDKT_HARD.fit_party(
             X[party == p], y[party == p], party=NAMES[p], classes=[0, 1],
-            X_unlabeled=X_public, secure_session=session).manifest for p in range(5)]
+            X_unlabeled=X_public, secure_session=session,
+            identity=IDENTITIES[p]).manifest for p in range(5)]
     hostile = [dict(manifest, **{field: value}) for manifest in manifests]
     if field == "secure":
         hostile = [dict(manifest, secure=dict(manifest["secure"], keys=value["keys"]))
@@ -503,7 +736,7 @@ def test_the_coordinator_refuses_hostile_manifests_naming_the_field(field, value
     with pytest.raises(SecureSumError, match=reason):
         SecureCoordinator.start(session, hostile)
     with pytest.raises(ValueError, match="float_bound must be positive and at most"):
-        SecureSession.new(NAMES, session.party_rows, 1e308)
+        SecureSession.new(NAMES, session.party_rows, 1e308, identities=PUBLIC_KEYS)
 
 
 def test_files_mixed_up_are_refused_saying_what_to_do(consortium, tmp_path, capsys):

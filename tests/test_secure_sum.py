@@ -1,8 +1,10 @@
 """The secure sum: exact sums through dropouts down to the threshold, a named refusal
-below it, a coordinator that learns nothing of one party's input, and parties that
-refuse a hostile coordinator."""
+below it, a coordinator that learns nothing of one party's input, parties that refuse a
+hostile coordinator (parties it made up among them) and a dealer of unsigned shares,
+and a coordinator that leaves out altered shares and names who altered them."""
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -17,16 +19,25 @@ from skfedkt._secure_sum import (
     SecureSumParty,
     decode_integers,
     encode_integers,
+    new_identities,
     run_secure_sum,
 )
 from skfedkt._deployment._secure import fixed_point_for
 from skfedkt._secure_sum._shamir import combine, split
 
 SESSION = b"a test session of the secure sum"
+# every party's identity key, agreed before the sums: the private keys and the public
+IDENTITY_KEYS, IDENTITIES = new_identities(7)
 
 
-def _agreement(n=5, threshold=3, length=64):
-    return Agreement(SESSION, tuple(f"p{i}" for i in range(n)), threshold, length)
+def _agreement(n=5, threshold=3, length=64, identities=IDENTITIES):
+    return Agreement(SESSION, tuple(f"p{i}" for i in range(n)), threshold, length,
+                     identities[:n])
+
+
+def _sum(agreement, inputs, drop_before=None):
+    return run_secure_sum(agreement, IDENTITY_KEYS[:len(agreement.parties)], inputs,
+                          drop_before)
 
 
 def _inputs(agreement, seed=0):
@@ -38,7 +49,7 @@ def _inputs(agreement, seed=0):
 def test_the_sum_is_exact_with_no_party_lost():
     agreement = _agreement()
     inputs = _inputs(agreement)
-    run = run_secure_sum(agreement, {i: encode_integers(x) for i, x in inputs.items()})
+    run = _sum(agreement, {i: encode_integers(x) for i, x in inputs.items()})
     assert run.survivors == (0, 1, 2, 3, 4)
     np.testing.assert_array_equal(decode_integers(run.total), sum(inputs.values()))
 
@@ -47,7 +58,7 @@ def test_the_sum_is_exact_with_no_party_lost():
 def test_two_parties_lost_at_any_stages_leave_the_survivors_sum(stages):
     agreement = _agreement()
     inputs = _inputs(agreement)
-    run = run_secure_sum(agreement, {i: encode_integers(x) for i, x in inputs.items()},
+    run = _sum(agreement, {i: encode_integers(x) for i, x in inputs.items()},
                          drop_before={1: stages[0], 3: stages[1]})
     # a party counts in the sum once its masked input arrived
     counted = [i for i in range(5) if {1: stages[0], 3: stages[1]}.get(i, "unmask") in
@@ -63,17 +74,17 @@ def test_fewer_than_the_threshold_refuse_naming_the_lost_and_the_threshold(stage
     inputs = {i: encode_integers(x) for i, x in _inputs(agreement).items()}
     with pytest.raises(SecureSumError, match=r"2 parties remain, fewer than the threshold "
                        r"3; lost: \['p0', 'p2', 'p4'\]"):
-        run_secure_sum(agreement, inputs, drop_before={0: stage, 2: stage, 4: "unmask"})
+        _sum(agreement, inputs, drop_before={0: stage, 2: stage, 4: "unmask"})
 
 
 def test_fixed_point_sums_stay_within_the_stated_error_bound():
     agreement = _agreement(length=10_000)
-    encoding = FixedPoint(scale=2.0 ** 20, bound=1.0)
+    encoding = FixedPoint(scale=2.0 ** 20, bound=1.0, parties=5)
     rng = np.random.default_rng(1)
     inputs = {i: rng.uniform(-1, 1, agreement.length) for i in range(5)}
-    run = run_secure_sum(agreement, {i: encoding.encode(x) for i, x in inputs.items()})
+    run = _sum(agreement, {i: encoding.encode(x) for i, x in inputs.items()})
     error = np.abs(encoding.decode(run.total) - sum(inputs.values())).max()
-    assert 0 < error <= encoding.error_bound(5) == 5 / 2 ** 21
+    assert 0 < error <= encoding.error_bound(5) == pytest.approx(5 / 2 ** 21)
     with pytest.raises(ValueError, match="beyond the agreed bound 1"):
         encoding.encode(np.array([1.5]))
     # the scale a secure sum agrees on leaves its total room in 64 bits
@@ -82,13 +93,55 @@ def test_fixed_point_sums_stay_within_the_stated_error_bound():
         assert n_parties * bound * scale < 2.0 ** 63 and scale <= 2.0 ** 32
 
 
+def test_a_sum_of_100_parties_past_2_to_the_53_decodes_within_the_stated_bound():
+    """Values near the bound make the summed integer pass 2**53, where a float no longer
+    holds every integer: the decoded sums stay within the stated bound of the exact sums
+    of the inputs (as fractions), though beyond the encoding's rounding alone,
+    n / (2 * scale), which the float's rounding of the decoded sum outweighs."""
+    n_parties, bound = 100, 2.0 ** 28
+    encoding = fixed_point_for(n_parties, bound)
+    assert encoding.scale == 2.0 ** 27  # the finest at which 100 such values fit
+    rng = np.random.default_rng(3)
+    inputs = rng.uniform(0.99 * bound, bound, (n_parties, 200))
+    total = sum(encoding.encode(values) for values in inputs)  # words add modulo 2**64
+    assert (decode_integers(total) > 2 ** 53).all()
+    decoded = encoding.decode(total)
+    error = max(abs(Fraction(float(value)) - sum(map(Fraction, column)))
+                for value, column in zip(decoded, inputs.T))
+    assert n_parties / (2 * encoding.scale) < error <= encoding.error_bound(n_parties)
+    # beyond the parties the encoding was made for, or a sum that could pass 63 bits
+    with pytest.raises(ValueError, match="up to 100 parties, not 101"):
+        encoding.error_bound(101)
+    with pytest.raises(ValueError, match="can sum beyond 63 bits"):
+        type(encoding)(scale=2.0 ** 32, bound=bound, parties=2 ** 12)
+    with pytest.raises(ValueError, match="a power of two"):
+        type(encoding)(scale=1000.0, bound=1.0)
+
+
+def test_integers_beyond_their_bound_are_refused():
+    np.testing.assert_array_equal(decode_integers(encode_integers([-5, 5], bound=5)),
+                                  [-5, 5])
+    with pytest.raises(ValueError, match="magnitude 6 is beyond the agreed bound 5"):
+        encode_integers(np.array([1, -6]), bound=5)
+    with pytest.raises(ValueError, match="beyond the 64-bit integers' bound"):
+        encode_integers(np.array([2 ** 63], dtype=np.uint64))
+
+
 def test_the_agreement_refuses_sums_that_protect_no_one():
     with pytest.raises(ValueError, match="at least 3 parties"):
-        Agreement(SESSION, ("a", "b"), 2, 4)
+        Agreement(SESSION, ("a", "b"), 2, 4, IDENTITIES[:2])
     with pytest.raises(ValueError, match="a majority of them, from 3 to 5; got 2"):
-        Agreement(SESSION, tuple("abcde"), 2, 4)
+        Agreement(SESSION, tuple("abcde"), 2, 4, IDENTITIES[:5])
     with pytest.raises(ValueError, match="named once each"):
-        Agreement(SESSION, tuple("abca"), 3, 4)
+        Agreement(SESSION, tuple("abca"), 3, 4, IDENTITIES[:4])
+    with pytest.raises(ValueError, match="a tuple of 3 public keys of 32 bytes"):
+        Agreement(SESSION, tuple("abc"), 2, 4, IDENTITIES[:2])
+    with pytest.raises(ValueError, match=r"Parties \['a', 'c'\] have one identity key"):
+        Agreement(SESSION, tuple("abc"), 2, 4, (IDENTITIES[0], IDENTITIES[1], IDENTITIES[0]))
+    # a party holds its own identity key, and no other
+    with pytest.raises(ValueError, match="The identity key given to party 'p1' is not "
+                       "the one the agreement names for it"):
+        SecureSumParty(_agreement(), 1, IDENTITY_KEYS[0])
 
 
 def test_any_threshold_of_shamir_shares_give_the_secret():
@@ -103,7 +156,7 @@ def test_any_threshold_of_shamir_shares_give_the_secret():
 def test_no_input_appears_in_what_the_coordinator_received():
     agreement = _agreement(length=256)
     inputs = {i: encode_integers(x) for i, x in _inputs(agreement).items()}
-    run = run_secure_sum(agreement, inputs, drop_before={2: "confirm"})
+    run = _sum(agreement, inputs, drop_before={2: "confirm"})
     transcript = b"".join(_bytes_of(message) for stage in run.received.values()
                           for message in stage)
     for words in inputs.values():
@@ -131,7 +184,7 @@ def test_the_coordinators_view_of_a_party_is_alike_for_any_input():
     for name, value in (("zeros", 0), ("counts", 10 ** 6)):
         inputs = {0: encode_integers(np.full(16, value)),
                   **{i: encode_integers(np.ones(16, dtype=int)) for i in (1, 2)}}
-        runs = [run_secure_sum(agreement, inputs) for _ in range(150)]
+        runs = [_sum(agreement, inputs) for _ in range(150)]
         views[name] = np.concatenate([
             next(m["masked"] for m in run.received["masked"] if m["party"] == 0).view(np.uint8)
             for run in runs])
@@ -148,9 +201,9 @@ class _Federation:
     """Five parties and an honest coordinator taken stage by stage, for a hostile
     coordinator's requests to be tried at any point."""
 
-    def __init__(self):
-        self.agreement = _agreement()
-        self.parties = [SecureSumParty(self.agreement, i) for i in range(5)]
+    def __init__(self, n=5, threshold=3):
+        self.agreement = _agreement(n, threshold)
+        self.parties = [SecureSumParty(self.agreement, i, IDENTITY_KEYS[i]) for i in range(n)]
         self.coordinator = SecureSumCoordinator(self.agreement)
         self.inputs = {i: encode_integers(x) for i, x in _inputs(self.agreement).items()}
 
@@ -169,6 +222,16 @@ class _Federation:
             for i, party in enumerate(self.parties) if i not in leaving])
         return self.coordinator.unmask_request([self.parties[i].confirm(survivors)
                                                 for i in survivors])
+
+    def unmasked(self, leaving=()):
+        """Every survivor's answer to the unmasking request, `leaving` lost before
+        their masked input."""
+        request = self.confirmed(leaving)
+        return [self.parties[i].unmask(**request) for i in request["survivors"]]
+
+    def expected(self, leaving=()):
+        return sum(decode_integers(self.inputs[i]) for i in range(len(self.parties))
+                   if i not in leaving)
 
 
 def test_parties_refuse_a_coordinator_that_sends_them_different_rosters():
@@ -236,3 +299,130 @@ def test_the_coordinator_refuses_malformed_messages_naming_the_party():
         federation.coordinator.route_shares(shares)
     with pytest.raises(SecureSumError, match="a keys message from 7"):
         SecureSumCoordinator(federation.agreement).collect_keys([{"party": 7}])
+
+
+def _made_up_roster(federation, victim=0):
+    """The roster a coordinator gives `victim` to unmask it alone: the victim's own
+    entry, and parties it runs itself, their keys well formed and signed by identity
+    keys it made."""
+    forged_keys, forged = new_identities(len(federation.parties))
+    agreement = _agreement(len(federation.parties), federation.agreement.threshold,
+                           identities=forged)
+    sybils = {i: SecureSumParty(agreement, i, forged_keys[i]).advertise()
+              for i in range(len(federation.parties)) if i != victim}
+    roster = federation.keys()
+    return {i: roster[i] if i == victim else {key: value for key, value in sybils[i].items()
+                                               if key != "party"} for i in roster}
+
+
+def test_a_party_refuses_a_roster_of_parties_the_coordinator_made_up():
+    federation = _Federation()
+    with pytest.raises(SecureSumError, match="refused by party 'p0': the message from "
+                       "party 'p1', roster: its keys are not signed by the identity the "
+                       "consortium agreed for it: a party the coordinator made up") as refusal:
+        federation.parties[0].share_keys(_made_up_roster(federation))
+    assert (refusal.value.party, refusal.value.field) == ("p1", "roster")
+
+
+def test_a_party_refuses_a_roster_entry_unsigned_or_altered_naming_its_party():
+    federation = _Federation()
+    roster = federation.keys()
+    unsigned = {i: dict(entry) for i, entry in roster.items()}
+    del unsigned[3]["identity_signature"]
+    with pytest.raises(SecureSumError, match="from party 'p3', roster: .*identity_signature "
+                       "of 64 bytes expected"):
+        federation.parties[0].share_keys(unsigned)
+    # another party's keys swapped for the coordinator's own, its signature kept
+    altered = {i: dict(entry) for i, entry in roster.items()}
+    altered[2]["mask"] = _made_up_roster(_Federation())[2]["mask"]
+    with pytest.raises(SecureSumError, match="from party 'p2', roster: its keys are not "
+                       "signed by the identity"):
+        federation.parties[1].share_keys(altered)
+
+
+def test_the_coordinator_refuses_keys_no_agreed_identity_signed_naming_the_party():
+    federation = _Federation()
+    advertised = [party.advertise() for party in federation.parties]
+    forged = dict(_made_up_roster(_Federation())[4], party=4)
+    with pytest.raises(SecureSumError, match="by the coordinator: the message from party "
+                       "'p4', identity_signature: not the signature of the identity the "
+                       "consortium agreed for this party"):
+        federation.coordinator.collect_keys([*advertised[:4], forged])
+    # one advertisement checked alone, as a deployment leaves out one bad upload
+    assert federation.coordinator.checked_advertisement(advertised[4])["commitment"]
+    with pytest.raises(SecureSumError, match="party 'p4', identity_signature"):
+        federation.coordinator.checked_advertisement(forged)
+
+
+def _flip_a_bit(answer, field, owner):
+    share = answer[field][owner]["share"]
+    answer[field][owner] = dict(answer[field][owner],
+                                share=bytes([share[0] ^ 1]) + share[1:])
+
+
+@pytest.mark.parametrize("field, leaving", [("seed_shares", ()), ("mask_shares", (6,))])
+def test_the_coordinator_leaves_out_an_altered_share_naming_its_holder(field, leaving):
+    """7 parties, a threshold of 5: p3 gives back one share (of p1's self-mask seed, or
+    of p6's mask key once p6 dropped) with one bit flipped. The coordinator sums the
+    survivors exactly from the other shares, and names p3."""
+    federation = _Federation(n=7, threshold=5)
+    answers = federation.unmasked(leaving)
+    assert len(answers) == 7 - len(leaving)
+    owner = 1 if field == "seed_shares" else 6
+    _flip_a_bit(answers[3], field, owner)
+    total = federation.coordinator.total(answers)
+    np.testing.assert_array_equal(decode_integers(total), federation.expected(leaving))
+    what = "self-mask seed" if field == "seed_shares" else "mask key"
+    assert federation.coordinator.refused_shares == {
+        "p3": "gave back shares their dealers did not sign, so altered, and left out: of "
+              f"the {what} of party 'p{owner}'"}
+
+
+def test_too_few_good_shares_refuse_the_sum_naming_who_altered_them():
+    federation = _Federation(n=7, threshold=5)
+    answers = federation.unmasked()
+    for holder in (2, 4, 5):
+        _flip_a_bit(answers[holder], "seed_shares", 0)
+    with pytest.raises(SecureSumError, match=r"seed_shares: the self-mask seed of party 'p0' "
+                       r"has 4 good shares, fewer than the threshold 5: parties \['p2', 'p4', "
+                       r"'p5'\] gave back altered ones"):
+        federation.coordinator.total(answers)
+
+
+def test_a_holder_refuses_shares_their_dealer_did_not_sign_naming_the_dealer():
+    federation = _Federation()
+    roster = federation.keys()
+    dealer = federation.parties[2]
+    signed_share = dealer._signed_share
+
+    def unsigned(holder, kind, share):  # the dealer's signature of p0's seed share fails
+        dealt = signed_share(holder, kind, share)
+        return dict(dealt, signature=bytes(64)) if (holder, kind) == (0, "seed") else dealt
+
+    dealer._signed_share = unsigned
+    routed = federation.coordinator.route_shares([party.share_keys(roster)
+                                                  for party in federation.parties])
+    with pytest.raises(SecureSumError, match="refused by party 'p0': the message from party "
+                       "'p2', sealed: its shares are not signed by it"):
+        federation.parties[0].masked_input(routed[0], federation.inputs[0])
+    # the others' shares from p2 were signed
+    federation.parties[1].masked_input(routed[1], federation.inputs[1])
+
+
+def test_the_coordinator_names_a_dealer_whose_signed_shares_are_inconsistent():
+    federation = _Federation()
+    dealer = federation.parties[2]
+    signed_share = dealer._signed_share
+
+    def inconsistent(holder, kind, share):  # p4's share of p2's seed off its polynomial
+        if (holder, kind) == (4, "seed"):
+            share = share[:-1] + bytes([share[-1] ^ 1])
+        return signed_share(holder, kind, share)
+
+    dealer._signed_share = inconsistent
+    answers = federation.unmasked()
+    with pytest.raises(SecureSumError, match="by the coordinator: the message from party "
+                       "'p2', seed_shares: its shares, each signed by it, do not combine "
+                       "into the self-mask seed it committed to"):
+        federation.coordinator.total(answers)
+    assert federation.coordinator.refused_shares == {}

@@ -18,16 +18,19 @@ from skfedkt._secure_sum import (
     encode_integers,
     message_from_bytes,
     message_to_bytes,
+    new_identities,
     run_secure_sum,
 )
-from skfedkt._secure_sum._wire import TO_COORDINATOR
+from skfedkt._secure_sum import _primitives as crypto
+from skfedkt._secure_sum._wire import SEALED_BYTES, TO_COORDINATOR
 
 SESSION = b"a test session of the secure sum"
 PARTIES = range(5)
+IDENTITY_KEYS, IDENTITIES = new_identities(len(PARTIES))
 
 
 def _agreement(session=SESSION):
-    return Agreement(session, tuple(f"p{i}" for i in PARTIES), 3, 64)
+    return Agreement(session, tuple(f"p{i}" for i in PARTIES), 3, 64, IDENTITIES)
 
 
 def _reader(stage):
@@ -44,7 +47,8 @@ class _Deployment:
         self.agreement = _agreement()
         rng = np.random.default_rng(0)
         self.inputs = {i: encode_integers(rng.integers(-1000, 1000, 64)) for i in PARTIES}
-        self.states = {i: SecureSumParty(self.agreement, i).to_bytes() for i in PARTIES}
+        self.states = {i: SecureSumParty(self.agreement, i, IDENTITY_KEYS[i]).to_bytes()
+                       for i in PARTIES}
         self.coordinator_state = SecureSumCoordinator(self.agreement).to_bytes()
         self.sent = {}
 
@@ -58,7 +62,8 @@ class _Deployment:
 
     def party(self, index, stage, answer):
         """Party `index`'s message of `stage`, ``answer(party)``, as bytes."""
-        party = SecureSumParty.from_bytes(self.agreement, index, self.states[index])
+        party = SecureSumParty.from_bytes(self.agreement, index, self.states[index],
+                                          IDENTITY_KEYS[index])
         try:
             return self._say(stage, answer(party))
         finally:
@@ -116,7 +121,7 @@ def test_a_sum_through_bytes_and_saved_states_is_the_one_process_sum(leaving):
     deployment = _Deployment()
     staying = [i for i in PARTIES if i not in leaving]
     total = deployment.run(staying)
-    expected = run_secure_sum(deployment.agreement, deployment.inputs,
+    expected = run_secure_sum(deployment.agreement, IDENTITY_KEYS, deployment.inputs,
                               drop_before={i: "shares" for i in leaving}).total
     np.testing.assert_array_equal(total, expected)
     np.testing.assert_array_equal(decode_integers(total), sum(
@@ -204,10 +209,12 @@ def _extended(stage, content):
 
 
 # by stage: the path to a byte string in its content, and the field that names it
-SHORTENED = {"keys": (["cipher"], "cipher"), "shares": (["sealed", "1"], "sealed[1]"),
+SHORTENED = {"keys": (["identity_signature"], "identity_signature"),
+             "shares": (["sealed", "1"], "sealed[1]"),
              "masked": (["masked"], "masked"), "confirm": (["signature"], "signature"),
-             "unmask": (["seed_shares", "0"], "seed_shares[0]"),
-             "roster": (["0", "mask"], "roster[0].mask"), "routed": (["1"], "routed[1]"),
+             "unmask": (["seed_shares", "0", "signature"], "seed_shares[0].signature"),
+             "roster": (["0", "commitment"], "roster[0].commitment"),
+             "routed": (["1"], "routed[1]"),
              "request": (["signatures", "0"], "signatures[0]")}
 OTHER_SESSION = _agreement(b"another session of the secure sum")
 
@@ -290,10 +297,16 @@ def test_messages_not_of_their_stages_shape_are_not_written(sent):
 def test_saved_states_are_refused_for_another_sum_or_party_or_when_altered(sent):
     state = sent.states[0]
     for data, load, field in (
-            (state, lambda d: SecureSumParty.from_bytes(OTHER_SESSION, 0, d), "session"),
-            (state, lambda d: SecureSumParty.from_bytes(sent.agreement, 1, d), "index"),
+            (state, lambda d: SecureSumParty.from_bytes(OTHER_SESSION, 0, d,
+                                                        IDENTITY_KEYS[0]), "session"),
+            (state, lambda d: SecureSumParty.from_bytes(sent.agreement, 1, d,
+                                                        IDENTITY_KEYS[1]), "index"),
             (_edited(state, lambda d: d["content"].update(stage="again")),
-             lambda d: SecureSumParty.from_bytes(sent.agreement, 0, d), "stage"),
+             lambda d: SecureSumParty.from_bytes(sent.agreement, 0, d, IDENTITY_KEYS[0]),
+             "stage"),
+            (_edited(state, lambda d: _shortened(d, ["shares", "1", "seed", "signature"])),
+             lambda d: SecureSumParty.from_bytes(sent.agreement, 0, d, IDENTITY_KEYS[0]),
+             "shares[1].seed.signature"),
             (sent.coordinator_state[:-1],
              lambda d: SecureSumCoordinator.from_bytes(sent.agreement, d), "bytes"),
             (_edited(sent.coordinator_state, lambda d: _shortened(d, ["masked", "0"])),
@@ -303,6 +316,10 @@ def test_saved_states_are_refused_for_another_sum_or_party_or_when_altered(sent)
         with pytest.raises(SecureSumError) as refusal:
             load(data)
         assert refusal.value.field == field
+    # a state is taken up with its party's identity key alone
+    with pytest.raises(ValueError, match="given to party 'p0' is not the one the agreement "
+                       "names"):
+        SecureSumParty.from_bytes(sent.agreement, 0, state, IDENTITY_KEYS[1])
 
 
 def _base64_texts(secret):
@@ -316,9 +333,33 @@ def test_no_secret_of_a_partys_state_is_in_what_it_sends(sent):
     assert {stage: len(stage_sent) for stage, stage_sent in sent.sent.items()} == dict(
         keys=5, roster=1, shares=4, routed=4, masked=4, survivors=1, confirm=4, request=1,
         unmask=4)
-    for state in sent.states.values():
+    for index, state in sent.states.items():
         content = json.loads(state)["content"]
-        for name in ("cipher", "mask", "signing", "self_seed"):
-            secret = base64.b64decode(content[name])
+        secrets = [base64.b64decode(content[name])
+                   for name in ("cipher", "mask", "signing", "self_seed")]
+        # nor is the identity key, which no state holds either
+        identity = crypto.private_bytes(IDENTITY_KEYS[index])
+        assert not any(text in state for text in [identity, *_base64_texts(identity)])
+        for secret in [*secrets, identity]:
             assert not any(text in data for data in messages
                            for text in [secret, *_base64_texts(secret)])
+
+
+def test_each_message_holds_its_new_fields_at_their_sizes(sent):
+    """The keys carry a 32-byte commitment and a 64-byte identity signature; a sealed
+    box, two shares and their two signatures; an unmasking share, its signature."""
+    content = {stage: json.loads(data[0])["content"] for stage, data in sent.sent.items()}
+    sizes = {stage: {name: len(base64.b64decode(value)) for name, value in fields.items()
+                     if name != "party"}
+             for stage, fields in (("keys", content["keys"]),
+                                   ("roster", content["roster"]["0"]),
+                                   ("unmask", content["unmask"]["seed_shares"]["0"]))}
+    assert sizes == dict(
+        keys=dict(cipher=32, mask=32, signing=32, commitment=32, identity_signature=64),
+        roster=dict(cipher=32, mask=32, signing=32, commitment=32, identity_signature=64),
+        unmask=dict(share=66, signature=64))
+    assert SEALED_BYTES == 2 * 66 + 2 * 64 + 12 + 16
+    assert {len(base64.b64decode(box)) for box in content["shares"]["sealed"].values()} == {
+        SEALED_BYTES}
+    assert all(json.loads(data[0])["format"] == "skfedkt secure sum message 2"
+               for data in sent.sent.values())

@@ -32,7 +32,9 @@ from ._runner import StagesOnBar
 from ._secure import (
     add_secure_commands,
     add_secure_options,
+    party_identity,
     refuse_a_started_round,
+    run_identity,
     run_secure_coordinator,
     run_secure_party,
     run_secure_session,
@@ -340,8 +342,9 @@ def _describe_upload(args, clf, upload):
 
 def run_party(args):
     _refuse_overwriting_inputs(args.out, args.data, args.public, args.message,
-                               args.secure_session, args.secure_state)
+                               args.secure_session, args.secure_state, args.identity)
     session, state_path = secure_options(args)
+    identity = party_identity(args, session)
     clf = _estimator(args)
     X, y = load_local_file(args.data)
     X_public = _public(args, required=_uses_public_set(clf))
@@ -358,7 +361,7 @@ def run_party(args):
     start = time.perf_counter()
     with (_showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"),
           config_context(secure_aggregation=session is not None)):
-        upload = clf.fit_party(X, y, secure_session=session, **options)
+        upload = clf.fit_party(X, y, secure_session=session, identity=identity, **options)
     seconds = time.perf_counter() - start
     if session is not None:  # kept before the upload leaves: it answers the next stages
         upload.secure_state.save(state_path)
@@ -458,6 +461,6 @@ def run_score(args):
 
 
 HANDLERS = {"split": run_split, "party": run_party, "server": run_server, "audit": run_audit,
-            "score": run_score, "secure-party": run_secure_party,
+            "score": run_score, "identity": run_identity, "secure-party": run_secure_party,
             "secure-coordinator": run_secure_coordinator,
             "secure-session": lambda args: run_secure_session(args, _estimator)}

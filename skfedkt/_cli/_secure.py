@@ -1,9 +1,13 @@
-"""Command line for secure aggregation in a deployment: ``skfedkt secure-session``,
-``secure-party`` and ``secure-coordinator``, and the secure options of ``party`` and
-``server``.
+"""Command line for secure aggregation in a deployment: ``skfedkt identity``,
+``secure-session``, ``secure-party`` and ``secure-coordinator``, and the secure options
+of ``party`` and ``server``.
 
-A round runs as files: each party's ``skfedkt party ... --secure-session S
---secure-state F`` writes its upload (its keys in the manifest, its sums kept in F);
+Before round 0 each party makes its identity key once (``skfedkt identity --out
+h0.key``, which writes the public key beside it, ``h0.pub``) and sends the public key to
+whoever writes the session (``skfedkt secure-session ... --identities h0.pub ...``). A
+round runs as files: each party's ``skfedkt party ... --secure-session S --secure-state
+F --identity h0.key`` writes its upload (its keys, signed by its identity, in the
+manifest, its sums kept in F);
 the coordinator's ``skfedkt secure-coordinator --uploads ...`` writes one roster per
 party; then four times each party answers its file (``secure-party``) and the
 coordinator reads the answers (``secure-coordinator --answers ...``); the server step
@@ -15,6 +19,7 @@ import re
 from pathlib import Path
 
 from .._deployment._archive import UploadLimits, read_file, write_atomically
+from .._deployment._identity import PartyIdentity
 from .._deployment._secure_coordinator import SecureCoordinator
 from .._deployment._secure_stages import SecureParty, SecureSession
 from .._deployment._upload import read_upload
@@ -44,6 +49,9 @@ def add_secure_options(party, server):
                        help="with --secure-session: the file that keeps this party's sums "
                        "and secrets for secure-party (readable by this user alone; never "
                        "send it)")
+    party.add_argument("--identity", metavar="KEY",
+                       help="with --secure-session: this party's private identity key "
+                       "(skfedkt identity), whose public key the session names for it")
     server.add_argument("--secure-session", metavar="SESSION",
                         help="run under secure aggregation with this session: the server "
                         "takes the sums of the round's finished --secure-state")
@@ -53,16 +61,32 @@ def add_secure_options(party, server):
 
 
 def add_secure_commands(commands, algorithm_command, formatter, positive, label):
-    """The secure-session, secure-party and secure-coordinator subcommands."""
+    """The identity, secure-session, secure-party and secure-coordinator subcommands."""
+    identity = commands.add_parser(
+        "identity", formatter_class=formatter,
+        help="make a party's identity key for secure aggregation, once",
+        description="Write a new Ed25519 identity key: the private key to --out (PEM, "
+        "readable by this user alone: keep it, never send it) and the public key beside "
+        "it, with the suffix .pub (send it to whoever writes the secure session). The "
+        "party's keys of every round are signed by it, so that no party accepts keys "
+        "the coordinator made up.",
+    )
+    identity.add_argument("--out", required=True,
+                          help="the private key file to write (e.g. h0.key)")
+
     session = algorithm_command(
         "secure-session", "agree on a session of secure aggregation, before round 0",
         "Write the session every party and the coordinator hold: the parties, their "
-        "rows, the threshold and the fixed-point encoding the algorithm needs.",
+        "rows, their public identity keys, the threshold and the fixed-point encoding "
+        "the algorithm needs.",
     )
     session.add_argument("--parties", required=True, nargs="+", type=label,
                          help="every party's name, in the agreed order")
     session.add_argument("--party-rows", required=True, nargs="+", type=positive(int),
                          help="each party's rows, in the order of --parties")
+    session.add_argument("--identities", required=True, nargs="+", metavar="PUBLIC_KEY",
+                         help="each party's public identity key (the .pub file of "
+                         "skfedkt identity), in the order of --parties")
     session.add_argument("--threshold", type=positive(int),
                          help="the fewest parties that must stay to the end of a round "
                          "(default: the fewest above two thirds)")
@@ -78,6 +102,8 @@ def add_secure_commands(commands, algorithm_command, formatter, positive, label)
     party.add_argument("--session", required=True, help="the secure session")
     party.add_argument("--state", required=True,
                        help="this party's state (from skfedkt party --secure-state)")
+    party.add_argument("--identity", required=True, metavar="KEY",
+                       help="this party's private identity key (skfedkt identity)")
     party.add_argument("--message", required=True, help="the coordinator's file for this party")
     party.add_argument("--out", required=True, help="the answer to send the coordinator")
 
@@ -100,9 +126,33 @@ def add_secure_commands(commands, algorithm_command, formatter, positive, label)
                              help="types to load from --uploads beyond scikit-learn's")
 
 
+def run_identity(args):
+    key, public = Path(args.out), Path(args.out).with_suffix(".pub")
+    if key == public:
+        raise ValueError(f"--out {args.out} ends in .pub, the suffix of the public key "
+                         "written beside it: name the private key otherwise (e.g. h0.key).")
+    for path in (key, public):
+        if path.exists():  # a party's identity is made once: the session names it
+            raise ValueError(f"{path} exists: an identity is made once, and the secure "
+                             "session names its public key. Keep it, or remove it first "
+                             "to make a new one (the session must then be written anew).")
+    identity = PartyIdentity.generate()
+    identity.save(key)
+    identity.save_public(public)
+    print(f"identity: wrote the private key to {key} (readable by this user alone; never "
+          f"send it) and the public key to {public} (send it for the secure session); "
+          f"public key {identity.public_bytes.hex()}")
+    return 0
+
+
 def run_secure_session(args, estimator):
-    session = estimator(args).secure_session(args.parties, args.party_rows,
-                                             threshold=args.threshold)
+    if len(args.identities) != len(args.parties):
+        raise ValueError(f"--identities gives {len(args.identities)} public keys for "
+                         f"{len(args.parties)} parties: one per party, in the order of "
+                         "--parties.")
+    session = estimator(args).secure_session(
+        args.parties, args.party_rows, threshold=args.threshold,
+        identities=[PartyIdentity.load_public(path) for path in args.identities])
     size = session.save(args.out)
     print(f"secure session: {len(session.parties)} parties, threshold {session.threshold}, "
           f"floats up to {session.float_bound:.4g} in steps of 2^"
@@ -125,6 +175,20 @@ def secure_options(args):
     return SecureSession.load(args.secure_session), args.secure_state
 
 
+def party_identity(args, session):
+    """The identity key of ``party --identity``, which --secure-session needs; None
+    without the session."""
+    if session is None:
+        if args.identity is not None:
+            raise ValueError("--identity belongs to --secure-session: add it, or leave "
+                             "--identity out.")
+        return None
+    if args.identity is None:
+        raise ValueError("--secure-session needs --identity: this party's private identity "
+                         "key (skfedkt identity), whose public key the session names for it.")
+    return PartyIdentity.load(args.identity)
+
+
 def refuse_a_started_round(session, state_path, party, message):
     """``skfedkt party --secure-state``: refuse a round this party's state file shows it
     started already (`SecureParty.refuse_a_started_round`), before any work."""
@@ -136,7 +200,7 @@ def refuse_a_started_round(session, state_path, party, message):
 
 def run_secure_party(args):
     session = SecureSession.load(args.session)
-    state = SecureParty.load(session, args.state)
+    state = SecureParty.load(session, args.state, PartyIdentity.load(args.identity))
     reads = state.stage
     try:
         answer = state.answer(_message(args.message))
@@ -167,6 +231,8 @@ def run_secure_coordinator(args):
               f"{len(coordinator.survivors)} parties "
               f"({', '.join(map(str, coordinator.survivors))}); run the server step with "
               f"--secure-state {args.state}")
+        for party, why in coordinator.refused_shares.items():
+            print(f"coordinator: party {party!r} {why}")
         return 0
     if args.out_dir is None:
         raise ValueError("--out-dir is required: the files of the next stage go there.")

@@ -20,6 +20,7 @@ from .._secure_sum import (
     default_colluding,
     default_threshold,
     encode_integers,
+    new_identities,
     run_secure_sum,
 )
 from ._channel import (
@@ -40,7 +41,8 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
     """The fixed-point encoding of floats within `bound` that `n_parties` can sum in
     64 bits: the finest power-of-two scale up to 2**32 that leaves a bit to spare."""
     room = math.floor(62 - math.log2(max(n_parties * bound, 1e-300)))
-    return FixedPoint(scale=2.0 ** min(math.log2(_FINEST_SCALE), room), bound=bound)
+    return FixedPoint(scale=2.0 ** min(math.log2(_FINEST_SCALE), room), bound=bound,
+                      parties=n_parties)
 
 
 def secure_parties(channel: Channel, plan: Any, data: Any) -> tuple[SumParties, float]:
@@ -79,10 +81,13 @@ def securely_summed(uploads: Sequence[Any], parties: SumParties, float_bound: fl
             raise ValueError(f"Party {party!r}'s sums are not the others': every party "
                              "sends the same names, shapes and kinds of numbers.")
     encoding = fixed_point_for(len(names), float_bound)
+    # one process: every party's identity is made here, for this sum alone
+    identity_keys, identities = new_identities(len(names))
     agreement = Agreement(secrets.token_bytes(32), tuple(names), parties.threshold,
-                          layout_length(layout))
-    run = run_secure_sum(agreement, {index: encoded(party_terms, layout, encoding)
-                                     for index, party_terms in enumerate(terms)})
+                          layout_length(layout), identities)
+    run = run_secure_sum(agreement, identity_keys,
+                         {index: encoded(party_terms, layout, encoding)
+                          for index, party_terms in enumerate(terms)})
     sent = np.zeros(len(names), dtype=np.int64)
     for messages in run.received.values():
         for message in messages:

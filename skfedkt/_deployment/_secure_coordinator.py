@@ -34,7 +34,7 @@ from ._secure_documents import (
 from ._secure_stages import STATE_LIMITS, SECURE, SecureSession
 from ._upload import PartyUpload
 
-_COORDINATOR_FORMAT = "skfedkt secure coordinator 1"
+_COORDINATOR_FORMAT = "skfedkt secure coordinator 2"
 # the coordinator's stages: the parties' message it reads, the one it sends, the next
 _COORDINATOR_STAGES = {"shares": ("routed", "masked"), "masked": ("survivors", "confirm"),
                        "confirm": ("request", "unmask"), "unmask": (None, "done")}
@@ -56,16 +56,18 @@ class SecureCoordinator:
     >>> import numpy as np, skfedkt
     >>> from sklearn.datasets import load_breast_cancer
     >>> from sklearn.tree import DecisionTreeClassifier
-    >>> from skfedkt import FedKTClassifier, SecureCoordinator
+    >>> from skfedkt import FedKTClassifier, PartyIdentity, SecureCoordinator
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X_public, X, y = X[:100], X[100:], y[100:]
     >>> party = np.arange(len(y)) % 3
     >>> clf = FedKTClassifier(DecisionTreeClassifier(max_depth=3), random_state=0)
-    >>> session = clf.secure_session(["a", "b", "c"], np.bincount(party).tolist())
+    >>> identities = [PartyIdentity.generate() for _ in range(3)]  # one at each party
+    >>> session = clf.secure_session(["a", "b", "c"], np.bincount(party).tolist(),
+    ...                              identities=[key.public_bytes for key in identities])
     >>> with skfedkt.config_context(secure_aggregation=True):
     ...     uploads = [clf.fit_party(X[party == p], y[party == p], party=name,
     ...                              classes=[0, 1], X_unlabeled=X_public,
-    ...                              secure_session=session)
+    ...                              secure_session=session, identity=identities[p])
     ...                for p, name in enumerate("abc")]
     ...     coordinator, sent = SecureCoordinator.start(
     ...         session, [upload.manifest for upload in uploads])
@@ -90,6 +92,9 @@ class SecureCoordinator:
         self._coordinator, self.stage, self._total = coordinator, stage, total
         # the parties whose uploads or answers failed a check, and why (not saved)
         self.left_out: dict[Any, str] = {}
+        # the parties that gave back altered shares, left out of the sum's last stage,
+        # and which (not saved)
+        self.refused_shares: dict[Any, str] = {}
 
     @property
     def agreement(self) -> Agreement:
@@ -102,11 +107,11 @@ class SecureCoordinator:
         roster to send each party whose keys arrived.
 
         Each manifest must name a party of the session, the round and sums of most
-        uploads, this round's session and the party's own keys. A party that sent none
-        has dropped; fewer than the threshold are refused, naming the parties lost.
-        With `min_parties`, a party whose upload fails a check is left out (in
-        ``left_out``, saying why) while that many remain; without it, the first failure
-        is refused.
+        uploads, this round's session and the party's own keys, signed by its identity
+        in the session. A party that sent none has dropped; fewer than the threshold
+        are refused, naming the parties lost. With `min_parties`, a party whose upload
+        fails a check is left out (in ``left_out``, saying why) while that many remain;
+        without it, the first failure is refused.
         """
         if not manifests:
             raise ValueError("No uploads: the secure sum starts from the parties' uploads.")
@@ -135,13 +140,14 @@ class SecureCoordinator:
         written = _majority([json.dumps(fields["sums"]) for _, _, fields in entries])
         layout = layout_read(json.loads(written), Document("The uploads' sums"))
         agreement = session.agreement(round_, layout_length(layout))
+        coordinator = SecureSumCoordinator(agreement)
         advertisements = []
         for party, party_round, fields in entries:
             try:
                 if party_round != round_:
                     raise SecureSumError(None, party, "round", f"round {party_round}, where "
                                          f"most uploads answer round {round_}")
-                advertisements.append(_advertisement(session, agreement, party, fields,
+                advertisements.append(_advertisement(session, coordinator, party, fields,
                                                      written))
             except SecureSumError as error:
                 refuse(error)
@@ -149,7 +155,6 @@ class SecureCoordinator:
             raise SecureSumError(None, None, "uploads", f"{len(advertisements)} passed the "
                                  f"checks, fewer than min_parties={min_parties}; left out: "
                                  f"{left_out}")
-        coordinator = SecureSumCoordinator(agreement)
         roster = message_to_bytes("roster", coordinator.collect_keys(advertisements),
                                   agreement)
         state = cls(session, round_, layout, coordinator)
@@ -200,6 +205,12 @@ class SecureCoordinator:
             out = {name(message["party"]): request for message in messages}
         else:
             self._total, out = coordinator.total(messages), {}
+            self.refused_shares = dict(coordinator.refused_shares)
+            if self.refused_shares:
+                warnings.warn(f"The secure sum of round {self.round} is exact without the "
+                              "altered shares some parties gave back: " + "; ".join(
+                                  f"{party!r} {why}"
+                                  for party, why in self.refused_shares.items()), UserWarning)
         self.stage = following
         return out
 
@@ -296,10 +307,11 @@ def _entry(session: SecureSession, manifest: Any) -> tuple[Any, int, dict[str, A
     return party, round_, _secure_field(manifest)
 
 
-def _advertisement(session: SecureSession, agreement: Agreement, party: Any,
+def _advertisement(session: SecureSession, coordinator: SecureSumCoordinator, party: Any,
                    fields: dict[str, Any], layout: str) -> dict[str, Any]:
     """The keys a party's upload advertises, once its session and its sums are the
-    round's, and the keys are its own."""
+    round's, and the keys are its own, signed by its identity."""
+    agreement = coordinator.agreement
     if fields["session"] != agreement.session.hex():
         raise SecureSumError(None, party, f"{SECURE}.session", "not the secure session's "
                              "round of most uploads")
@@ -313,6 +325,7 @@ def _advertisement(session: SecureSession, agreement: Agreement, party: Any,
     keys = message_from_bytes("keys", data, agreement)
     if keys["party"] != session.parties.index(party):
         raise SecureSumError(None, party, f"{SECURE}.keys.party", "the keys of another party")
+    coordinator.checked_advertisement(keys)
     return keys
 
 

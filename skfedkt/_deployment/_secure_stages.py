@@ -2,8 +2,8 @@
 messages) between the parties' machines and the coordinator's.
 
 - `SecureSession`: what the consortium agrees on beforehand (the parties, their rows,
-  the threshold, the fixed-point encoding), one file every party and the coordinator
-  hold.
+  their public identity keys, the threshold, the fixed-point encoding), one file every
+  party and the coordinator hold.
 - `SecureParty`: what a party keeps between its stages (its sums and its secrets), made
   by its party step (`fit_party`), which sends its keys in the upload's manifest.
 - `SecureCoordinator` (``_secure_coordinator``): the coordinator's side, from the uploads
@@ -37,8 +37,9 @@ from .._secure_sum import (
     message_from_bytes,
     message_to_bytes,
 )
-from .._secure_sum._primitives import digest
+from .._secure_sum._primitives import Ed25519PrivateKey, digest, public_bytes
 from ._archive import UploadLimits, read_file, write_atomically
+from ._identity import identity_key
 from ._protocol import _check_party_name
 from ._secure_documents import Document, b64, dumps, layout_json, layout_read, started_round
 from ._channel import Layout, layout_length, sums_layout, without_sums
@@ -48,8 +49,8 @@ from ._upload import SUMS, PartyUpload
 # the manifest field of an upload under secure aggregation: the round's session, the
 # layout of the sums, and the party's keys (the secure sum's first message)
 SECURE = "secure"
-_SESSION_FORMAT = "skfedkt secure session 1"
-_PARTY_FORMAT = "skfedkt secure party 1"
+_SESSION_FORMAT = "skfedkt secure session 2"
+_PARTY_FORMAT = "skfedkt secure party 2"
 # a session names each party once: a few hundred bytes each at most
 _MAX_SESSION_BYTES = 2 ** 20
 # a party's or the coordinator's state holds its words (8 bytes each, in base64)
@@ -64,8 +65,11 @@ class SecureSession:
     first round: one file (`save`) that every party and the coordinator hold.
 
     Make it with the estimator's ``secure_session`` method, which sizes the fixed-point
-    encoding for the algorithm. Each round's secure sum is bound to the session and the
-    round, so no message of another deployment or round is accepted.
+    encoding for the algorithm, from the parties' public identity keys
+    (`skfedkt.PartyIdentity`). Each round's secure sum is bound to the session and the
+    round, so no message of another deployment or round is accepted, and each party's
+    keys of a round are signed by its identity, so no party accepts keys the coordinator
+    made up.
 
     Attributes
     ----------
@@ -81,6 +85,9 @@ class SecureSession:
         is refused. Above two thirds of the parties by default; a majority at least.
     float_bound : float
         The largest magnitude of a float any party sums.
+    identities : tuple of bytes
+        Each party's public identity key (32 raw bytes of Ed25519), aligned with
+        `parties`, agreed out of band (``PartyIdentity.load_public``).
     fixed_point : FixedPoint
         The encoding of floats: ``round(x * scale)``, each off by at most
         ``1 / (2 * scale)``.
@@ -91,6 +98,7 @@ class SecureSession:
     party_rows: tuple[int, ...]
     threshold: int
     float_bound: float
+    identities: tuple[bytes, ...]
 
     def __post_init__(self):
         if len(self.party_rows) != len(self.parties):
@@ -106,19 +114,22 @@ class SecureSession:
                              f"parties, got {self.float_bound!r}.")
         for party in self.parties:
             _check_party_name(party)
-        # the agreement checks the parties, the threshold and the session's length
+        # the agreement checks the parties, the threshold, the session's length and the
+        # identities
         self.agreement(0, 1)
 
     @classmethod
     def new(cls, parties: Sequence[Hashable], party_rows: Sequence[int], float_bound: float,
-            threshold: int | None = None) -> SecureSession:
+            threshold: int | None = None, *, identities: Sequence[bytes]) -> SecureSession:
         """A session of fresh random bytes (``threshold`` None: the default, the fewest
-        parties above two thirds)."""
+        parties above two thirds), of the parties whose public identity keys are
+        `identities` (32 raw bytes each, ``PartyIdentity.load_public``), in their
+        order."""
         parties = tuple(_check_party_name(party) for party in parties)
         return cls(secrets.token_bytes(32), parties,
                    tuple(int(rows) for rows in party_rows),
                    default_threshold(len(parties)) if threshold is None else int(threshold),
-                   float(float_bound))
+                   float(float_bound), tuple(identities))
 
     @property
     def fixed_point(self) -> FixedPoint:
@@ -130,7 +141,19 @@ class SecureSession:
 
     def agreement(self, round_: int, length: int) -> Agreement:
         """The secure sum of round `round_`, of `length` words."""
-        return Agreement(self.round_session(round_), self.parties, self.threshold, length)
+        return Agreement(self.round_session(round_), self.parties, self.threshold, length,
+                         self.identities)
+
+    def identity_key(self, party: Hashable, identity: Any) -> Ed25519PrivateKey:
+        """The private key of `identity`, once it is the one this session names for
+        `party`: refused otherwise, naming the party."""
+        agreed = self.identities[self.index_of(party, f"Party {party!r}")]
+        key = identity_key(identity, f"Party {party!r}")
+        if public_bytes(key) != agreed:
+            raise ValueError(f"Party {party!r}: its identity key is not the one the secure "
+                             "session names for it: pass this party's own key (whose public "
+                             "key the consortium wrote in the session).")
+        return key
 
     def sum_parties(self) -> SumParties:
         return SumParties(self.parties, self.party_rows, self.threshold,
@@ -141,7 +164,8 @@ class SecureSession:
         return dumps(dict(format=_SESSION_FORMAT, session=self.session.hex(),
                            parties=list(self.parties), party_rows=list(self.party_rows),
                            threshold=self.threshold, float_bound=self.float_bound,
-                           scale=self.fixed_point.scale))
+                           scale=self.fixed_point.scale,
+                           identities=[key.hex() for key in self.identities]))
 
     def save(self, path: str | PathLike[str]) -> int:
         """Write the session file; returns its size in bytes."""
@@ -154,22 +178,27 @@ class SecureSession:
         reader = Document(f"Secure session refused ({name})")
         document = reader.parse(data, _MAX_SESSION_BYTES, _SESSION_FORMAT)
         reader.fields(document, ("format", "session", "parties", "party_rows", "threshold",
-                                 "float_bound", "scale"))
+                                 "float_bound", "scale", "identities"))
         session = document["session"]
-        if not (isinstance(session, str) and len(session) == 64
-                and all(c in "0123456789abcdef" for c in session)):
+        if not _hex32(session):
             raise reader.refuse("session", "not 32 bytes in lowercase hexadecimal")
         parties, rows = document["parties"], document["party_rows"]
-        for field, value in (("parties", parties), ("party_rows", rows)):
+        identities = document["identities"]
+        for field, value in (("parties", parties), ("party_rows", rows),
+                             ("identities", identities)):
             if not isinstance(value, list):
                 raise reader.refuse(field, "not a list")
+        for at, key in enumerate(identities):
+            if not _hex32(key):
+                raise reader.refuse(f"identities[{at}]", "not a public key of 32 bytes in "
+                                    "lowercase hexadecimal")
         bound = document["float_bound"]
         if type(bound) not in (int, float):
             raise reader.refuse("float_bound", "not a number")
         try:
             read = cls(bytes.fromhex(session), tuple(parties), tuple(rows),
                        reader.count(document["threshold"], "threshold", 1, len(parties)),
-                       float(bound))
+                       float(bound), tuple(map(bytes.fromhex, identities)))
         except (TypeError, ValueError) as error:
             raise reader.refuse("agreement", str(error).rstrip(".")) from None
         if document["scale"] != read.fixed_point.scale:
@@ -185,6 +214,7 @@ class SecureSession:
         return cls.from_bytes(data, str(path))
 
     def index_of(self, party: Hashable, who: str) -> int:
+        """The index of `party`, refused naming `who` where it is none of the session's."""
         if party not in self.parties:
             raise ValueError(f"{who}: party {party!r} is not a party of the secure "
                              f"session, whose parties are {list(self.parties)!r}.")
@@ -196,9 +226,10 @@ class SecureParty:
     words, and its side of the sum (its secrets among them).
 
     `fit_party` makes it under secure aggregation (``upload.secure_state``) and sends
-    the party's keys in the upload's manifest; `answer` then answers each of the
-    coordinator's messages. Save it (`save`, a file only this user can read) after each
-    stage, before sending the answer: it is never sent.
+    the party's keys, signed by its identity, in the upload's manifest; `answer` then
+    answers each of the coordinator's messages. Save it (`save`, a file only this user
+    can read) after each stage, before sending the answer: it is never sent. It holds
+    no identity key: `load` takes it again.
     """
 
     def __init__(self, session: SecureSession, round_: int, party: Hashable,
@@ -207,18 +238,21 @@ class SecureParty:
         self.layout, self.words, self._sum_party = layout, words, sum_party
 
     @classmethod
-    def start(cls, session: SecureSession, upload: Any) -> tuple[PartyUpload, SecureParty]:
-        """The upload to send (without its sums, with the party's keys and the sums'
+    def start(cls, session: SecureSession, upload: Any, identity: Any,
+              ) -> tuple[PartyUpload, SecureParty]:
+        """The upload to send (without its sums, with the party's keys, signed by its
+        `identity` (a `PartyIdentity`, the session's for this party), and the sums'
         layout in its manifest) and the party's state, from its party step's `upload`
         (its weighted sums scaled by its weight already)."""
         party, round_ = upload.party, upload.manifest.get("round", 0)
         index = session.index_of(party, f"Party {party!r}")
+        key = session.identity_key(party, identity)
         terms = upload.payload.get(SUMS) or {}
         layout = sums_layout(terms)
         agreement = session.agreement(round_, layout_length(layout))
         state = cls(session, round_, party, layout,
                     encoded(terms, layout, session.fixed_point),
-                    SecureSumParty(agreement, index))
+                    SecureSumParty(agreement, index, key))
         keys = message_to_bytes("keys", state._sum_party.advertise(), agreement)
         manifest = dict(upload.manifest, **{SECURE: dict(
             session=agreement.session.hex(), sums=layout_json(layout),
@@ -272,9 +306,10 @@ class SecureParty:
         return write_atomically(path, self.to_bytes())
 
     @classmethod
-    def from_bytes(cls, session: SecureSession, data: bytes,
+    def from_bytes(cls, session: SecureSession, data: bytes, identity: Any,
                    name: str = "the party's secure state") -> SecureParty:
-        """The state `data` holds, of a party of `session`."""
+        """The state `data` holds, of a party of `session` whose identity is `identity`
+        (a `PartyIdentity`, the session's for that party)."""
         reader = Document(f"Secure party state refused ({name})")
         document = reader.parse(data, STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
         reader.fields(document, ("format", "session", "round", "party", "sums", "words",
@@ -284,6 +319,7 @@ class SecureParty:
         round_ = reader.count(document["round"], "round", 0, 2 ** 31)
         party = document["party"]
         index = session.index_of(party, name)
+        key = session.identity_key(party, identity)
         layout = layout_read(document["sums"], reader)
         length = layout_length(layout)
         words = np.frombuffer(reader.raw(document["words"], "words", 8 * length),
@@ -292,13 +328,15 @@ class SecureParty:
         if not isinstance(secure_sum, str):
             raise reader.refuse("secure_sum", "not a document")
         sum_party = SecureSumParty.from_bytes(session.agreement(round_, length), index,
-                                              secure_sum.encode())
+                                              secure_sum.encode(), key)
         return cls(session, round_, party, layout, words, sum_party)
 
     @classmethod
-    def load(cls, session: SecureSession, path: str | PathLike[str]) -> SecureParty:
+    def load(cls, session: SecureSession, path: str | PathLike[str], identity: Any,
+             ) -> SecureParty:
+        """The state saved at `path` (`from_bytes`)."""
         return cls.from_bytes(session, read_file(path, f"The secure state {path}",
-                                                 STATE_LIMITS), str(path))
+                                                 STATE_LIMITS), identity, str(path))
 
     @staticmethod
     def refuse_a_started_round(session: SecureSession, previous: bytes | None,
@@ -322,21 +360,34 @@ class SecureParty:
 
 
 def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
-                    ) -> SumParties | None:
+                    identity: Any = None) -> SumParties | None:
     """The parties of a deployed party step's secure sum: under secure aggregation,
-    those of `session`, which must name `party` with its `n_rows`; None otherwise."""
+    those of `session`, which must name `party` with its `n_rows` and its `identity`;
+    None otherwise (and no identity)."""
     if not get_config()["secure_aggregation"]:
-        if session is not None:
-            raise ValueError("secure_session is given, but secure_aggregation is off: run "
-                             "the step under skfedkt.config_context(secure_aggregation="
-                             "True), or leave secure_session out.")
+        for given, name in ((session, "secure_session"), (identity, "identity")):
+            if given is not None:
+                raise ValueError(f"{name} is given, but secure_aggregation is off: run the "
+                                 "step under skfedkt.config_context(secure_aggregation="
+                                 f"True), or leave {name} out.")
         return None
     if not isinstance(session, SecureSession):
         raise TypeError("secure_aggregation is on: pass the consortium's secure_session "
                         "(SecureSession.load(path), made by the estimator's "
                         f"secure_session method); got {type(session).__name__}.")
+    if identity is None:
+        raise TypeError(f"secure_session needs identity: the private identity key of "
+                        f"party {party!r} (skfedkt.PartyIdentity.load(path)), whose public "
+                        "key the session names for it.")
     agreed = session.party_rows[session.index_of(party, "secure_session")]
     if agreed != n_rows:
         raise ValueError(f"Party {party!r} holds {n_rows} rows, the secure session says "
                          f"{agreed}: every party's rows are agreed in the session.")
+    session.identity_key(party, identity)
     return session.sum_parties()
+
+
+def _hex32(value: Any) -> bool:
+    """Whether `value` is 32 bytes in lowercase hexadecimal."""
+    return (isinstance(value, str) and len(value) == 64
+            and all(c in "0123456789abcdef" for c in value))

@@ -1,5 +1,6 @@
 """What the parties of one secure sum agree on beforehand, and the refusal every stage
-raises: the session, the parties, the threshold, the length of the summed vector."""
+raises: the session, the parties, the threshold, the length of the summed vector, and
+each party's identity key."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from ._primitives import digest
+from ._primitives import KEY_BYTES, digest
 
 
 class SecureSumError(ValueError):
@@ -41,12 +42,18 @@ class Agreement:
         `default_threshold` (above 2n/3) makes more than a third.
     length : int
         The number of 64-bit words each party adds.
+    identities : tuple of bytes
+        Each party's public identity key (32 raw bytes of Ed25519), aligned with
+        `parties`: agreed out of band, like TLS certificates, it signs the party's keys
+        of the sum, so that a party accepts no keys the coordinator made up for another
+        (Bonawitz et al.'s public-key infrastructure).
     """
 
     session: bytes
     parties: tuple[Hashable, ...]
     threshold: int
     length: int
+    identities: tuple[bytes, ...]
 
     def __post_init__(self):
         n = len(self.parties)
@@ -63,6 +70,16 @@ class Agreement:
             raise ValueError(f"A secure sum adds at least one word, got {self.length}.")
         if not isinstance(self.session, bytes) or len(self.session) < 16:
             raise ValueError("A secure sum's session is at least 16 bytes.")
+        if not (isinstance(self.identities, tuple) and len(self.identities) == n and all(
+                isinstance(key, bytes) and len(key) == KEY_BYTES for key in self.identities)):
+            raise ValueError(f"A secure sum's identities are a tuple of {n} public keys of "
+                             f"{KEY_BYTES} bytes, one per party, in the order of the "
+                             "parties.")
+        if len(set(self.identities)) != n:
+            twice = [self.parties[i] for i, key in enumerate(self.identities)
+                     if self.identities.count(key) > 1]
+            raise ValueError(f"Parties {twice!r} have one identity key: each party has its "
+                             "own.")
 
     def point(self, index: int) -> int:
         """The point of Shamir's sharing of the party at `index`."""

@@ -3,26 +3,32 @@ the parties, and from their masked inputs and the shares they give back it learn
 sum of the survivors' inputs, and nothing of any one of them.
 
 Every party's message is checked before it is used, and a stage that keeps fewer than
-the threshold of parties refuses the sum, naming the parties lost. Between stages the
+the threshold of parties refuses the sum, naming the parties lost. Each party's keys
+must be signed by its identity; each share given back, by the party that dealt it: a
+share a party altered is left out (`SecureSumCoordinator.refused_shares` names the
+party), and each secret is combined from the good ones and checked against what its
+party committed to, so that the coordinator never gives a wrong sum. Between stages the
 coordinator may be saved (`SecureSumCoordinator.to_bytes`) and loaded in another process
 (`SecureSumCoordinator.from_bytes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import _primitives as crypto
+from . import _signed as signed
 from . import _wire as wire
 from ._agreement import Agreement, SecureSumError
 from ._encoding import WORD
 from ._shamir import SHARE_BYTES, combine
 
-_STATE_HEADER = dict(format="skfedkt secure sum coordinator state 1")
-_STATE = wire.Record(dict(roster=wire.ByParty(wire.PUBLIC_KEYS), sharing=wire.Indices(tuple),
-                          survivors=wire.Indices(tuple), masked=wire.ByParty(wire.Words())))
+_STATE_HEADER = dict(format="skfedkt secure sum coordinator state 2")
+_STATE = wire.Record(dict(roster=wire.ByParty(wire.ROSTER_ENTRY),
+                          sharing=wire.Indices(tuple), survivors=wire.Indices(tuple),
+                          masked=wire.ByParty(wire.Words())))
 
 
 class SecureSumCoordinator:
@@ -34,6 +40,12 @@ class SecureSumCoordinator:
     ----------
     agreement : Agreement
         The sum, as every party knows it.
+
+    Attributes
+    ----------
+    refused_shares : dict
+        Once `total` ran, the parties that gave back shares their dealers did not sign
+        (altered), by name, and which: the sum is made without them (not saved).
     """
 
     def __init__(self, agreement: Agreement):
@@ -42,6 +54,7 @@ class SecureSumCoordinator:
         self.sharing: tuple[int, ...] = ()
         self.survivors: tuple[int, ...] = ()
         self._masked: dict[int, np.ndarray] = {}
+        self.refused_shares: dict[Hashable, str] = {}
 
     def to_bytes(self) -> bytes:
         """The coordinator's state, for `from_bytes` to take up where it stopped: the
@@ -112,16 +125,47 @@ class SecureSumCoordinator:
         return dict(sorted(by_party.items()))
 
     def collect_keys(self, advertisements) -> dict[int, dict[str, bytes]]:
-        """Stage 1: the roster, every advertising party's public keys, sent to each."""
+        """Stage 1: the roster, every advertising party's entry (its public keys and
+        its commitment, signed by its identity), sent to each."""
         arrived = self._arrived(advertisements, range(len(self.agreement.parties)), "keys")
-        for party, message in arrived.items():
-            for key in ("cipher", "mask", "signing"):
-                value = message.get(key)
-                if not isinstance(value, bytes) or len(value) != crypto.KEY_BYTES:
-                    raise self._refuse(party, key, f"not a key of {crypto.KEY_BYTES} bytes")
-        self.roster = {party: {key: message[key] for key in ("cipher", "mask", "signing")}
+        self.roster = {party: self.checked_advertisement(message)
                        for party, message in arrived.items()}
         return self.roster
+
+    def checked_advertisement(self, message: Any) -> dict[str, bytes]:
+        """One party's keys message, checked as `collect_keys` checks each: its fields
+        of their sizes, signed by the identity the agreement names for the party.
+
+        Parameters
+        ----------
+        message : dict
+            A ``keys`` message (`SecureSumParty.advertise`).
+
+        Returns
+        -------
+        dict
+            The party's entry of the roster.
+
+        Raises
+        ------
+        SecureSumError
+            A message that fails a check, naming the party and the field: a deployment
+            may leave that party out and go on with the others.
+        """
+        party = message.get("party") if isinstance(message, Mapping) else None
+        if type(party) is not int or not 0 <= party < len(self.agreement.parties):
+            raise self._refuse(None, "party", f"a keys message from {party!r}, which is "
+                               "not a party of the sum")
+        for name, size in wire.ENTRY_BYTES.items():
+            value = message.get(name)
+            if not isinstance(value, bytes) or len(value) != size:
+                raise self._refuse(party, name, f"not {size} bytes")
+        entry = {name: message[name] for name in signed.ENTRY}
+        if not signed.signed_by_identity(self.agreement, party, entry):
+            raise self._refuse(party, "identity_signature", "not the signature of the "
+                               "identity the consortium agreed for this party: keys "
+                               "someone else made, or altered")
+        return entry
 
     def route_shares(self, share_messages) -> dict[int, dict[int, bytes]]:
         """Stage 2: what each sharing party receives, the shares the others sealed for
@@ -135,7 +179,7 @@ class SecureSumCoordinator:
                 raise self._refuse(sender, "sealed", "not one sealed share for each other "
                                    "party of the roster")
             for recipient, box in sealed.items():
-                if not isinstance(box, bytes) or len(box) > 4 * SHARE_BYTES:
+                if not isinstance(box, bytes) or len(box) != wire.SEALED_BYTES:
                     raise self._refuse(sender, "sealed", f"the share for party "
                                        f"{self.agreement.name(recipient)!r} is malformed")
                 if recipient in routed:
@@ -164,28 +208,59 @@ class SecureSumCoordinator:
 
     def total(self, unmask_messages) -> np.ndarray:
         """Stage 5: the sum of the survivors' inputs, modulo 2**64, from the shares that
-        unmask it."""
+        unmask it.
+
+        Each share given back must be signed by the party that dealt it, for the party
+        that gives it back: one that is not was altered by that party, and is left out
+        (`refused_shares` names the party). Each secret is combined from the good
+        shares, at least the threshold's number, and must be the one its party
+        committed to with its keys.
+
+        Raises
+        ------
+        SecureSumError
+            A secret with fewer good shares than the threshold, naming the parties
+            that altered theirs; or one whose shares, each signed, do not combine into
+            what its party committed to, naming that party, which dealt them.
+        """
         request = self._survivors_and_dropped()
         arrived = self._arrived(unmask_messages, self.survivors, "unmasking")
-        seeds: dict[int, dict[int, bytes]] = {party: {} for party in request["survivors"]}
-        keys: dict[int, dict[int, bytes]] = {party: {} for party in request["dropped"]}
-        for sender, message in arrived.items():
-            for field, wanted, store in (("seed_shares", request["survivors"], seeds),
-                                         ("mask_shares", request["dropped"], keys)):
-                shares = message.get(field)
-                if not (isinstance(shares, Mapping) and set(shares) == set(wanted) and all(
-                        isinstance(share, bytes) and len(share) == SHARE_BYTES
-                        for share in shares.values())):
-                    raise self._refuse(sender, field, "not one share for each party asked")
-                for owner, share in shares.items():
-                    store[owner][self.agreement.point(sender)] = share
+        tag = signed.roster_tag(self.agreement, self.roster)
+        wanted = dict(seed=request["survivors"], mask=request["dropped"])
+        # by secret (its kind, its party): the good shares by point, and who altered one
+        good: dict[tuple[str, int], dict[int, bytes]] = {
+            (kind, owner): {} for kind, owners in wanted.items() for owner in owners}
+        altered: dict[tuple[str, int], list[int]] = {secret: [] for secret in good}
+        name = self.agreement.name
+        refused: dict[Hashable, list[str]] = {}  # by party, the secrets of its altered shares
+        for holder, message in arrived.items():
+            for kind, owners in wanted.items():
+                field, shares = f"{kind}_shares", message.get(f"{kind}_shares")
+                if not (isinstance(shares, Mapping) and set(shares) == set(owners) and all(
+                        map(_is_signed_share, shares.values()))):
+                    raise self._refuse(holder, field, "not one signed share for each party "
+                                       "asked")
+                for owner, item in shares.items():
+                    if crypto.verify(self.roster[owner]["signing"], item["signature"],
+                                     signed.share_message(self.agreement, tag, owner,
+                                                          holder, kind, item["share"])):
+                        good[kind, owner][self.agreement.point(holder)] = item["share"]
+                    else:
+                        altered[kind, owner].append(holder)
+                        refused.setdefault(name(holder), []).append(
+                            f"the {signed.SHARED[kind]} of party {name(owner)!r}")
+        self.refused_shares = {
+            holder: "gave back shares their dealers did not sign, so altered, and left "
+            f"out: of {', '.join(owned)}" for holder, owned in refused.items()}
+        secrets = {secret: self._secret(*secret, shares, altered[secret])
+                   for secret, shares in good.items()}
         length = self.agreement.length
         total = np.zeros(length, dtype=WORD)
         for party in self.survivors:
             total = total + self._masked[party] - crypto.expand_mask(
-                self._combined(party, seeds[party], "seed"), length)
-        for dropped, shares in keys.items():
-            key = self._combined(dropped, shares, "mask key")
+                secrets["seed", party], length)
+        for dropped in request["dropped"]:
+            key = secrets["mask", dropped]
             for survivor in self.survivors:
                 mask = crypto.expand_mask(crypto.agreed_secret(
                     key, self.roster[survivor]["mask"], b"mask", self.agreement.session),
@@ -198,9 +273,39 @@ class SecureSumCoordinator:
         return dict(survivors=list(self.survivors),
                     dropped=[party for party in self.sharing if party not in self.survivors])
 
-    def _combined(self, owner: int, shares: dict[int, bytes], what: str) -> bytes:
+    def _secret(self, kind: str, owner: int, shares: dict[int, bytes],
+                altered: list[int]) -> bytes:
+        """The secret `kind` of `owner` from its good `shares`, once it is the one the
+        owner committed to (its self-mask seed's digest, its mask key's public key)."""
+        what, field = signed.SHARED[kind], f"{kind}_shares"
+        if len(shares) < self.agreement.threshold:
+            raise SecureSumError(None, None, field, f"the {what} of party "
+                                 f"{self.agreement.name(owner)!r} has {len(shares)} good "
+                                 "shares, fewer than the "
+                                 f"threshold {self.agreement.threshold}: parties "
+                                 f"{[self.agreement.name(index) for index in altered]!r} "
+                                 "gave back altered ones")
         try:
-            return combine(shares)
-        except ValueError:
-            raise self._refuse(owner, what, "its shares do not combine: a party sent an "
-                               "altered share") from None
+            secret: bytes | None = combine(shares)
+        except ValueError:  # beyond 32 bytes: not its secret
+            secret = None
+        if secret is None or not self._committed(kind, owner, secret):
+            raise self._refuse(owner, field, f"its shares, each signed by it, do not "
+                               f"combine into the {what} it committed to with its keys: it "
+                               "dealt inconsistent shares, and the sum cannot be unmasked")
+        return secret
+
+    def _committed(self, kind: str, owner: int, secret: bytes) -> bool:
+        """Whether `secret` is the one of `kind` that `owner` committed to with its keys:
+        its self-mask seed's digest, or its mask key's public key."""
+        entry = self.roster[owner]
+        if kind == "seed":
+            return signed.commitment(self.agreement, owner, secret) == entry["commitment"]
+        return crypto.public_bytes(crypto.agreement_key_from_bytes(secret)) == entry["mask"]
+
+
+def _is_signed_share(item: Any) -> bool:
+    return (isinstance(item, Mapping) and isinstance(item.get("share"), bytes)
+            and len(item["share"]) == SHARE_BYTES
+            and isinstance(item.get("signature"), bytes)
+            and len(item["signature"]) == crypto.SIGNATURE_BYTES)

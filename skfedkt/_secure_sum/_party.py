@@ -2,12 +2,16 @@
 of its secrets for the others, its masked input, and, at the end, the shares the
 coordinator needs to unmask the sum, never both of one party's.
 
-A party checks every message of the coordinator before it answers, and answers each
-stage once: a coordinator that sends the parties different rosters, asks for both
-shares of one party, or asks twice is refused.
+A party signs its keys with its long-term identity key, which the others know
+beforehand (`Agreement.identities`), and signs each share it deals with its round
+signing key. It checks every message of the coordinator before it answers, and answers
+each stage once: a coordinator that puts in the roster keys no identity signed (parties
+it made up), sends the parties different rosters, asks for both shares of one party, or
+asks twice is refused, as is a party that deals shares it did not sign.
 
 Between stages a party may be saved (`SecureSumParty.to_bytes`) and loaded in another
-process (`SecureSumParty.from_bytes`), answering as it would have without the pause."""
+process (`SecureSumParty.from_bytes`, given its identity key again), answering as it
+would have without the pause."""
 
 from __future__ import annotations
 
@@ -17,21 +21,23 @@ from typing import Any
 import numpy as np
 
 from . import _primitives as crypto
+from . import _signed as signed
 from . import _wire as wire
 from ._agreement import Agreement, SecureSumError, indices_bytes
 from ._encoding import WORD
+from ._primitives import Ed25519PrivateKey
 from ._shamir import SHARE_BYTES, split
 
-_KEYS = ("cipher", "mask", "signing")
 _STAGES = ("advertise", "share", "mask", "confirm", "unmask", "done")
-_STATE_HEADER = dict(format="skfedkt secure sum party state 1")
+_STATE_HEADER = dict(format="skfedkt secure sum party state 2")
 _SECRET = wire.Bytes(crypto.KEY_BYTES)
+# the identity key is not in the state: `from_bytes` takes it again
 _STATE = wire.Record(dict(
     index=wire.Index(), stage=wire.Choice(_STAGES), cipher=_SECRET, mask=_SECRET,
-    signing=_SECRET, self_seed=_SECRET, roster=wire.ByParty(wire.PUBLIC_KEYS),
-    shares=wire.ByParty(wire.Record(dict(mask=wire.Bytes(SHARE_BYTES),
-                                         seed=wire.Bytes(SHARE_BYTES)))),
-    survivors=wire.Indices(tuple)))
+    signing=_SECRET, self_seed=_SECRET, roster=wire.ByParty(wire.ROSTER_ENTRY),
+    shares=wire.ByParty(wire.DEALT), survivors=wire.Indices(tuple)))
+# a dealer's shares for one holder: {kind: {"share": ..., "signature": ...}}
+Dealt = dict[str, dict[str, bytes]]
 
 
 class SecureSumParty:
@@ -43,10 +49,28 @@ class SecureSumParty:
         The sum, as every party knows it.
     index : int
         This party's place in ``agreement.parties``.
+    identity : cryptography's Ed25519PrivateKey
+        This party's private identity key, whose public key is
+        ``agreement.identities[index]``: it signs the party's keys of this sum.
+
+    Raises
+    ------
+    TypeError
+        An identity that is not an Ed25519 private key.
+    ValueError
+        An identity key that is not the one the agreement names for this party.
     """
 
-    def __init__(self, agreement: Agreement, index: int):
+    def __init__(self, agreement: Agreement, index: int, identity: Ed25519PrivateKey):
         self.agreement, self.index = agreement, index
+        if not crypto.is_identity_key(identity):
+            raise TypeError(f"The identity of party {self.name!r} is its private "
+                            f"Ed25519 identity key, got {type(identity).__name__}.")
+        if crypto.public_bytes(identity) != agreement.identities[index]:
+            raise ValueError(f"The identity key given to party {self.name!r} is not the "
+                             "one the agreement names for it: pass the private key whose "
+                             "public key the consortium agreed for this party.")
+        self._identity = identity
         self._cipher_key = crypto.new_agreement_key()
         self._mask_key = crypto.new_agreement_key()
         self._signing_key = crypto.new_signing_key()
@@ -54,7 +78,7 @@ class SecureSumParty:
         self._stage = "advertise"
         self._roster: dict[int, dict[str, bytes]] = {}
         self._roster_tag = b""
-        self._shares: dict[int, tuple[bytes, bytes]] = {}  # sender: (mask key, self seed)
+        self._shares: dict[int, Dealt] = {}  # by dealer, the shares it dealt this party
         self._survivors: tuple[int, ...] = ()
         self._share_keys: dict[int, bytes] = {}  # by party, from the roster's keys
 
@@ -71,11 +95,12 @@ class SecureSumParty:
     def to_bytes(self) -> bytes:
         """This party's state, for `from_bytes` to take up at the stage it reached.
 
-        The state holds the party's secrets (its private keys, its self-mask seed, the
-        shares the others sent it): it stays on the party's machine, readable by the
-        party alone (a file of mode 0600, say), and is never sent. Save it after each
-        stage, answered or refused, and before sending that stage's message, so that a
-        party loaded again refuses to answer a stage twice.
+        The state holds the party's secrets (its private keys of the sum, its self-mask
+        seed, the shares the others sent it), though not its identity key: it stays on
+        the party's machine, readable by the party alone (a file of mode 0600, say), and
+        is never sent. Save it after each stage, answered or refused, and before
+        sending that stage's message, so that a party loaded again refuses to answer a
+        stage twice.
 
         Returns
         -------
@@ -87,13 +112,12 @@ class SecureSumParty:
             cipher=crypto.private_bytes(self._cipher_key),
             mask=crypto.private_bytes(self._mask_key),
             signing=crypto.private_bytes(self._signing_key), self_seed=self._self_seed,
-            roster=self._roster, survivors=self._survivors,
-            shares={sender: dict(mask=mask, seed=seed)
-                    for sender, (mask, seed) in self._shares.items()}),
+            roster=self._roster, survivors=self._survivors, shares=self._shares),
             self.agreement, "party state")
 
     @classmethod
-    def from_bytes(cls, agreement: Agreement, index: int, data: bytes) -> SecureSumParty:
+    def from_bytes(cls, agreement: Agreement, index: int, data: bytes,
+                   identity: Ed25519PrivateKey) -> SecureSumParty:
         """Party `index` of the sum, as `to_bytes` saved it.
 
         Parameters
@@ -104,6 +128,8 @@ class SecureSumParty:
             The party, whose state it must be.
         data : bytes
             The state `to_bytes` gave.
+        identity : cryptography's Ed25519PrivateKey
+            The party's private identity key, as `SecureSumParty` takes it.
 
         Returns
         -------
@@ -115,7 +141,7 @@ class SecureSumParty:
             A state of another format, session or party, or not of a state's shape,
             naming the field.
         """
-        party = cls(agreement, index)
+        party = cls(agreement, index, identity)
         state = wire.load(_STATE_HEADER, _STATE, data, agreement, "party state",
                           lambda field, reason: party._refuse(None, field, reason))
         if state["index"] != index:
@@ -126,9 +152,8 @@ class SecureSumParty:
         party._signing_key = crypto.signing_key_from_bytes(state["signing"])
         party._self_seed, party._stage = state["self_seed"], state["stage"]
         party._roster, party._survivors = state["roster"], state["survivors"]
-        party._roster_tag = party._tag_of_roster() if party._roster else b""
-        party._shares = {sender: (shares["mask"], shares["seed"])
-                         for sender, shares in state["shares"].items()}
+        party._roster_tag = signed.roster_tag(agreement, party._roster) if party._roster else b""
+        party._shares = state["shares"]
         return party
 
     def _refuse(self, party: Any, field: str, reason: str) -> SecureSumError:
@@ -141,29 +166,38 @@ class SecureSumParty:
         self._stage = following
 
     def advertise(self) -> dict[str, Any]:
-        """Stage 1: the public keys, for the coordinator to pass on to every party."""
+        """Stage 1: the public keys and the commitment to the self-mask seed, signed by
+        the identity key, for the coordinator to pass on to every party."""
         self._advance("advertise", "share")
-        return dict(party=self.index, **self._public_keys())
+        return dict(party=self.index, **self._entry())
 
     def share_keys(self, roster: Mapping[int, Mapping[str, bytes]]) -> dict[str, Any]:
-        """Stage 2: given every advertised party's keys (the roster), the shares of this
-        party's mask key and self-mask seed, one sealed for each other party."""
+        """Stage 2: given every advertised party's entry (the roster), each signed by
+        its identity, the shares of this party's mask key and self-mask seed, each
+        signed, sealed for each other party."""
         self._advance("share", "mask")
         self._roster = self._checked_roster(roster)
-        self._roster_tag = self._tag_of_roster()
+        self._roster_tag = signed.roster_tag(self.agreement, self._roster)
         points = {index: self.agreement.point(index) for index in self._roster}
-        mask_shares = split(crypto.private_bytes(self._mask_key), list(points.values()),
-                            self.agreement.threshold)
-        seed_shares = split(self._self_seed, list(points.values()), self.agreement.threshold)
+        secrets = dict(mask=crypto.private_bytes(self._mask_key), seed=self._self_seed)
+        shares = {kind: split(secrets[kind], list(points.values()), self.agreement.threshold)
+                  for kind in signed.SHARED}
         sealed = {}
         for index, point in points.items():
-            plaintext = mask_shares[point] + seed_shares[point]
+            dealt = {kind: self._signed_share(index, kind, shares[kind][point])
+                     for kind in signed.SHARED}
             if index == self.index:  # its own shares stay here
-                self._shares[index] = (mask_shares[point], seed_shares[point])
+                self._shares[index] = dealt
             else:
-                sealed[index] = crypto.seal(self._share_key(index), plaintext,
+                sealed[index] = crypto.seal(self._share_key(index), _packed(dealt),
                                             self._share_tag(self.index, index))
         return dict(party=self.index, sealed=sealed)
+
+    def _signed_share(self, holder: int, kind: str, share: bytes) -> dict[str, bytes]:
+        """A share of this party's secret `kind` for `holder`, with this party's
+        signature, which the holder and then the coordinator check."""
+        return dict(share=share, signature=self._signing_key.sign(signed.share_message(
+            self.agreement, self._roster_tag, self.index, holder, kind, share)))
 
     def masked_input(self, sealed: Mapping[int, bytes], values: np.ndarray) -> dict[str, Any]:
         """Stage 3: given the shares sealed for this party by the parties that shared
@@ -181,11 +215,22 @@ class SecureSumParty:
                                    "another party of the roster")
             opened = crypto.open_sealed(self._share_key(sender), box if isinstance(
                 box, bytes) else b"", self._share_tag(sender, self.index))
-            if opened is None or len(opened) != 2 * SHARE_BYTES:
+            if opened is None or len(opened) != wire.SEALED_PLAINTEXT_BYTES:
                 raise self._refuse(self.agreement.name(sender), "sealed",
                                    "its shares do not open: the coordinator altered them, "
                                    "or sent this party and that one different rosters")
-            self._shares[sender] = (opened[:SHARE_BYTES], opened[SHARE_BYTES:])
+            dealt = _unpacked(opened)
+            if not all(crypto.verify(self._roster[sender]["signing"], item["signature"],
+                                     signed.share_message(self.agreement, self._roster_tag,
+                                                          sender, self.index, kind,
+                                                          item["share"]))
+                       for kind, item in dealt.items()):
+                # sealed by the dealer alone, so altered by it: refused before they count
+                raise self._refuse(self.agreement.name(sender), "sealed",
+                                   "its shares are not signed by it: it dealt shares it "
+                                   "would not stand by, which could spoil the unmasking "
+                                   "with no one to blame")
+            self._shares[sender] = dealt
         sharing = sorted(self._shares)
         self._need(len(sharing), "sealed", "parties shared their keys")
         values = np.asarray(values)
@@ -233,8 +278,8 @@ class SecureSumParty:
         self._need(self._confirmations(signatures, survivors), "signatures",
                    "survivors confirmed these survivors")
         return dict(party=self.index,
-                    seed_shares={index: self._shares[index][1] for index in survivors},
-                    mask_shares={index: self._shares[index][0] for index in dropped})
+                    seed_shares={index: self._shares[index]["seed"] for index in survivors},
+                    mask_shares={index: self._shares[index]["mask"] for index in dropped})
 
     def _confirmations(self, signatures, survivors) -> int:
         """How many survivors signed `survivors` (counting stops at the threshold)."""
@@ -257,35 +302,40 @@ class SecureSumParty:
         if not isinstance(roster, Mapping):
             raise self._refuse(None, "roster", "not a mapping of party to keys")
         checked = {}
-        for index, keys in roster.items():
+        for index, entry in roster.items():
             if not (isinstance(index, int) and 0 <= index < len(self.agreement.parties)):
                 raise self._refuse(None, "roster", f"{index!r} is not a party of the sum")
-            if not (isinstance(keys, Mapping) and all(
-                    isinstance(keys.get(key), bytes) and len(keys[key]) == crypto.KEY_BYTES
-                    for key in _KEYS)):
-                raise self._refuse(self.agreement.name(index), "roster",
-                                   f"keys {', '.join(_KEYS)} of {crypto.KEY_BYTES} bytes "
-                                   "each expected")
-            checked[index] = {key: keys[key] for key in _KEYS}
-        own = self._public_keys()
-        if checked.get(self.index) != own:
+            if not (isinstance(entry, Mapping) and all(
+                    isinstance(entry.get(name), bytes) and len(entry[name]) == size
+                    for name, size in wire.ENTRY_BYTES.items())):
+                raise self._refuse(self.agreement.name(index), "roster", ", ".join(
+                    f"{name} of {size} bytes" for name, size in wire.ENTRY_BYTES.items())
+                    + " expected")
+            checked[index] = {name: entry[name] for name in signed.ENTRY}
+        if checked.get(self.index) != self._entry():
             raise self._refuse(None, "roster", "this party's own keys are missing or altered")
-        keys = [entry[key] for entry in checked.values() for key in _KEYS]
+        for index, entry in checked.items():
+            if not signed.signed_by_identity(self.agreement, index, entry):
+                raise self._refuse(self.agreement.name(index), "roster",
+                                   "its keys are not signed by the identity the consortium "
+                                   "agreed for it: a party the coordinator made up, or "
+                                   "altered keys")
+        keys = [entry[key] for entry in checked.values() for key in signed.KEYS]
         if len(set(keys)) != len(keys):
             raise self._refuse(None, "roster", "a key appears twice")
         self._need(len(checked), "roster", "parties advertised keys")
         return checked
 
-    def _tag_of_roster(self) -> bytes:
-        """What binds the shares and the confirmations to the roster this party saw."""
-        return self.agreement.tag(b"roster", *(
-            index.to_bytes(4, "big") + b"".join(self._roster[index][key] for key in _KEYS)
-            for index in sorted(self._roster)))
-
-    def _public_keys(self) -> dict[str, bytes]:
-        return dict(cipher=crypto.public_bytes(self._cipher_key),
-                    mask=crypto.public_bytes(self._mask_key),
-                    signing=crypto.public_bytes(self._signing_key))
+    def _entry(self) -> dict[str, bytes]:
+        """This party's entry of the roster: its public keys and its commitment to its
+        self-mask seed, signed by its identity (Ed25519 signs alike each time)."""
+        entry = dict(cipher=crypto.public_bytes(self._cipher_key),
+                     mask=crypto.public_bytes(self._mask_key),
+                     signing=crypto.public_bytes(self._signing_key),
+                     commitment=signed.commitment(self.agreement, self.index, self._self_seed))
+        entry["identity_signature"] = self._identity.sign(
+            signed.keys_message(self.agreement, self.index, entry))
+        return entry
 
     def _checked_parties(self, parties, field: str) -> tuple[int, ...]:
         if isinstance(parties, (str, bytes, Mapping)) or not all(
@@ -315,3 +365,18 @@ class SecureSumParty:
 
     def _survivors_message(self, survivors) -> bytes:
         return self.agreement.tag(b"survivors", self._roster_tag, indices_bytes(survivors))
+
+
+def _packed(dealt: Dealt) -> bytes:
+    """The plaintext sealed for a holder: each share, then each signature."""
+    return b"".join(dealt[kind]["share"] for kind in signed.SHARED) + b"".join(
+        dealt[kind]["signature"] for kind in signed.SHARED)
+
+
+def _unpacked(plaintext: bytes) -> Dealt:
+    """What `_packed` packed."""
+    signatures = len(signed.SHARED) * SHARE_BYTES
+    return {kind: dict(share=plaintext[at * SHARE_BYTES:(at + 1) * SHARE_BYTES],
+                       signature=plaintext[signatures + at * crypto.SIGNATURE_BYTES:
+                                           signatures + (at + 1) * crypto.SIGNATURE_BYTES])
+            for at, kind in enumerate(signed.SHARED)}

@@ -1,6 +1,8 @@
 """The cryptographic primitives of the secure sum, every one from `cryptography`: X25519
 key agreement, HKDF-SHA256, AES-256-CTR to expand a 256-bit seed into a mask, AES-GCM to
-seal the shares a party sends another through the coordinator, Ed25519 signatures."""
+seal the shares a party sends another through the coordinator, Ed25519 signatures (of a
+party's round keys and shares, and of its long-term identity), and the PEM files of an
+identity key."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import hashlib
 import secrets
 
 import numpy as np
-from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.exceptions import InvalidSignature, InvalidTag, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
@@ -21,6 +23,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 KEY_BYTES = 32
 SIGNATURE_BYTES = 64  # Ed25519's
+DIGEST_BYTES = 32  # SHA-256's
 SEAL_OVERHEAD = 12 + 16  # AES-GCM's nonce and tag around what `seal` seals
 
 
@@ -30,6 +33,49 @@ def new_agreement_key() -> X25519PrivateKey:
 
 def new_signing_key() -> Ed25519PrivateKey:
     return Ed25519PrivateKey.generate()
+
+
+def new_identity_key() -> Ed25519PrivateKey:
+    """A party's long-term identity key: an Ed25519 key whose public key the consortium
+    agrees on out of band, as it would a TLS certificate."""
+    return Ed25519PrivateKey.generate()
+
+
+def is_identity_key(key: object) -> bool:
+    return isinstance(key, Ed25519PrivateKey)
+
+
+def identity_to_pem(key: Ed25519PrivateKey) -> bytes:
+    """The private identity key as PEM (PKCS #8, unencrypted: the file's mode protects
+    it), which OpenSSL and other tools read."""
+    return key.private_bytes(encoding=serialization.Encoding.PEM,
+                             format=serialization.PrivateFormat.PKCS8,
+                             encryption_algorithm=serialization.NoEncryption())
+
+
+def public_identity_to_pem(public: bytes) -> bytes:
+    """The raw public identity key as PEM (SubjectPublicKeyInfo)."""
+    return Ed25519PublicKey.from_public_bytes(public).public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def identity_from_pem(data: bytes) -> Ed25519PrivateKey | None:
+    """The Ed25519 private key of unencrypted PEM `data`; None for any other."""
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return None
+    return key if isinstance(key, Ed25519PrivateKey) else None
+
+
+def public_identity_from_pem(data: bytes) -> bytes | None:
+    """The raw Ed25519 public key of PEM `data`; None for any other."""
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        return None
+    return (key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+            if isinstance(key, Ed25519PublicKey) else None)
 
 
 def agreement_key_from_bytes(raw: bytes) -> X25519PrivateKey:

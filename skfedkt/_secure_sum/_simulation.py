@@ -4,15 +4,17 @@ coordinator's transcript."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from . import _primitives as crypto
 from ._agreement import Agreement
 from ._coordinator import SecureSumCoordinator
 from ._party import SecureSumParty
+from ._primitives import Ed25519PrivateKey
 
 STAGES = ("keys", "shares", "masked", "confirm", "unmask")
 
@@ -27,15 +29,29 @@ class SecureSumRun:
     received: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
 
 
-def run_secure_sum(agreement: Agreement, inputs: Mapping[int, np.ndarray],
+def new_identities(n_parties: int) -> tuple[list[Ed25519PrivateKey], tuple[bytes, ...]]:
+    """Fresh identity keys of `n_parties`, for a sum run in one process: the private
+    keys, one per party, and their public keys, as `Agreement.identities` takes them."""
+    keys = [crypto.new_identity_key() for _ in range(n_parties)]
+    return keys, tuple(map(crypto.public_bytes, keys))
+
+
+def run_secure_sum(agreement: Agreement, identity_keys: Sequence[Ed25519PrivateKey],
+                   inputs: Mapping[int, np.ndarray],
                    drop_before: Mapping[int, str] | None = None) -> SecureSumRun:
     """The secure sum of `inputs` (each party's words, by index), parties in
-    `drop_before` leaving before the stage it names (one of `STAGES`)."""
+    `drop_before` leaving before the stage it names (one of `STAGES`); each party signs
+    its keys with its private key of `identity_keys`, whose public keys are the
+    agreement's (`new_identities` makes both)."""
     drop_before = dict(drop_before or {})
     unknown = set(drop_before.values()) - set(STAGES)
     if unknown:
         raise ValueError(f"Stages are {STAGES}, got {sorted(unknown)}.")
-    parties = {index: SecureSumParty(agreement, index) for index in range(len(agreement.parties))}
+    parties = {index: SecureSumParty(agreement, index, key)
+               for index, key in enumerate(identity_keys)}
+    if len(parties) != len(agreement.parties):
+        raise ValueError(f"One identity key per party: {len(parties)} for "
+                         f"{len(agreement.parties)} parties.")
     coordinator = SecureSumCoordinator(agreement)
     received: dict[str, list[Mapping[str, Any]]] = {stage: [] for stage in STAGES}
 

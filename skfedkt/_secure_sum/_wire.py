@@ -3,8 +3,9 @@ coordinator's state between stages: UTF-8 JSON that names its format, its stage 
 session, byte strings and words in base64.
 
 Reading takes the bytes as hostile: their size is bounded from the agreement before they
-are parsed, and every value is checked against the stage's exact shape (its keys, the
-lengths of keys, shares and signatures, parties of the sum, ``agreement.length`` words),
+are parsed (a message's by the largest message of the sum, a state's by its shape), and
+every value is checked against the stage's exact shape (its keys, the lengths of keys,
+commitments, shares and signatures, parties of the sum, ``agreement.length`` words),
 a misfit refused with a `SecureSumError` that names the field. What the parties and the
 coordinator then check of a message (that it fits the roster, that shares open, that
 signatures verify) is their methods' job, unchanged.
@@ -36,9 +37,13 @@ from . import _primitives as crypto
 from ._agreement import Agreement, SecureSumError
 from ._encoding import WORD
 from ._shamir import SHARE_BYTES
+from ._signed import ENTRY, KEYS, SHARED
 
-MESSAGE_FORMAT = "skfedkt secure sum message 1"
-SEALED_BYTES = 2 * SHARE_BYTES + crypto.SEAL_OVERHEAD  # the two shares sealed for a party
+MESSAGE_FORMAT = "skfedkt secure sum message 2"
+# what a party seals for another: a share of each of its secrets, then its signature of
+# each share
+SEALED_PLAINTEXT_BYTES = len(SHARED) * (SHARE_BYTES + crypto.SIGNATURE_BYTES)
+SEALED_BYTES = SEALED_PLAINTEXT_BYTES + crypto.SEAL_OVERHEAD
 _INDEX = re.compile(r"0|[1-9][0-9]*")  # a party's index as a key, written one way only
 # beyond the most a document of its shape takes: room for a short misfit, refused by its
 # field rather than by its size
@@ -264,16 +269,23 @@ class Choice:
         return 2 + max(map(len, self.values))
 
 
-_KEYS = {name: Bytes(crypto.KEY_BYTES) for name in ("cipher", "mask", "signing")}
-PUBLIC_KEYS = Record(_KEYS)
+# the bytes of each field of a party's entry of the roster (`_signed.ENTRY`): its round
+# keys, its commitment to its self-mask seed, and its identity's signature of them
+ENTRY_BYTES = dict(zip(ENTRY, (crypto.KEY_BYTES,) * len(KEYS) + (
+    crypto.DIGEST_BYTES, crypto.SIGNATURE_BYTES)))
+_ENTRY = {name: Bytes(size) for name, size in ENTRY_BYTES.items()}
+ROSTER_ENTRY = Record(_ENTRY)
+# a share with its dealer's signature, and the shares a party was dealt by one dealer
+SIGNED_SHARE = Record(dict(share=Bytes(SHARE_BYTES), signature=Bytes(crypto.SIGNATURE_BYTES)))
+DEALT = Record(dict.fromkeys(SHARED, SIGNED_SHARE))
 MESSAGES: dict[str, Shape] = {
-    "keys": Record(dict(party=Index(), **_KEYS)),
+    "keys": Record(dict(party=Index(), **_ENTRY)),
     "shares": Record(dict(party=Index(), sealed=ByParty(Bytes(SEALED_BYTES)))),
     "masked": Record(dict(party=Index(), masked=Words())),
     "confirm": Record(dict(party=Index(), signature=Bytes(crypto.SIGNATURE_BYTES))),
-    "unmask": Record(dict(party=Index(), seed_shares=ByParty(Bytes(SHARE_BYTES)),
-                          mask_shares=ByParty(Bytes(SHARE_BYTES)))),
-    "roster": ByParty(PUBLIC_KEYS),
+    "unmask": Record(dict(party=Index(), seed_shares=ByParty(SIGNED_SHARE),
+                          mask_shares=ByParty(SIGNED_SHARE))),
+    "roster": ByParty(ROSTER_ENTRY),
     "routed": ByParty(Bytes(SEALED_BYTES)),
     "survivors": Indices(tuple),
     "request": Record(dict(survivors=Indices(list), dropped=Indices(list),
@@ -299,11 +311,12 @@ def dump(header: Mapping[str, str], shape: Shape, value: Any, agreement: Agreeme
     return _document(header, agreement, shape.write(value, Place(agreement, refuse, root)))
 
 
-def parse(header: Mapping[str, str], shape: Shape, data: Any, agreement: Agreement,
+def parse(header: Mapping[str, str], content_bound: int, data: Any, agreement: Agreement,
           refuse: Callable[[str, str], Exception]) -> Any:
-    """The JSON content of the document `data`, once its size and its header are what
-    `header`, the agreement and `shape` allow (`shape.read` checks the content)."""
-    bound = len(_document(header, agreement, 0)) + shape.bound(agreement) + _SLACK
+    """The JSON content of the document `data`, once its size (its header's and at most
+    `content_bound` bytes of content) and its header are what `header` and the
+    agreement allow (its shape's `read` then checks the content)."""
+    bound = len(_document(header, agreement, 0)) + content_bound + _SLACK
     if not isinstance(data, bytes):
         raise refuse("bytes", f"a {type(data).__name__}, not bytes")
     if len(data) > bound:
@@ -331,7 +344,7 @@ def load(header: Mapping[str, str], shape: Shape, data: Any, agreement: Agreemen
          root: str, refuse: Callable[[str, str], Exception]) -> Any:
     """The value of `shape` that `data` holds, as `dump` wrote it; anything else is
     refused with ``refuse(field, reason)``."""
-    content = parse(header, shape, data, agreement, refuse)
+    content = parse(header, shape.bound(agreement), data, agreement, refuse)
     return shape.read(content, Place(agreement, refuse, root))
 
 
@@ -414,7 +427,10 @@ def message_from_bytes(stage: str, data: bytes, agreement: Agreement,
     def refuse(field: str, reason: str) -> Exception:
         return SecureSumError(refused_by, sender, field, reason)
 
-    content = parse(header, MESSAGES[stage], data, agreement, refuse)
+    # bounded by the largest message of the sum: one of another stage is refused by its
+    # stage, which says what was mixed up, not by its size
+    content = parse(header, max(shape.bound(agreement) for shape in MESSAGES.values()),
+                    data, agreement, refuse)
     party = content.get("party") if reader is None and isinstance(content, dict) else None
     if type(party) is int and 0 <= party < len(agreement.parties):
         sender = agreement.name(party)
