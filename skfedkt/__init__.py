@@ -8,6 +8,7 @@ from . import baselines, datasets, privacy
 from ._config import config_context, get_config, set_config
 from ._deployment._archive import UploadLimits
 from ._deployment._identity import PartyIdentity
+from ._deployment._ledger import InputLedger
 from ._deployment._secure_coordinator import SecureCoordinator
 from ._deployment._secure_stages import SecureParty, SecureSession
 from ._deployment._upload import PartyUpload, UploadError, read_upload
@@ -26,6 +27,7 @@ __all__ = [
     "FedCTClassifier",
     "FedKTClassifier",
     "HardVotes",
+    "InputLedger",
     "LabelCollapseWarning",
     "OneShotEnsembleClassifier",
     "PartyIdentity",

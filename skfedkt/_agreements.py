@@ -65,7 +65,8 @@ class ConsortiumAgreements:
         """
         return reference_party_limits(self, X_unlabeled, classes, party_rows, margin)
 
-    def secure_session(self, parties, party_rows, *, identities, threshold=None):
+    def secure_session(self, parties, party_rows, *, identities, threshold=None,
+                       colluding=None):
         """The session of a deployment under secure aggregation, which every party and
         the coordinator hold before the first round (``session.save(path)``).
 
@@ -86,6 +87,14 @@ class ConsortiumAgreements:
             The fewest parties that must stay to the end of each round; a majority at
             least. None: the fewest above two thirds, so that more than a third of the
             parties must collude with a coordinator that lies about who dropped.
+        colluding : int, default=None
+            The most parties that may collude with the coordinator, against whom noise
+            the parties add in shares (`skfedkt.privacy.DistributedNoise`) is sized: the
+            shares of any ``threshold - colluding`` honest parties carry its whole
+            noise, and the sum of more carries more. None: ``2 * threshold - n - 1``
+            (none where that is negative), the most against whom the secure sum itself
+            keeps a party's input hidden from a coordinator that deviates; with more,
+            noise would not help the sum it protects.
 
         Returns
         -------
@@ -98,10 +107,11 @@ class ConsortiumAgreements:
         >>> session = FedKTClassifier().secure_session(
         ...     ["a", "b", "c", "d", "e"], [100, 120, 90, 80, 110],
         ...     identities=[key.public_bytes for key in keys], threshold=3)
-        >>> session.threshold, len(session.session)
-        (3, 32)
+        >>> session.threshold, session.colluding, len(session.session)
+        (3, 0, 32)
         """
-        return secure_session_for(self, parties, party_rows, threshold, identities)
+        return secure_session_for(self, parties, party_rows, threshold, identities,
+                                  colluding)
 
 
 def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
@@ -154,7 +164,8 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
 
 
 def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
-                       threshold: int | None, identities: Any) -> SecureSession:
+                       threshold: int | None, identities: Any,
+                       colluding: int | None = None) -> SecureSession:
     """`estimator`'s secure session of `parties` (`ConsortiumAgreements.secure_session`),
     refused where the algorithm cannot run under secure aggregation."""
     plan = estimator._plan()
@@ -166,4 +177,4 @@ def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
     if any(isinstance(n, bool) or not isinstance(n, Integral) or n < 1 for n in rows):
         raise ValueError(f"party_rows must be positive integers, got {rows!r}.")
     return SecureSession.new(parties, rows, estimator._uploads.channel(plan).float_bound(
-        plan, max(rows)), threshold, identities=identities)
+        plan, max(rows)), threshold, identities=identities, colluding=colluding)

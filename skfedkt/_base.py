@@ -50,6 +50,7 @@ from ._deployment._protocol import (
 )
 from ._deployment._upload import SUMS, PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
+from ._deployment._ledger import input_digest
 from ._deployment._secure import secure_parties, securely_summed
 from ._deployment._secure_coordinator import round_sums, surviving_uploads
 from ._deployment._secure_stages import SecureParty, session_parties
@@ -441,8 +442,10 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             message = checked_message(message, data.expectations(self),
                                       check=self._message_check(context))
         if party_seed is None and plan.party_noise is not None:
-            if secure:  # no noise of a party under secure aggregation derives from a manifest
-                party_seed = secrets.randbits(63)
+            if secure:  # no noise of a party under secure aggregation derives from a
+                # manifest: 128 bits of the operating system's
+                party_seed = np.random.RandomState(
+                    np.frombuffer(secrets.token_bytes(16), dtype=np.uint32))
             else:
                 warnings.warn(
                     f"With {plan.party_noise} the party's noise comes from party_seed; "
@@ -463,7 +466,9 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             secure_session.index_of(data.party, "secure_session")]
         upload = replace(upload, payload=dict(upload.payload, **{SUMS: weighted_terms(
             upload.payload.get(SUMS) or {}, channel.fields, weight)}))
-        upload, state = SecureParty.start(secure_session, upload, identity)
+        upload, state = SecureParty.start(
+            secure_session, upload, identity, noisy=plan.noisy_sums,
+            input_=input_digest(data.X, data.y, upload.manifest, message))
         return replace(upload, secure_state=state)
 
     def _message_check(self, context: CheckContext[Any]) -> Callable[[UploadChecker], Any]:

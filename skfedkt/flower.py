@@ -57,6 +57,7 @@ from ._config import config_context
 from ._deployment._identity import PartyIdentity
 from ._deployment._secure_coordinator import SecureCoordinator
 from ._deployment._secure_stages import SecureParty
+from ._deployment._ledger import InputLedger
 from ._deployment._upload import read_upload
 
 _RECORD = "skfedkt"
@@ -73,7 +74,7 @@ def _bytes_of(message):
 
 
 def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
-               secure_session=None, identity=None):
+               secure_session=None, identity=None, ledger=None):
     """A Flower ClientApp that runs `estimator`'s party step on the SuperNode's data.
 
     Parameters
@@ -105,6 +106,12 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
         session names for the node's party. It signs the node's keys of every round,
         which every other node checks. It is not the SuperNode's authentication key,
         which lets the SuperLink know the node; a consortium may hand out both together.
+    ledger : path or callable, default=None
+        With `secure_session`, required (read only then): the file of the node's
+        `skfedkt.InputLedger` (or ``ledger(context)`` giving it), kept across Flower runs
+        and sessions: before the node gives its unmasking shares it refuses a second sum
+        of its input with other survivors, and a round whose survivors are not the last
+        round's.
 
     Returns
     -------
@@ -117,7 +124,8 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
         session = _read(secure_session, context)
         key = None if session is None else _identity(identity, context)
         if message.content[_RECORD].get("secure_stage", False):
-            answer = _secure_answer(session, key, _bytes_of(message), context)
+            answer = _secure_answer(session, key, _ledger(ledger, context),
+                                    _bytes_of(message), context)
             return Message(content=_payload(answer, secure_stage=True), reply_to=message)
         estimator_ = _read(estimator, context)
         X, y, party = party_data(context)
@@ -127,6 +135,7 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
         if estimator_.runs_rounds:  # the server's last message
             options["message"] = server_message or None
         if session is not None:  # each round of a session is started once
+            _ledger(ledger, context)  # and no stage is answered without its ledger
             SecureParty.refuse_a_started_round(
                 session, context.state[_SECURE_STATE]["state"]
                 if _SECURE_STATE in context.state else None,
@@ -149,16 +158,27 @@ def _identity(identity, context):
     return PartyIdentity.load(identity) if isinstance(identity, (str, PathLike)) else identity
 
 
-def _secure_answer(session, identity, data, context):
+def _ledger(ledger, context):
+    """The node's `InputLedger` (`client_app`'s `ledger`), refused where none is given."""
+    path = _read(ledger, context)
+    if path is None:
+        raise ValueError("A stage of a secure sum reached a node without its ledger: pass "
+                         "client_app ledger=, the file of what the node has helped unmask "
+                         "(kept across runs).")
+    return InputLedger(path)
+
+
+def _secure_answer(session, identity, ledger, data, context):
     """The node's answer to the server's message `data` of the secure sum: its state
-    loaded from ``context.state`` and saved back, answered or refused."""
+    loaded from ``context.state`` and saved back, answered or refused, its `ledger`
+    consulted before it unmasks."""
     if session is None or _SECURE_STATE not in context.state:
         raise ValueError("A stage of a secure sum reached a node without a secure "
                          "session or an upload of this round: pass secure_session to "
                          "client_app, as to server_app.")
     state = SecureParty.from_bytes(session, context.state[_SECURE_STATE]["state"], identity)
     try:
-        return state.answer(data)
+        return state.answer(data, ledger)
     finally:  # a stage is answered once, even when refused
         context.state[_SECURE_STATE] = ConfigRecord({"state": state.to_bytes()})
 

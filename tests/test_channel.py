@@ -196,23 +196,28 @@ def test_the_plain_server_checks_every_partys_sums_naming_party_and_field(data):
     assert served.parties_.tolist() == [0, 1, 2, 3] and 4 in served.left_out_parties_
 
 
-def test_a_withheld_field_in_the_clear_is_refused_under_secure_aggregation(data):
-    X_public = data[3]
+def test_a_withheld_field_in_the_clear_is_refused_under_secure_aggregation(data, tmp_path):
+    from skfedkt import InputLedger, PartyIdentity, SecureCoordinator
+
+    X, y, party, X_public, _ = data
     clf = FedKTClassifier(_tree(), voting="hard", random_state=0)
     plain = _uploads(clf, data)
-    session = clf.secure_session(list(range(5)), [u.manifest["n_rows"] for u in plain])
+    identities = [PartyIdentity.generate() for _ in range(5)]
+    session = clf.secure_session(list(range(5)), [u.manifest["n_rows"] for u in plain],
+                                 identities=[key.public_bytes for key in identities])
     with skfedkt.config_context(secure_aggregation=True):
-        uploads = _uploads(clf, data, secure_session=session)
+        uploads = [clf.fit_party(X[party == p], y[party == p], party=p, classes=[0, 1],
+                                 X_unlabeled=X_public, secure_session=session,
+                                 identity=identities[p]) for p in range(5)]
         assert all(upload.payload["students"] == [] and "sums" not in upload.payload
                    and upload.manifest["class_counts"] is None for upload in uploads)
         uploads[1].payload["students"] = plain[1].payload["students"]
-        from skfedkt import SecureCoordinator
-
         coordinator, sent = SecureCoordinator.start(session, [u.manifest for u in uploads])
         states = {upload.party: upload.secure_state for upload in uploads}
         while coordinator.stage != "done":
-            sent = coordinator.advance([states[party].answer(message)
-                                        for party, message in sent.items()])
+            sent = coordinator.advance([states[party].answer(
+                message, InputLedger(tmp_path / f"ledger-{party}.json"))
+                for party, message in sent.items()])
         with pytest.raises(UploadError, match="Party 1 refused: students: sent in the "
                            "clear, where secure aggregation keeps it at the party"):
             clone(clf).fit_server(uploads, X_public, secure_sum=coordinator)

@@ -3,9 +3,12 @@ command-line steps of five parties with a threshold of three, and the Python obj
 (`SecureSession`, `SecureParty`, `SecureCoordinator`, `PartyIdentity`) those steps run,
 through files and through Flower."""
 
+import base64
 import dataclasses
 import json
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +21,14 @@ from sklearn.tree import DecisionTreeClassifier
 
 from _flower_grid import flower_context, flower_task, in_process_grid  # noqa: F401
 import skfedkt
-from skfedkt import FedCTClassifier, FedKTClassifier, PartyIdentity, PartyUpload, load_model
+from skfedkt import (
+    FedCTClassifier,
+    FedKTClassifier,
+    InputLedger,
+    PartyIdentity,
+    PartyUpload,
+    load_model,
+)
 from skfedkt._cli._main import main
 from skfedkt import SecureCoordinator, SecureParty, SecureSession
 from skfedkt._deployment._secure import decoded
@@ -30,6 +40,7 @@ from skfedkt._secure_sum import (
     new_identities,
 )
 from skfedkt.datasets import load_local_file
+from skfedkt.privacy import BitFlips
 
 NAMES = [f"h{i}" for i in range(5)]
 # each party's identity, made once at the party; the session names the public keys
@@ -59,11 +70,14 @@ def _run(argv, capsys, status=0):
 class _Round:
     """One round of five parties and a coordinator, each step a command on files."""
 
-    def __init__(self, consortium, folder, capsys):
+    def __init__(self, consortium, folder, capsys, keys_from=None):
+        """A new session of the five parties, their identities made in `folder`, or
+        those of the round `keys_from`, whose folder this one must be."""
         self.consortium, self.folder, self.capsys = consortium, folder, capsys
         self.session = folder / "session.json"
         rows = [len(load_local_file(consortium / f"party-{p}.csv")[1]) for p in range(5)]
-        for name in NAMES:  # each party, once: the private key stays, the .pub is sent
+        for name in NAMES if keys_from is None else ():
+            # each party, once: the private key stays, the .pub is sent
             _run(["identity", "--out", self.key(name)], capsys)
         _run(["secure-session", *FEDKT, "--parties", *NAMES, "--party-rows", *rows,
               "--threshold", 3, "--identities",
@@ -367,20 +381,25 @@ def _data():
     return X, y, np.arange(len(y)) % 5, X_public
 
 
-def _secure_round(session, uploads, dead=()):
+def _ledgers(folder):
+    """Each party's ledger, in a folder of its own under `folder`."""
+    return {name: InputLedger(folder / f"ledger-{name}.json") for name in NAMES}
+
+
+def _secure_round(session, uploads, ledgers, dead=()):
     """The finished coordinator of a round whose `dead` parties sent their keys only."""
     states = {upload.party: upload.secure_state for upload in uploads}
     coordinator, out = SecureCoordinator.start(session, [u.manifest for u in uploads])
     while coordinator.stage != "done":
-        out = coordinator.advance([states[party].answer(message)
+        out = coordinator.advance([states[party].answer(message, ledgers[party])
                                    for party, message in out.items() if party not in dead])
     return coordinator
 
 
-def _deployed(clf, parties, session=None, dead=()):
+def _deployed(clf, parties, session=None, dead=(), ledgers=None):
     """The server's messages and fitted model of a deployment of `parties` (indices),
-    under secure aggregation where `session` is given, `dead` leaving after round 0's
-    keys."""
+    under secure aggregation where `session` is given (the parties' `ledgers`), `dead`
+    leaving after round 0's keys."""
     X, y, party, X_public = _data()
     server, message, messages = clone(clf), None, []
     with skfedkt.config_context(secure_aggregation=session is not None):
@@ -390,7 +409,8 @@ def _deployed(clf, parties, session=None, dead=()):
                                      secure_session=session,
                                      identity=None if session is None else IDENTITIES[p])
                        for p in parties]
-            coordinator = None if session is None else _secure_round(session, uploads, dead)
+            coordinator = None if session is None else _secure_round(session, uploads,
+                                                                     ledgers, dead)
             parties = [p for p in parties if NAMES[p] not in dead]
             files = [upload.to_bytes() for upload in uploads]
             if message is not None and message.manifest["done"]:
@@ -401,13 +421,15 @@ def _deployed(clf, parties, session=None, dead=()):
             messages.append(message)
 
 
-def test_fedct_deployed_securely_keeps_the_survivors_consensus_every_round():
-    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=4, random_state=0)
+def test_fedct_deployed_securely_keeps_the_survivors_consensus_every_round(tmp_path):
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=4, distill=True,
+                          random_state=0)
     _, y, party, _ = _data()
     session = clf.secure_session(NAMES, np.bincount(party).tolist(), threshold=3,
                                  identities=PUBLIC_KEYS)
     with pytest.warns(UserWarning, match="left out 1: 'h4': left the secure sum"):
-        secure, model = _deployed(clf, range(5), session, dead={"h4"})
+        secure, model = _deployed(clf, range(5), session, dead={"h4"},
+                                  ledgers=_ledgers(tmp_path))
     plain, _ = _deployed(clf, range(4))
     assert len(secure) == len(plain)
     for ours, theirs in zip(secure, plain):
@@ -473,13 +495,11 @@ def test_an_upload_never_writes_its_sums_and_steps_need_their_session():
         with pytest.raises(TypeError, match="pass the round's finished SecureCoordinator"):
             clone(clf).fit_server([upload.to_bytes()], X_public)
     assert "sums" not in upload.payload and upload.manifest["secure"]["sums"]
-    with pytest.raises(ValueError, match="holds what it sends in sum only"):
-        PartyUpload(upload.manifest, dict(upload.payload, sums={})).to_bytes()
     with pytest.raises(SecureSumError, match="3 uploads: one party, one upload"):
         SecureCoordinator.start(session, [upload.manifest] * 3)
 
 
-def test_the_coordinator_warns_naming_a_party_that_altered_a_share():
+def test_the_coordinator_warns_naming_a_party_that_altered_a_share(tmp_path):
     X, y, party, X_public = _data()
     session = _session(FEDKT_HARD)
     with skfedkt.config_context(secure_aggregation=True):
@@ -489,9 +509,11 @@ def test_the_coordinator_warns_naming_a_party_that_altered_a_share():
                    for p in range(5)]
     states = {upload.party: upload.secure_state for upload in uploads}
     coordinator, out = SecureCoordinator.start(session, [u.manifest for u in uploads])
+    ledgers = _ledgers(tmp_path)
     while coordinator.stage != "unmask":
-        out = coordinator.advance([states[name].answer(data) for name, data in out.items()])
-    answers = [states[name].answer(data) for name, data in out.items()]
+        out = coordinator.advance([states[name].answer(data, ledgers[name])
+                                   for name, data in out.items()])
+    answers = [states[name].answer(data, ledgers[name]) for name, data in out.items()]
     altered = message_from_bytes("unmask", answers[4], coordinator.agreement)
     share = altered["seed_shares"][1]
     altered["seed_shares"][1] = dict(share, signature=share["signature"][::-1])
@@ -527,12 +549,14 @@ def test_with_min_parties_an_upload_no_agreed_identity_signed_is_left_out():
 
 # --- through Flower ---------------------------------------------------------------------
 
-def _flower_apps(clf, session, n_nodes=5):
-    """The client app of the parties h0 to h4 (node k: h<k>), and a server app whose
-    fitted models land in the returned list."""
+def _flower_apps(clf, session, n_nodes=5, ledgers=None):
+    """The client app of the parties h0 to h4 (node k: h<k>), each node's ledger in the
+    folder `ledgers` (a new one: None), and a server app whose fitted models land in
+    the returned list."""
     from skfedkt.flower import client_app, server_app
 
     X, y, party, X_public = _data()
+    folder = tempfile.mkdtemp() if ledgers is None else ledgers
 
     def party_data(context):
         p = int(context.node_config["partition-id"])
@@ -540,13 +564,18 @@ def _flower_apps(clf, session, n_nodes=5):
 
     served = []
     return (client_app(clf, party_data, X_public, classes=[0, 1], secure_session=session,
-                       identity=_node_identity),
+                       identity=_node_identity, ledger=_node_ledger(folder)),
             server_app(clf, X_public, n_nodes, lambda model, context: served.append(model),
                        secure_session=session), served)
 
 
 def _node_identity(context):
     return IDENTITIES[int(context.node_config["partition-id"])]
+
+
+def _node_ledger(folder):
+    """Each node's ledger, a file of its own in `folder`."""
+    return lambda context: Path(folder) / f"ledger-{context.node_config['partition-id']}.json"
 
 
 def _silent_after_keys(app, dead):
@@ -704,7 +733,7 @@ def test_through_flower_a_node_of_a_bad_upload_is_left_out_with_min_parties(flow
     client = client_app(FEDKT_HARD, party_data, X_public, classes=[0, 1],
                         secure_session=lambda context: (
                             other if context.node_config["partition-id"] == 4 else session),
-                        identity=_node_identity)
+                        identity=_node_identity, ledger=_node_ledger(tempfile.mkdtemp()))
     served = []
     server = server_app(FEDKT_HARD, X_public, 5, lambda model, context: served.append(model),
                         secure_session=session, min_parties=3)
@@ -755,3 +784,140 @@ def test_files_mixed_up_are_refused_saying_what_to_do(consortium, tmp_path, caps
     answers = [secure.answer(name, routed[name]) for name in NAMES[1:]]
     printed, _ = secure.coordinator("--answers", *answers, secure.uploads["h0"], status=1)
     assert f"{secure.uploads['h0']}: Secure sum refused by the coordinator" in printed
+
+
+# --- one input, one sum: each party's ledger -----------------------------------------------
+
+INPUT_AGAIN = "refuses to unmask: it helped unmask this very input before, in a sum of"
+OTHER_SURVIVORS = "its survivors are not those of round 0 of this session"
+
+
+def test_a_second_session_of_the_same_inputs_with_other_survivors_is_refused(
+        consortium, tmp_path, capsys):
+    # session one: every party; session two, the same parties' same rows without h0,
+    # whose input the difference would give away
+    first = _Round(consortium, tmp_path, capsys)
+    files = first.coordinator("--uploads", *first.uploads.values())[1]
+    for _ in range(4):
+        files = first.stage(files, NAMES)
+    second = _Round(consortium, tmp_path, capsys, keys_from=first)
+    files = second.coordinator("--uploads", *list(second.uploads.values())[1:])[1]
+    for _ in range(3):
+        files = second.stage(files, NAMES[1:])
+    for name in NAMES[1:]:
+        printed = second.answer(name, files[name], status=1)
+        assert f"Party '{name}' {INPUT_AGAIN} 5 other survivors than these 4" in printed
+    # the same survivors may unmask again: nothing new is given away
+    third = _Round(consortium, tmp_path, capsys, keys_from=first)
+    files = third.coordinator("--uploads", *third.uploads.values())[1]
+    for _ in range(4):
+        files = third.stage(files, NAMES)
+
+
+def _fedct_rounds(clf, session, ledgers, rounds):
+    """FedCT deployed in Python objects, round by round: ``rounds`` lists, per round,
+    the parties whose uploads the coordinator takes (the others it leaves out, alive);
+    a round whose secure sum is refused raises. Returns the server's messages."""
+    X, y, party, X_public = _data()
+    server, message, messages = clone(clf), None, []
+    with skfedkt.config_context(secure_aggregation=True):
+        for parties in rounds:
+            uploads = [clf.fit_party(X[party == p], y[party == p], party=NAMES[p],
+                                     classes=[0, 1], X_unlabeled=X_public, message=message,
+                                     secure_session=session, identity=IDENTITIES[p])
+                       for p in parties]
+            coordinator = _secure_round(session, uploads, ledgers)
+            message = server.server_round([u.to_bytes() for u in uploads], X_public,
+                                          message=message, secure_sum=coordinator)
+            messages.append(message)
+    return messages
+
+
+def test_fedct_left_out_of_one_round_is_refused_by_every_honest_party(tmp_path):
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=3, distill=True,
+                          random_state=0)
+    session = _session(clf)
+    with pytest.raises(SecureSumError, match=f"refused by party 'h1'.*{OTHER_SURVIVORS} "
+                       r"\('h1', 'h2', 'h3', 'h4' now\).*The federation ends at round 0"):
+        _fedct_rounds(clf, session, _ledgers(tmp_path), [range(5), range(1, 5)])
+    # the parties' bit flips make each round's labels private, round by round: a round
+    # with other survivors is one more release the accountant counts
+    noisy = clone(clf).set_params(privacy=BitFlips(2.0))
+    (tmp_path / "noisy").mkdir()
+    _fedct_rounds(noisy, _session(noisy), _ledgers(tmp_path / "noisy"),
+                  [range(5), range(1, 5)])
+
+
+def test_a_consensus_replayed_under_a_new_round_number_is_the_same_input(tmp_path):
+    # with bit flips a round may have other survivors, but not the same input
+    clf = FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=4, distill=True,
+                          privacy=BitFlips(2.0), random_state=0)
+    session, ledgers = _session(clf), _ledgers(tmp_path)
+    # round 1 summed the parties' labels learned from the first message's consensus
+    first, _ = _fedct_rounds(clf, session, ledgers, [range(5), range(5)])
+    replayed = PartyUpload(dict(first.manifest, round=3), first.payload)
+    X, y, party, X_public = _data()
+    with skfedkt.config_context(secure_aggregation=True):
+        uploads = [clf.fit_party(X[party == p], y[party == p], party=NAMES[p],
+                                 classes=[0, 1], X_unlabeled=X_public, message=replayed,
+                                 secure_session=session, identity=IDENTITIES[p])
+                   for p in range(1, 5)]
+    with pytest.raises(SecureSumError, match=f"refused by party 'h1'.*{INPUT_AGAIN} 5 "
+                       "other survivors than these 4"):
+        _secure_round(session, uploads, ledgers)
+
+
+def test_through_flower_a_second_run_without_a_node_is_refused(flower_task):
+    folder = tempfile.mkdtemp()  # the nodes' ledgers, kept from one run to the next
+    session = _session(FEDKT_HARD)
+    client, server, served = _flower_apps(FEDKT_HARD, session, ledgers=folder)
+    server(in_process_grid(client, 5), flower_context())
+    assert len(served) == 1
+    # a second run of round 0, its session new, in which h4 sends its keys and no more
+    again = _session(FEDKT_HARD)
+    client, server, served = _flower_apps(FEDKT_HARD, again, ledgers=folder)
+    with pytest.raises(SecureSumError, match=f"refused by party 'h0'.*{INPUT_AGAIN} 5 "
+                       "other survivors than these 4"), pytest.warns(UserWarning):
+        server(in_process_grid(_silent_after_keys(client, {4}), 5), flower_context())
+    assert served == []
+
+
+def test_through_flower_an_altered_share_is_named_and_the_model_is_the_honest_one(
+        flower_task):
+    session = _session(FEDKT_HARD)
+    client, server, served = _flower_apps(FEDKT_HARD, session)
+
+    def h2_alters_a_share(message, context):
+        reply = client(message, context)
+        stage = message.content["skfedkt"]["secure_stage"]
+        if stage and context.node_config["partition-id"] == 2 and reply is not None:
+            from skfedkt.flower import _bytes_of, _payload
+
+            agreement = session.agreement(0, 1)
+            data = _bytes_of(reply)
+            try:
+                answer = json.loads(data)
+            except ValueError:
+                return reply
+            if answer.get("stage") != "unmask":
+                return reply
+            length = len(json.loads(data)["content"]["seed_shares"])
+            assert length == 5, agreement
+            content = answer["content"]
+            first = content["seed_shares"]["0"]
+            share = bytearray(base64.b64decode(first["share"]))
+            share[0] ^= 1
+            first["share"] = base64.b64encode(bytes(share)).decode()
+            reply = type(reply)(content=_payload(json.dumps(answer).encode(),
+                                                 secure_stage=True), reply_to=message)
+        return reply
+
+    with pytest.warns(UserWarning, match="'h2' gave back shares their dealers did not "
+                      "sign"):
+        server(in_process_grid(h2_alters_a_share, 5), flower_context())
+    plain_client, plain_server, plain = _flower_apps(FEDKT_HARD, None)
+    plain_server(in_process_grid(plain_client, 5), flower_context())
+    X, _, _, _ = _data()
+    (model,), (expected,) = served, plain
+    assert list(model.parties_) == NAMES
+    assert_array_equal(model.predict_proba(X), expected.predict_proba(X))

@@ -21,6 +21,7 @@ from pathlib import Path
 from .._deployment._archive import UploadLimits, read_file, write_atomically
 from .._deployment._identity import PartyIdentity
 from .._deployment._secure_coordinator import SecureCoordinator
+from .._deployment._ledger import InputLedger
 from .._deployment._secure_stages import SecureParty, SecureSession
 from .._deployment._upload import read_upload
 
@@ -90,6 +91,10 @@ def add_secure_commands(commands, algorithm_command, formatter, positive, label)
     session.add_argument("--threshold", type=positive(int),
                          help="the fewest parties that must stay to the end of a round "
                          "(default: the fewest above two thirds)")
+    session.add_argument("--colluding", type=int, metavar="C",
+                         help="the most parties that may collude with the coordinator, "
+                         "against whom noise in shares is sized (default: 2 x threshold "
+                         "- parties - 1, the most the secure sum itself withstands)")
     session.add_argument("--out", required=True, help="the session file to write")
 
     party = commands.add_parser(
@@ -106,6 +111,11 @@ def add_secure_commands(commands, algorithm_command, formatter, positive, label)
                        help="this party's private identity key (skfedkt identity)")
     party.add_argument("--message", required=True, help="the coordinator's file for this party")
     party.add_argument("--out", required=True, help="the answer to send the coordinator")
+    party.add_argument("--ledger", metavar="FILE",
+                       help="what this party has helped unmask, across sessions and "
+                       "rounds, which refuses a second sum of its input with other "
+                       "survivors (default: skfedkt-ledger-<its identity's key>.json "
+                       "beside --state); keep it for every session")
 
     coordinator = commands.add_parser(
         "secure-coordinator", formatter_class=formatter,
@@ -151,10 +161,11 @@ def run_secure_session(args, estimator):
                          f"{len(args.parties)} parties: one per party, in the order of "
                          "--parties.")
     session = estimator(args).secure_session(
-        args.parties, args.party_rows, threshold=args.threshold,
+        args.parties, args.party_rows, threshold=args.threshold, colluding=args.colluding,
         identities=[PartyIdentity.load_public(path) for path in args.identities])
     size = session.save(args.out)
     print(f"secure session: {len(session.parties)} parties, threshold {session.threshold}, "
+          f"{session.colluding} may collude, "
           f"floats up to {session.float_bound:.4g} in steps of 2^"
           f"{-int(math.log2(session.fixed_point.scale))}; wrote {args.out} "
           f"({size} bytes)")
@@ -200,10 +211,14 @@ def refuse_a_started_round(session, state_path, party, message):
 
 def run_secure_party(args):
     session = SecureSession.load(args.session)
-    state = SecureParty.load(session, args.state, PartyIdentity.load(args.identity))
+    identity = PartyIdentity.load(args.identity)
+    state = SecureParty.load(session, args.state, identity)
+    # one ledger per identity, wherever the party keeps its states
+    ledger = InputLedger(args.ledger or Path(args.state).with_name(
+        f"skfedkt-ledger-{identity.public_bytes.hex()[:16]}.json"))
     reads = state.stage
     try:
-        answer = state.answer(_message(args.message))
+        answer = state.answer(_message(args.message), ledger)
     finally:  # answered or refused, a stage is not answered again
         state.save(args.state)
     write_atomically(args.out, answer)

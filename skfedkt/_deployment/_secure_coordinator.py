@@ -53,10 +53,11 @@ class SecureCoordinator:
     Three parties and a coordinator, in one process (a deployment sends each message
     as a file, or over Flower):
 
+    >>> import tempfile
     >>> import numpy as np, skfedkt
     >>> from sklearn.datasets import load_breast_cancer
     >>> from sklearn.tree import DecisionTreeClassifier
-    >>> from skfedkt import FedKTClassifier, PartyIdentity, SecureCoordinator
+    >>> from skfedkt import FedKTClassifier, InputLedger, PartyIdentity, SecureCoordinator
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X_public, X, y = X[:100], X[100:], y[100:]
     >>> party = np.arange(len(y)) % 3
@@ -72,8 +73,11 @@ class SecureCoordinator:
     ...     coordinator, sent = SecureCoordinator.start(
     ...         session, [upload.manifest for upload in uploads])
     ...     states = {upload.party: upload.secure_state for upload in uploads}
+    ...     # what each party has helped unmask, kept across sessions in its own folder
+    ...     ledgers = {name: InputLedger(f"{tempfile.mkdtemp()}/ledger.json")
+    ...                for name in "abc"}
     ...     while coordinator.stage != "done":
-    ...         sent = coordinator.advance([states[name].answer(message)
+    ...         sent = coordinator.advance([states[name].answer(message, ledgers[name])
     ...                                     for name, message in sent.items()])
     ...     server = clf.fit_server([upload.to_bytes() for upload in uploads], X_public,
     ...                             secure_sum=coordinator)

@@ -39,6 +39,7 @@ from .._secure_sum import (
 )
 from .._secure_sum._primitives import Ed25519PrivateKey, digest, public_bytes
 from ._archive import UploadLimits, read_file, write_atomically
+from ._ledger import InputLedger
 from ._identity import identity_key
 from ._protocol import _check_party_name
 from ._secure_documents import Document, b64, dumps, layout_json, layout_read, started_round
@@ -49,8 +50,8 @@ from ._upload import SUMS, PartyUpload
 # the manifest field of an upload under secure aggregation: the round's session, the
 # layout of the sums, and the party's keys (the secure sum's first message)
 SECURE = "secure"
-_SESSION_FORMAT = "skfedkt secure session 2"
-_PARTY_FORMAT = "skfedkt secure party 2"
+_SESSION_FORMAT = "skfedkt secure session 3"
+_PARTY_FORMAT = "skfedkt secure party 3"
 # a session names each party once: a few hundred bytes each at most
 _MAX_SESSION_BYTES = 2 ** 20
 # a party's or the coordinator's state holds its words (8 bytes each, in base64)
@@ -88,6 +89,13 @@ class SecureSession:
     identities : tuple of bytes
         Each party's public identity key (32 raw bytes of Ed25519), aligned with
         `parties`, agreed out of band (``PartyIdentity.load_public``).
+    colluding : int
+        The most parties that may collude with the coordinator, against whom the
+        parties' noise in shares is sized (`DistributedNoise`: the shares of any
+        ``threshold - colluding`` honest parties carry its whole noise). By default
+        ``2 * threshold - n - 1``, the most against whom the secure sum itself keeps a
+        party's input hidden from a coordinator that deviates; at most
+        ``threshold - 1``.
     fixed_point : FixedPoint
         The encoding of floats: ``round(x * scale)``, each off by at most
         ``1 / (2 * scale)``.
@@ -99,6 +107,7 @@ class SecureSession:
     threshold: int
     float_bound: float
     identities: tuple[bytes, ...]
+    colluding: int
 
     def __post_init__(self):
         if len(self.party_rows) != len(self.parties):
@@ -117,19 +126,27 @@ class SecureSession:
         # the agreement checks the parties, the threshold, the session's length and the
         # identities
         self.agreement(0, 1)
+        if (isinstance(self.colluding, bool) or not isinstance(self.colluding, Integral)
+                or not 0 <= self.colluding < self.threshold):
+            raise ValueError(f"colluding must be an integer from 0 to the threshold less "
+                             f"one, {self.threshold - 1}: the honest shares of the "
+                             f"threshold's parties carry the noise; got {self.colluding!r}.")
 
     @classmethod
     def new(cls, parties: Sequence[Hashable], party_rows: Sequence[int], float_bound: float,
-            threshold: int | None = None, *, identities: Sequence[bytes]) -> SecureSession:
+            threshold: int | None = None, *, identities: Sequence[bytes],
+            colluding: int | None = None) -> SecureSession:
         """A session of fresh random bytes (``threshold`` None: the default, the fewest
-        parties above two thirds), of the parties whose public identity keys are
-        `identities` (32 raw bytes each, ``PartyIdentity.load_public``), in their
-        order."""
+        parties above two thirds; ``colluding`` None: ``2 * threshold - n - 1``, or
+        none), of the parties whose public identity keys are `identities` (32 raw bytes
+        each, ``PartyIdentity.load_public``), in their order."""
         parties = tuple(_check_party_name(party) for party in parties)
+        threshold = default_threshold(len(parties)) if threshold is None else threshold
         return cls(secrets.token_bytes(32), parties,
-                   tuple(int(rows) for rows in party_rows),
-                   default_threshold(len(parties)) if threshold is None else int(threshold),
-                   float(float_bound), tuple(identities))
+                   tuple(int(rows) for rows in party_rows), threshold, float(float_bound),
+                   tuple(identities),
+                   default_colluding(len(parties), threshold) if colluding is None
+                   else colluding)
 
     @property
     def fixed_point(self) -> FixedPoint:
@@ -156,8 +173,7 @@ class SecureSession:
         return key
 
     def sum_parties(self) -> SumParties:
-        return SumParties(self.parties, self.party_rows, self.threshold,
-                          default_colluding(len(self.parties), self.threshold))
+        return SumParties(self.parties, self.party_rows, self.threshold, self.colluding)
 
     def to_bytes(self) -> bytes:
         """The session file's bytes: UTF-8 JSON."""
@@ -165,7 +181,8 @@ class SecureSession:
                            parties=list(self.parties), party_rows=list(self.party_rows),
                            threshold=self.threshold, float_bound=self.float_bound,
                            scale=self.fixed_point.scale,
-                           identities=[key.hex() for key in self.identities]))
+                           identities=[key.hex() for key in self.identities],
+                           colluding=self.colluding))
 
     def save(self, path: str | PathLike[str]) -> int:
         """Write the session file; returns its size in bytes."""
@@ -178,7 +195,7 @@ class SecureSession:
         reader = Document(f"Secure session refused ({name})")
         document = reader.parse(data, _MAX_SESSION_BYTES, _SESSION_FORMAT)
         reader.fields(document, ("format", "session", "parties", "party_rows", "threshold",
-                                 "float_bound", "scale", "identities"))
+                                 "float_bound", "scale", "identities", "colluding"))
         session = document["session"]
         if not _hex32(session):
             raise reader.refuse("session", "not 32 bytes in lowercase hexadecimal")
@@ -198,7 +215,8 @@ class SecureSession:
         try:
             read = cls(bytes.fromhex(session), tuple(parties), tuple(rows),
                        reader.count(document["threshold"], "threshold", 1, len(parties)),
-                       float(bound), tuple(map(bytes.fromhex, identities)))
+                       float(bound), tuple(map(bytes.fromhex, identities)),
+                       document["colluding"])
         except (TypeError, ValueError) as error:
             raise reader.refuse("agreement", str(error).rstrip(".")) from None
         if document["scale"] != read.fixed_point.scale:
@@ -233,17 +251,22 @@ class SecureParty:
     """
 
     def __init__(self, session: SecureSession, round_: int, party: Hashable,
-                 layout: Layout, words: np.ndarray, sum_party: SecureSumParty):
+                 layout: Layout, words: np.ndarray, sum_party: SecureSumParty,
+                 input_: str, noisy: bool):
         self.session, self.round, self.party = session, round_, party
         self.layout, self.words, self._sum_party = layout, words, sum_party
+        # what its ledger knows this sum by (`InputLedger`)
+        self.input, self.noisy = input_, noisy
 
     @classmethod
-    def start(cls, session: SecureSession, upload: Any, identity: Any,
-              ) -> tuple[PartyUpload, SecureParty]:
+    def start(cls, session: SecureSession, upload: Any, identity: Any, *, input_: str,
+              noisy: bool) -> tuple[PartyUpload, SecureParty]:
         """The upload to send (without its sums, with the party's keys, signed by its
         `identity` (a `PartyIdentity`, the session's for this party), and the sums'
         layout in its manifest) and the party's state, from its party step's `upload`
-        (its weighted sums scaled by its weight already)."""
+        (its weighted sums scaled by its weight already), whose input is `input_`
+        (`input_digest`) and whose sums carry privacy noise of the parties where
+        `noisy`."""
         party, round_ = upload.party, upload.manifest.get("round", 0)
         index = session.index_of(party, f"Party {party!r}")
         key = session.identity_key(party, identity)
@@ -252,7 +275,7 @@ class SecureParty:
         agreement = session.agreement(round_, layout_length(layout))
         state = cls(session, round_, party, layout,
                     encoded(terms, layout, session.fixed_point),
-                    SecureSumParty(agreement, index, key))
+                    SecureSumParty(agreement, index, key), input_, noisy)
         keys = message_to_bytes("keys", state._sum_party.advertise(), agreement)
         manifest = dict(upload.manifest, **{SECURE: dict(
             session=agreement.session.hex(), sums=layout_json(layout),
@@ -265,12 +288,15 @@ class SecureParty:
         ``survivors`` or ``request``; ``done`` once it answered all."""
         return _PARTY_STAGES.get(self._sum_party.stage, ("done",))[0]
 
-    def answer(self, data: bytes) -> bytes:
+    def answer(self, data: bytes, ledger: InputLedger) -> bytes:
         """This party's answer to the coordinator's message of the stage it is at,
         refused (a `SecureSumError` naming the field) where the message is malformed,
         out of order, or asks what an honest party never gives (both shares of one
-        party, survivors other than those it confirmed). Save the state after it,
-        answered or refused: a refused stage is not answered again."""
+        party, survivors other than those it confirmed); before it gives its unmasking
+        shares, its `ledger` (an `InputLedger`, kept across sessions) refuses a second
+        sum of its input with other survivors, or a round whose survivors are not the
+        last round's. Save the state after it, answered or refused: a refused stage is
+        not answered again."""
         if self._sum_party.stage not in _PARTY_STAGES:
             raise SecureSumError(self.party, None, "stage", "this party is done with the "
                                  "round's secure sum: it answered, or refused, its last "
@@ -287,6 +313,14 @@ class SecureParty:
                                  "waits for: it answered, or refused, each stage before "
                                  "once (where its answer was lost, send that again)") from None
         sum_party = self._sum_party
+        if reads == "request":
+            survivors = message["survivors"]
+            try:
+                ledger.admit(self.party, self.session.session.hex(), self.round,
+                             self.input, [self.session.identities[i].hex() for i in survivors],
+                             [self.session.parties[i] for i in survivors], self.noisy)
+            except ValueError as error:
+                raise SecureSumError(self.party, None, "survivors", str(error)) from None
         answer = (sum_party.share_keys(message) if reads == "roster"
                   else sum_party.masked_input(message, self.words) if reads == "routed"
                   else sum_party.confirm(message) if reads == "survivors"
@@ -298,7 +332,7 @@ class SecureParty:
         return dumps(dict(
             format=_PARTY_FORMAT, session=self.session.session.hex(), round=self.round,
             party=self.party, sums=layout_json(self.layout),
-            words=b64(self.words.tobytes()),
+            words=b64(self.words.tobytes()), input=self.input, noisy=self.noisy,
             secure_sum=self._sum_party.to_bytes().decode()))
 
     def save(self, path: str | PathLike[str]) -> int:
@@ -313,7 +347,11 @@ class SecureParty:
         reader = Document(f"Secure party state refused ({name})")
         document = reader.parse(data, STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
         reader.fields(document, ("format", "session", "round", "party", "sums", "words",
-                                 "secure_sum"))
+                                 "input", "noisy", "secure_sum"))
+        if not _hex32(document["input"]):
+            raise reader.refuse("input", "not a digest of 32 bytes in hexadecimal")
+        if not isinstance(document["noisy"], bool):
+            raise reader.refuse("noisy", "not true or false")
         if document["session"] != session.session.hex():
             raise reader.refuse("session", "not this secure session's")
         round_ = reader.count(document["round"], "round", 0, 2 ** 31)
@@ -329,7 +367,8 @@ class SecureParty:
             raise reader.refuse("secure_sum", "not a document")
         sum_party = SecureSumParty.from_bytes(session.agreement(round_, length), index,
                                               secure_sum.encode(), key)
-        return cls(session, round_, party, layout, words, sum_party)
+        return cls(session, round_, party, layout, words, sum_party, document["input"],
+                   document["noisy"])
 
     @classmethod
     def load(cls, session: SecureSession, path: str | PathLike[str], identity: Any,

@@ -71,6 +71,14 @@ class Plan:
         secret ``party_seed``), or None."""
         return None
 
+    @property
+    def noisy_sums(self) -> bool:
+        """Whether the parties' sums carry privacy noise of their own, which the
+        accountant counts round by round: then a round of a secure deployment may have
+        other survivors than the last (`InputLedger`). By default, where a party draws
+        noise (`party_noise`)."""
+        return self.party_noise is not None
+
     def uploaded_estimators(self, party: Any) -> list[Any]:
         """The (unfitted) estimators `party`'s upload will hold, which `fit_party`
         checks skops can write before any training; none by default."""

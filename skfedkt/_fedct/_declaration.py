@@ -20,11 +20,19 @@ FLAGS = (
          type=positive(float)),
     Flag("--dp-teachers", "share the noisy votes of this many disjoint teachers per party "
          "(TeacherVotes) instead of bit-flipped labels", type=positive(int)),
+    Flag("--final", "the federation's model: the parties' vote (their models sent at the "
+         "end), or one model distilled on the public rows with the last consensus (what "
+         "runs under secure aggregation)", choices=("vote", "distilled"), default="vote"),
 )
 
 
 def options(values: Namespace) -> dict[str, Any]:
-    """FedCT's privacy: bit flips from --dp-epsilon, or the votes of --dp-teachers."""
+    """FedCT's final model, from --final, and its privacy: bit flips from --dp-epsilon,
+    or the votes of --dp-teachers."""
+    return dict(_privacy(values), distill=values.final == "distilled")
+
+
+def _privacy(values: Namespace) -> dict[str, Any]:
     if values.dp_sensitivity is not None and values.dp_epsilon is None:
         raise OptionError("--dp-sensitivity sets the bit flips of --dp-epsilon; give both, "
                           "or neither")

@@ -90,6 +90,10 @@ class FedKTPlan(Plan):
     def party_noise(self) -> str | None:
         return "PartyNoise" if self.level == "L2" else None
 
+    @property
+    def noisy_sums(self) -> bool:
+        return self.level == "L2" or isinstance(self.privacy, DistributedNoise)
+
     def uploaded_estimators(self, party: Any) -> list[Any]:
         return [self.student]
 
