@@ -3,9 +3,10 @@ the server's bound on a party's weight (at most ``MAX_PARTY_WEIGHT`` times the m
 party, and at most all the other parties together).
 
 Every party runs its honest party step; one party (the largest holder of the minority
-class, or of class 0) then rewrites its manifest before sending it, consistently, so
+class, or of class 0) then rewrites its upload before sending it, consistently, so
 that every check passes: its class counts and rows multiplied by ``--factor`` ("inflate"),
-or all its claimed rows put in its majority class ("one class"). The server's step runs
+or all its claimed rows put in its majority class ("one class"), in its manifest and in
+its sums (the counts, and the pooling's terms computed from them). The server's step runs
 on the uploads as files. Prints test accuracy and the final model's positive rate, mean ±
 std over seeds, for the honest uploads, the lie with the bound, and the lie without it.
 
@@ -21,8 +22,9 @@ import numpy as np
 from _common import forest, mean_std, parser, print_table, progress
 from bench_label_skew import BETAS, PARTIES, PARTIES_AT, load
 
-import skfedkt._fedkt._server as fedkt_server
+import skfedkt._fedkt._sums as fedkt_sums
 from skfedkt import FedKTClassifier, PartyUpload
+from skfedkt._engine._voting import prior_corrected_terms
 from skfedkt._fedkt._plan import FedKTPlan
 
 
@@ -55,21 +57,22 @@ def run(dataset, n_parties, beta, seed, lie, factor, bounded, n_trees=50):
         # the liar: the party holding the most rows of the rarest class
         rare = np.argmin(np.bincount(data.y_train))
         liar = int(np.argmax([u.manifest["class_counts"][rare] for u in uploads]))
-        manifest = uploads[liar].manifest
+        manifest, sums = uploads[liar].manifest, uploads[liar].payload["sums"]
         LIES[lie](manifest, factor)
-        # consistently: the teachers the claimed rows give
+        # consistently: the teachers the claimed rows give, and the sums of those rows
         manifest["n_teachers"] = FedKTPlan.of(clf).teachers_for(manifest["n_rows"])
+        sums.update(prior_corrected_terms(sums["proba"], manifest["class_counts"]))
     files = [PartyUpload(u.manifest, u.payload).to_bytes() for u in uploads]
-    fedkt_server.bounded_party_counts = bound if bounded else no_bound
+    fedkt_sums.bounded_party_counts = bound if bounded else no_bound
     try:
         server = clf.fit_server(files, data.X_public)
     finally:
-        fedkt_server.bounded_party_counts = bound
+        fedkt_sums.bounded_party_counts = bound
     predictions = server.predict(data.X_test)
     return np.mean(predictions == data.y_test), np.mean(predictions == classes[-1])
 
 
-bound = fedkt_server.bounded_party_counts
+bound = fedkt_sums.bounded_party_counts
 
 
 def no_bound(class_counts):

@@ -4,8 +4,6 @@ algorithm's hooks and declarations (see `BaseFederatedClassifier`)."""
 
 from __future__ import annotations
 
-import secrets
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 from abc import ABCMeta, abstractmethod
@@ -34,26 +32,18 @@ from ._declarations import (
     Releases,
     Uploads,
 )
-from ._deployment._channel import (
-    check_fields,
-    outgoing,
-    refuse_odd_layouts,
-    summed_in_clear,
-    weighted_terms,
-)
+from ._deployment._channel import outgoing
 from ._deployment._protocol import (
     PartyData,
     checked_message,
-    collect_uploads,
     require_public_set,
     server_expectations,
 )
-from ._deployment._upload import SUMS, PartyUpload, check_uploadable
+from ._deployment._upload import PartyUpload, check_uploadable
 from ._deployment._received import UploadChecker
-from ._deployment._ledger import input_digest
-from ._deployment._secure import secure_parties, securely_summed
-from ._deployment._secure_coordinator import round_sums, surviving_uploads
-from ._deployment._secure_stages import SecureParty, session_parties
+from ._deployment._secure import secure_parties
+from ._deployment._secure_stages import session_parties
+from ._deployment._summed import received, sent_securely, summed_in_fit
 from ._engine._context import (
     CheckContext,
     Message,
@@ -65,7 +55,12 @@ from ._engine._context import (
 from ._engine._plan import Plan
 from ._engine._fitting import recording_tiers
 from ._engine._transport import warnings_once_per_call
-from ._engine._seeds import derived_random_state, party_random_state, root_seed
+from ._engine._seeds import (
+    derived_random_state,
+    party_random_state,
+    party_seed_of,
+    root_seed,
+)
 from ._engine._validation import (
     FederatedData,
     refuse_an_untransformed_public_set,
@@ -325,16 +320,9 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
                 sent_uploads = [outgoing(upload, channel, plan, secure)
                                 for upload in step.uploads]
                 # the server gets the sums' total alone, added in the clear or securely
-                if sum_parties is None:
-                    uploads, sums, odd = summed_in_clear(sent_uploads, channel, plan,
-                                                         claimed=False)
-                    assert not odd, f"one party step gave sums of two layouts: {odd}"
-                    sent += [sum(values.nbytes for values in (
-                        upload.payload.get(SUMS) or {}).values()) for upload in sent_uploads]
-                else:
-                    uploads, sums, round_sent = securely_summed(
-                        sent_uploads, sum_parties, bound, channel, plan)
-                    sent += round_sent
+                uploads, sums, round_sent = summed_in_fit(sent_uploads, channel, plan,
+                                                          sum_parties, bound)
+                sent += round_sent
                 server_context = replace(server_context, sums=sums)
                 if not self.runs_rounds or message is not None and message.manifest["done"]:
                     break
@@ -441,35 +429,15 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         if message is not None:
             message = checked_message(message, data.expectations(self),
                                       check=self._message_check(context))
-        if party_seed is None and plan.party_noise is not None:
-            if secure:  # no noise of a party under secure aggregation derives from a
-                # manifest: 128 bits of the operating system's
-                party_seed = np.random.RandomState(
-                    np.frombuffer(secrets.token_bytes(16), dtype=np.uint32))
-            else:
-                warnings.warn(
-                    f"With {plan.party_noise} the party's noise comes from party_seed; "
-                    "without one it derives from random_state and the party's name, which "
-                    "a server knowing random_state can recompute. Pass a secret party_seed.",
-                    UserWarning,
-                )
+        seed = party_seed_of(party_seed, plan.party_noise, secure)
         parties = self._parties(context, lambda name: party_random_state(
-            self.random_state, name, party_seed))
+            self.random_state, name, seed))
         (upload,) = self._party_step(self._answering(context, message), parties).uploads
         channel = self._uploads.channel(plan)
         upload = outgoing(upload, channel, plan, secure)
         if not secure:
             return upload
-        # its weight from every party's rows, as the session agrees them
-        weight = channel.weights(plan, secure_session.parties, secure_session.party_rows,
-                                 claimed=False)[
-            secure_session.index_of(data.party, "secure_session")]
-        upload = replace(upload, payload=dict(upload.payload, **{SUMS: weighted_terms(
-            upload.payload.get(SUMS) or {}, channel.fields, weight)}))
-        upload, state = SecureParty.start(
-            secure_session, upload, identity, noisy=plan.noisy_sums,
-            input_=input_digest(data.X, data.y, upload.manifest, message))
-        return replace(upload, secure_state=state)
+        return sent_securely(upload, channel, plan, secure_session, identity, data, message)
 
     def _message_check(self, context: CheckContext[Any]) -> Callable[[UploadChecker], Any]:
         """The check of a server's message: a class with rounds declares one (its
@@ -519,11 +487,10 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
             message = checked_message(message, expected, limits,
                                       check=self._message_check(context))
             expected["classes"] = message.manifest["classes"]
-        uploads, _, sums = self._received(
-            plan, context, uploads,
-            dict(expected, round=0 if message is None else message.manifest["round"]),
-            final=False, secure_sum=secure_sum, trusted=trusted, min_parties=min_parties,
-            limits=limits)
+        uploads, _, sums = received(
+            uploads, dict(expected, round=0 if message is None else message.manifest["round"]),
+            self._uploads.channel(plan), plan, self._uploads.check(context, False),
+            secure_sum, trusted=trusted, min_parties=min_parties, limits=limits)
         # what the server did not know, it took from the accepted uploads: the message
         # says it to every party
         agreed = {key: uploads[0].manifest[key]
@@ -531,37 +498,6 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         return self._round_message(
             replace(context, classes=agreed["classes"], message=message, sums=sums,
                     manifest=dict(expected, **agreed)), uploads)
-
-    def _received(self, plan, context, sources, expected, *, final, secure_sum, **reading):
-        """The uploads a server step fits on (without their sums), the parties left out
-        and why, and the total of the parties' sums: added here in the clear, each
-        party's sums checked first, or those of the finished secure sum `secure_sum`.
-        Each upload's fields are checked by the algorithm (``_uploads.check``), then
-        as they are declared (`check_fields`): its sums, and what secure aggregation
-        withholds."""
-        secure_sums = round_sums(secure_sum)  # refuses a secure_sum out of its mode
-        secure = secure_sums is not None
-        channel = self._uploads.channel(plan)
-        check = self._uploads.check(context, final)
-
-        def checked(checker: UploadChecker) -> None:
-            check(checker)
-            check_fields(checker, channel, plan, secure)
-
-        collected = collect_uploads(
-            sources, expected, check=checked,
-            withheld=channel.withheld if secure else frozenset(), **reading)
-        if secure:
-            return (*surviving_uploads(collected, secure_sum), secure_sums)
-        uploads, left_out = collected
-        kept, sums, odd = summed_in_clear(uploads, channel, plan, claimed=True)
-        refuse_odd_layouts(odd, reading.get("min_parties"), len(kept))
-        if odd:
-            warnings.warn(f"Proceeding with the {len(kept)} parties whose sums agree; left "
-                          f"out {len(odd)}: " + "; ".join(f"{party!r}: {why}"
-                                                          for party, why in odd.items()),
-                          UserWarning)
-        return kept, {**left_out, **odd}, sums
 
     def _round_message(self, context: ServerContext[Any],
                        uploads: Sequence[Message]) -> PartyUpload:
@@ -612,9 +548,10 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
                             round=message.manifest["round"])
         elif message is not None:
             raise TypeError(f"{type(self).__name__} runs one round: leave message out.")
-        uploads, left_out, sums = self._received(
-            plan, context, uploads, expected, final=True, secure_sum=secure_sum,
-            trusted=trusted, min_parties=min_parties, limits=limits)
+        uploads, left_out, sums = received(
+            uploads, expected, self._uploads.channel(plan), plan,
+            self._uploads.check(context, True), secure_sum, trusted=trusted,
+            min_parties=min_parties, limits=limits)
         manifest = uploads[0].manifest
         classes = np.array(manifest["classes"])
         if X_public is None:  # the features the parties agreed on

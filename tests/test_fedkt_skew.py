@@ -414,7 +414,7 @@ def test_undistilled_model_predicts_with_the_servers_vote(two_class_data):
 
 def test_undistilled_model_is_refused_where_its_votes_are_not_covered(two_class_data):
     X, y, party, X_public = two_class_data
-    with pytest.raises(ValueError, match="distill=False .* with ServerNoise only the server's"):
+    with pytest.raises(ValueError, match="distill=False .* at L1 only the server's"):
         FedKTClassifier(distill=False, privacy=ServerNoise()).fit(
             X, y, groups=party, X_unlabeled=X_public)
 

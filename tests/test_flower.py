@@ -119,7 +119,7 @@ def test_a_reply_with_false_weights_is_refused_naming_the_party(consortium, flow
         reply = client(message, context)
         if context.node_id == 101:
             upload = read_upload(reply.content["skfedkt"]["data"])
-            upload.payload["weights"][0][0, 0] = np.nan
+            upload.payload["sums"]["weighted_0"][0, 0] = np.nan
             reply.content["skfedkt"] = ConfigRecord({"data": PartyUpload(
                 manifest=upload.manifest, payload=upload.payload).to_bytes()})
         return reply

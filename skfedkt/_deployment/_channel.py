@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .._engine._context import Message
 from ._archive import UploadError
 from ._fields import Field, InClear, InSum, sum_field, withheld_fields
 from ._received import UploadChecker
@@ -46,18 +47,21 @@ class Channel:
     def with_plan(self, plan: Any) -> Channel:
         """This channel reading `plan` wherever it is handed another (the fields of
         another algorithm, as FedAvg's first round sends them, with their own plan)."""
-        fields = [replace(field, bound=lambda _, rows, f=field: f.bound(plan, rows),
-                          valid=lambda _, values, f=field: f.valid(plan, values))
-                  if isinstance(field, InSum) else
-                  replace(field, needed_when=lambda _, f=field: f.needed_when(plan))
-                  for field in self.fields]
         weights, consistent = self.party_weights, self.consistent
-        return Channel(
-            tuple(fields),
-            None if weights is None else (
-                lambda _, parties, rows, claimed: weights(plan, parties, rows, claimed)),
-            None if consistent is None else (
-                lambda _, manifest, terms: consistent(plan, manifest, terms)))
+
+        def own_weights(_: Any, parties: Sequence[Any], rows: np.ndarray,
+                        claimed: bool) -> np.ndarray:
+            assert weights is not None
+            return weights(plan, parties, rows, claimed)
+
+        def own_consistency(_: Any, manifest: dict[str, Any],
+                            terms: dict[str, Any]) -> str | None:
+            assert consistent is not None
+            return consistent(plan, manifest, terms)
+
+        return Channel(tuple(_with_plan(field, plan) for field in self.fields),
+                       None if weights is None else own_weights,
+                       None if consistent is None else own_consistency)
 
     @property
     def withheld(self) -> frozenset[str]:
@@ -88,12 +92,22 @@ class Channel:
                     if isinstance(field, InSum) and field.kind == "float"], default=1.0)
 
 
-def outgoing(upload: PartyUpload, channel: Channel, plan: Any,
-             secure: bool) -> PartyUpload:
+def _with_plan(field: Field, plan: Any) -> Field:
+    """`field`, its callables reading `plan` whatever plan they are handed."""
+    if isinstance(field, InSum):
+        bound, valid = field.bound, field.valid
+        return replace(field, bound=lambda _, rows: bound(plan, rows),
+                       valid=lambda _, values: valid(plan, values))
+    needed_when = field.needed_when
+    return replace(field, needed_when=lambda _: needed_when(plan))
+
+
+def outgoing(upload: Message, channel: Channel, plan: Any, secure: bool) -> PartyUpload:
     """`upload` as its party sends it: every payload field declared, every sum of a
     declared name and kind and within its bound (refused before anything leaves the
     party), and, under secure aggregation, the withheld fields replaced by their
     withheld values."""
+    assert isinstance(upload, PartyUpload), "a party step's uploads are PartyUpload"
     party, fields = upload.party, channel.fields
     payload = upload.payload
     declared = {field.name for field in fields if isinstance(field, InClear)
@@ -104,7 +118,7 @@ def outgoing(upload: PartyUpload, channel: Channel, plan: Any,
                         "algorithm's Uploads.fields does not declare: declare each one, "
                         "InClear or InSum.")
     terms = payload.get(SUMS) or {}
-    for name, values in terms.items():
+    for name, values in _in_declared_order(terms, fields):
         problem = _misfit(fields, name, values, plan, upload.manifest["n_rows"])
         if problem is not None:
             raise ValueError(f"Party {party!r} refuses to send its sum {name!r}: {problem}.")
@@ -152,13 +166,22 @@ def check_fields(checker: UploadChecker, channel: Channel, plan: Any,
     terms = upload.payload.get(SUMS, {})
     if not isinstance(terms, dict) or not all(isinstance(name, str) for name in terms):
         checker.refuse(SUMS, "not a mapping of names to arrays of numbers")
-    for name, values in terms.items():
+    for name, values in _in_declared_order(terms, fields):
         problem = _misfit(fields, name, values, plan, checker.count("n_rows", positive=True))
         if problem is not None:
             checker.refuse(f"{SUMS}.{name}", problem)
     problem = channel.inconsistency(plan, upload.manifest, terms)
     if problem is not None:
         checker.refuse(SUMS, problem)
+
+
+def _in_declared_order(terms: dict[str, Any], fields: Sequence[Field]) -> list[tuple[str, Any]]:
+    """The sums `terms`, those the algorithm declares first first (the check of what
+    the others are computed from comes first), undeclared ones last."""
+    def rank(name: str) -> int:
+        field = sum_field(fields, name)
+        return len(fields) if field is None else list(fields).index(field)
+    return sorted(terms.items(), key=lambda item: rank(item[0]))
 
 
 def _is_withheld(value: Any, withheld: Any) -> bool:

@@ -5,8 +5,10 @@ model; a clone's randomness is fixed by its seed alone."""
 
 import copy
 import hashlib
+import secrets
 import sys
 import threading
+import warnings
 from numbers import Integral
 
 import numpy as np
@@ -69,6 +71,23 @@ def public_queries(n_public, n_queries, root):
     and the server (drawn from the shared `root`): a prefix of one permutation, so more
     queries add rows and never swap them."""
     return np.sort(derived_random_state(root, "public").permutation(n_public)[:n_queries])
+
+
+def party_seed_of(party_seed, party_noise, secure):
+    """The seed of a deployed party's own draws: `party_seed`, or where it is None and
+    the party adds noise (the mechanism `party_noise`), under secure aggregation
+    (`secure`) a RandomState of 128 bits from the operating system (no noise of a party
+    there derives from anything a manifest says), and otherwise None, with a warning:
+    its noise derives from the agreed random_state."""
+    if party_seed is not None or party_noise is None:
+        return party_seed
+    if secure:
+        return np.random.RandomState(np.frombuffer(secrets.token_bytes(16), dtype=np.uint32))
+    warnings.warn(
+        f"With {party_noise} the party's noise comes from party_seed; without one it "
+        "derives from random_state and the party's name, which a server knowing "
+        "random_state can recompute. Pass a secret party_seed.", UserWarning)
+    return None
 
 
 def party_random_state(random_state, party, party_seed=None):

@@ -24,7 +24,7 @@ from .._privacy._accounting import DEFAULT_ORDERS
 from .._privacy._mechanisms import DistributedNoise, PartyNoise, ServerNoise
 from .._engine._validation import FederatedData
 from .._privacy._release import Release, final_model_release, models_release
-from .._deployment._fields import InClear
+from .._deployment._fields import Field, InClear
 from ._party import FedKTParty, check_party_sizes, party_guarantee, party_step
 from ._payloads import FedKTUpload, fedkt_upload
 from ._plan import FedKTPlan, learners
@@ -68,7 +68,7 @@ def _refusal(plan: FedKTPlan, secure: bool) -> str | None:
     return None
 
 
-FIELDS = (
+FIELDS: tuple[Field, ...] = (
     InClear("students", "its fitted students, one per partition", party_only=True,
             needed_when=_undistilled, withheld=[]),
     InClear("codes", "the class codes of each student's outputs", party_only=True,

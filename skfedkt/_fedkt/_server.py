@@ -122,6 +122,8 @@ def server_step(plan: FedKTPlan, uploads: Sequence[Message], X_public: Any, root
     payloads = [fedkt_upload(upload) for upload in uploads]
     X_labelled, _, server_rows = plan.tier_rows(X_public, root)
     n_labelled = num_samples(X_labelled)
+    plan.say(f"server: the summed student votes of {parties_in_words(len(uploads))} on "
+             f"{n_labelled} rows")
     votes = summed_votes(plan, sums, len(uploads), server_rows, n_labelled)
     party_counts = _party_counts(plan, uploads, parties)
     training_counts = sums.get("class_counts")
@@ -163,7 +165,7 @@ def _party_counts(plan: FedKTPlan, uploads: Sequence[Message],
     if None in counts:
         return None
     rows = np.array([upload.manifest["n_rows"] for upload in uploads])
-    return np.asarray(counts, dtype=float) * party_weights(plan, parties, rows,
+    return np.asarray(counts, dtype=float) * party_weights(plan, list(parties), rows,
                                                            claimed=False)[:, None]
 
 

@@ -73,17 +73,18 @@ def _consistent(plan: FedKTPlan, values: np.ndarray) -> str | None:
     return nonnegative(plan, values)
 
 
-SUMS = (
+SUMS: tuple[InSum, ...] = (
     InSum("votes", "hard votes: its students' votes counted", "int", _students,
           valid=rows_summing_to(lambda plan: plan.n_students)),
     InSum("consistent", "hard votes: its students' votes where all agree", "int",
           _students, valid=_consistent),
     InSum("soft_votes", "soft votes: its students' probabilities summed", "float",
           _students, valid=rows_summing_to(lambda plan: plan.n_students)),
-    *(InSum(name, f"prior-corrected pooling: {about}", "float", bound, weighted=True)
-      for name, (about, bound) in _TERMS.items()),
+    # the probabilities first: the terms are computed from them
     InSum("proba", "prior-corrected pooling: its students' mean probabilities", "float",
           lambda plan, max_rows: 1.0, valid=rows_summing_to(lambda plan: 1.0)),
+    *(InSum(name, f"prior-corrected pooling: {about}", "float", bound, weighted=True)
+      for name, (about, bound) in _TERMS.items()),
     InSum("class_counts", "its rows of each class (at L2 with noise, where released)",
           "float", _rows, weighted=True, valid=nonnegative),
     InSum("noisy_votes", "with DistributedNoise: its votes on the queries with its noise "

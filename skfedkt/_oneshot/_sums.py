@@ -49,8 +49,9 @@ def party_sums(plan: OneShotPlan, model: ClassCodeModel | None, X_public: Any,
     """What one party sends in the sum: whether it trained a `model`, its
     `class_counts`, and where the server distils every party's model, that model's
     votes on `X_public` (a party too small to train, zeros)."""
-    sums = dict(trained=np.array(model is not None, dtype=np.int64),
-                class_counts=np.asarray(class_counts, dtype=np.int64))
+    sums: dict[str, np.ndarray] = dict(
+        trained=np.array(model is not None, dtype=np.int64),
+        class_counts=np.asarray(class_counts, dtype=np.int64))
     if distils_every_party(plan):
         n_public, n_classes = num_samples(X_public), len(class_counts)
         soft = plan.voting == "soft"
