@@ -176,5 +176,7 @@ def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
                          f"{len(list(parties))} parties.")
     if any(isinstance(n, bool) or not isinstance(n, Integral) or n < 1 for n in rows):
         raise ValueError(f"party_rows must be positive integers, got {rows!r}.")
-    return SecureSession.new(parties, rows, estimator._uploads.channel(plan).float_bound(
-        plan, max(rows)), threshold, identities=identities, colluding=colluding)
+    channel = estimator._uploads.channel(plan)
+    channel.check_fits(plan, len(rows), max(rows))
+    return SecureSession.new(parties, rows, channel.float_bound(plan, max(rows)), threshold,
+                             identities=identities, colluding=colluding)

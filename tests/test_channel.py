@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
@@ -56,6 +56,10 @@ SAME_MODEL = {
     "fedkt summed votes": FedKTClassifier(_tree(), voting=SoftVotes(pooling="sum")),
     "fedkt soft labels": FedKTClassifier(_tree(), soft_labels="all"),
     "fedkt students learn party rows": FedKTClassifier(_tree(), student_data="party+public"),
+    "fedkt one partition": FedKTClassifier(_tree(), n_students=1),
+    "fedkt unmatched shares": FedKTClassifier(_tree(), voting=SoftVotes(match_shares=False)),
+    "fedkt logistic final": FedKTClassifier(_tree(),
+                                            final_estimator=LogisticRegression(max_iter=500)),
     "fedkt L1": FedKTClassifier(_tree(), privacy=ServerNoise(gamma=0.5)),
     "fedkt L1 gaussian": FedKTClassifier(_tree(), privacy=ServerNoise(gamma=0.5,
                                                                       noise="gaussian")),
@@ -74,6 +78,8 @@ SAME_MODEL = {
                                                          voting="hard"),
     "oneshot distilled into a regressor": OneShotEnsembleClassifier(
         _tree(), distill=True, final_estimator=Ridge()),
+    "oneshot, a party too small to train": OneShotEnsembleClassifier(
+        _tree(), distill=True, min_samples=50),
     "fedavg": FedAvgClassifier(MLPClassifier((8,)), n_rounds=2),
     "fedprox": FedAvgClassifier(MLPClassifier((8,)), n_rounds=2, proximal_mu=0.1),
     "feddf": FedAvgClassifier(MLPClassifier((8,)), n_rounds=2, distill_epochs=1),
@@ -233,3 +239,15 @@ def test_the_deployed_plain_steps_sum_what_fit_sums(data):
     np.testing.assert_array_equal(served.predict_proba(X_test), fitted.predict_proba(X_test))
     # what a party sent: its students and its sums, the file's bytes
     assert (fitted.upload_bytes_ > 0).all()
+
+
+def test_integer_sums_that_could_overflow_the_secure_sum_are_refused_before_any_work():
+    from skfedkt._deployment._channel import Channel
+    from skfedkt.algorithm import InSum
+
+    channel = Channel((InSum("counts", "a count per row", "int",
+                             lambda plan, max_rows: max_rows * 2.0 ** 40),))
+    channel.check_fits(None, n_parties=100, max_rows=1000)
+    with pytest.raises(ValueError, match="The sum 'counts' of 100 parties, each up to "
+                       ".*would not fit a secure sum's 63 bits"):
+        channel.check_fits(None, n_parties=100, max_rows=2 ** 20)

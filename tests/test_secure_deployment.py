@@ -788,8 +788,8 @@ def test_files_mixed_up_are_refused_saying_what_to_do(consortium, tmp_path, caps
 
 # --- one input, one sum: each party's ledger -----------------------------------------------
 
-INPUT_AGAIN = "refuses to unmask: it helped unmask this very input before, in a sum of"
-OTHER_SURVIVORS = "its survivors are not those of round 0 of this session"
+INPUT_AGAIN = "survivors: it helped unmask this very input before, in a sum of"
+OTHER_SURVIVORS = "survivors: round 1's survivors are not those of round 0 of this session"
 
 
 def test_a_second_session_of_the_same_inputs_with_other_survivors_is_refused(
@@ -806,7 +806,8 @@ def test_a_second_session_of_the_same_inputs_with_other_survivors_is_refused(
         files = second.stage(files, NAMES[1:])
     for name in NAMES[1:]:
         printed = second.answer(name, files[name], status=1)
-        assert f"Party '{name}' {INPUT_AGAIN} 5 other survivors than these 4" in printed
+        assert (f"refused by party '{name}': the message, {INPUT_AGAIN} 5 survivors "
+                "other than these 4" in printed)
     # the same survivors may unmask again: nothing new is given away
     third = _Round(consortium, tmp_path, capsys, keys_from=first)
     files = third.coordinator("--uploads", *third.uploads.values())[1]
@@ -863,7 +864,7 @@ def test_a_consensus_replayed_under_a_new_round_number_is_the_same_input(tmp_pat
                                  secure_session=session, identity=IDENTITIES[p])
                    for p in range(1, 5)]
     with pytest.raises(SecureSumError, match=f"refused by party 'h1'.*{INPUT_AGAIN} 5 "
-                       "other survivors than these 4"):
+                       "survivors other than these 4"):
         _secure_round(session, uploads, ledgers)
 
 
@@ -877,7 +878,7 @@ def test_through_flower_a_second_run_without_a_node_is_refused(flower_task):
     again = _session(FEDKT_HARD)
     client, server, served = _flower_apps(FEDKT_HARD, again, ledgers=folder)
     with pytest.raises(SecureSumError, match=f"refused by party 'h0'.*{INPUT_AGAIN} 5 "
-                       "other survivors than these 4"), pytest.warns(UserWarning):
+                       "survivors other than these 4"), pytest.warns(UserWarning):
         server(in_process_grid(_silent_after_keys(client, {4}), 5), flower_context())
     assert served == []
 

@@ -85,6 +85,19 @@ class Channel:
         `manifest` (`consistent`), or None."""
         return None if self.consistent is None else self.consistent(plan, manifest, terms)
 
+    def check_fits(self, plan: Any, n_parties: int, max_rows: int) -> None:
+        """Refuse, before any work, integer sums whose largest honest total over
+        `n_parties` parties of at most `max_rows` rows would not fit the secure sum's
+        64-bit words (floats are scaled to fit: `float_bound`)."""
+        for field in self.fields:
+            if isinstance(field, InSum) and field.kind == "int":
+                bound = field.bound(plan, max_rows)
+                if n_parties * bound >= 2 ** 63:
+                    raise ValueError(
+                        f"The sum {field.name!r} of {n_parties} parties, each up to "
+                        f"{bound:.4g}, would not fit a secure sum's 63 bits: fewer parties "
+                        "or rows.")
+
     def float_bound(self, plan: Any, max_rows: int) -> float:
         """The largest magnitude of a float any party sums, where none holds more than
         `max_rows` rows (1 where none are floats): the secure sum's fixed point."""

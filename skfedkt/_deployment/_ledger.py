@@ -91,9 +91,9 @@ class InputLedger:
 
     path: str | PathLike[str]
 
-    def admit(self, party: Any, session: str, round_: int, input_: str,
-              survivors: Sequence[str], names: Sequence[Any], noisy: bool) -> None:
-        """Record that `party` helps unmask round `round_` of `session` (hex), whose
+    def admit(self, session: str, round_: int, input_: str, survivors: Sequence[str],
+              names: Sequence[Any], noisy: bool) -> None:
+        """Record that the party helps unmask round `round_` of `session` (hex), whose
         sum holds its input `input_` (`input_digest`) and those of `survivors`
         (identity keys, hex; `names` in the session's words); refused, naming what it
         saw before, where the same input was unmasked with other survivors, or where
@@ -104,19 +104,18 @@ class InputLedger:
         before = document["inputs"].get(input_)
         if before is not None and before != survivors:
             raise ValueError(
-                f"Party {party!r} refuses to unmask: it helped unmask this very input "
-                f"before, in a sum of {len(before)} other survivors than these "
-                f"{len(survivors)} ({_names(names)}); the difference of the two "
-                "sums would give away the inputs of the parties in one and not the "
-                "other. The same rows, plan and server message are one input, whatever "
-                "the session or round number.")
+                f"it helped unmask this very input before, in a sum of {len(before)} "
+                f"survivors other than these {len(survivors)} ({_names(names)}); the "
+                "difference of the two sums would give away the inputs of the parties in "
+                "one and not the other. The same rows, plan and server message are one "
+                "input, whatever the session or round number.")
         last = document["sessions"].get(session)
         if (last is not None and last["round"] != round_ and last["survivors"] != survivors
                 and not noisy):
             raise ValueError(
-                f"Party {party!r} refuses to unmask round {round_}: its survivors are not "
-                f"those of round {last['round']} of this session ({_names(names)}"
-                " now), and within a federation a round's survivors are the last round's "
+                f"round {round_}'s survivors are not those of round {last['round']} of "
+                f"this session ({_names(names)} now), and within a federation a round's "
+                "survivors are the last round's "
                 "unless its sums carry the parties' privacy noise: a party left out of one "
                 "round would be given away by the two sums. The federation ends at round "
                 f"{last['round']}.")

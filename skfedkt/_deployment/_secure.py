@@ -55,6 +55,7 @@ def secure_parties(channel: Channel, plan: Any, data: Any) -> tuple[SumParties, 
                          "from the sum. Fit with more parties, or turn it off "
                          "(skfedkt.set_config(secure_aggregation=False)).")
     rows = tuple(map(len, data.party_rows))
+    channel.check_fits(plan, len(rows), max(rows))
     threshold = default_threshold(len(rows))
     return (SumParties(tuple(data.parties), rows, threshold,
                        default_colluding(len(rows), threshold)),

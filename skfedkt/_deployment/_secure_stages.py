@@ -316,8 +316,8 @@ class SecureParty:
         if reads == "request":
             survivors = message["survivors"]
             try:
-                ledger.admit(self.party, self.session.session.hex(), self.round,
-                             self.input, [self.session.identities[i].hex() for i in survivors],
+                ledger.admit(self.session.session.hex(), self.round, self.input,
+                             [self.session.identities[i].hex() for i in survivors],
                              [self.session.parties[i] for i in survivors], self.noisy)
             except ValueError as error:
                 raise SecureSumError(self.party, None, "survivors", str(error)) from None
