@@ -6,6 +6,7 @@ identity key."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 
@@ -133,6 +134,17 @@ def open_sealed(key: bytes, sealed: bytes, associated: bytes) -> bytes | None:
 
 
 def verify(public: bytes, signature: bytes, message: bytes) -> bool:
+    """Whether `signature` is the Ed25519 signature of `message` by `public` (False for
+    anything but bytes)."""
+    return all(isinstance(part, bytes) for part in (public, signature, message)) and (
+        _verified(public, signature, message))
+
+
+# A verification's answer depends on its bytes alone: kept, since in `fit`'s one process
+# every party checks the same roster and survivors, and the coordinator the shares their
+# holders checked (a party's own process sees each once)
+@functools.lru_cache(maxsize=1 << 15)
+def _verified(public: bytes, signature: bytes, message: bytes) -> bool:
     try:
         Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
     except (InvalidSignature, ValueError):
