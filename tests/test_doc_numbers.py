@@ -133,7 +133,7 @@ TYPED_TABLE = re.compile(r"^\s*\.\. list-table::|(?<=\n\n)(=+( +=+)+|\+[-=]+(\+[
                          re.M)
 # tables that list no results: parameters, hooks, declarations, what each method sends
 NOT_RESULT_TABLES = {"extending.rst": 5, "architecture.rst": 1, "deployment.rst": 1,
-                     "secure_aggregation.rst": 1, "user_guide/choosing.rst": 1}
+                     "user_guide/choosing.rst": 1}
 
 
 @pytest.mark.parametrize("page", doc_pages(), ids=lambda page: str(page.relative_to(ROOT)))
