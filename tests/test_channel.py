@@ -202,6 +202,20 @@ def test_the_plain_server_checks_every_partys_sums_naming_party_and_field(data):
     assert served.parties_.tolist() == [0, 1, 2, 3] and 4 in served.left_out_parties_
 
 
+@pytest.mark.parametrize("missing", ["proba", "class_counts", "evidence"])
+def test_a_party_without_a_sum_its_pooling_needs_is_refused_naming_it(data, missing):
+    """Each sum alone is valid, but the prior-corrected pooling's terms cannot be
+    checked against probabilities or counts the party did not send: refused, naming
+    what is missing, before the sums' layouts are compared."""
+    clf = FedKTClassifier(_tree(), voting=SoftVotes(pooling="prior-corrected"),
+                          random_state=0)
+    uploads = _uploads(clf, data)
+    del uploads[1].payload["sums"][missing]
+    with pytest.raises(UploadError, match=f"Party 1 refused: sums: it sends no {missing}, "
+                       "which the prior-corrected pooling sums"):
+        clone(clf).fit_server(uploads, data[3])
+
+
 def test_a_withheld_field_in_the_clear_is_refused_under_secure_aggregation(data, tmp_path):
     from skfedkt import InputLedger, PartyIdentity, SecureCoordinator
 

@@ -95,22 +95,24 @@ SUMS: tuple[InSum, ...] = (
 def consistent(plan: FedKTPlan, manifest: dict[str, Any],
                sums: dict[str, Any]) -> str | None:
     """Why one party's sums are not what an honest party of that `manifest` sends, each
-    sum valid alone: summed class counts other than its manifest's, or terms of the
-    prior-corrected pooling that are not those of its probabilities and counts (an
-    honest party computes them by `prior_corrected_terms`), or None."""
-    counts = manifest.get("class_counts")
-    if counts is not None and "class_counts" in sums and not np.array_equal(
-            sums["class_counts"], counts):
+    sum valid alone: summed class counts other than its manifest's, or, where it sends
+    the prior-corrected pooling's terms, some missing or not those of its probabilities
+    and counts (an honest party computes them by `prior_corrected_terms`), or None."""
+    counts, summed_counts = manifest.get("class_counts"), sums.get("class_counts")
+    if counts is not None and summed_counts is not None and not np.array_equal(
+            summed_counts, counts):
         return "its summed class_counts are not its manifest's"
-    if "evidence" not in sums:
+    if not any(name in sums for name in _TERMS):
+        # no round of the prior-corrected pooling (FedAvg's later rounds share this check)
         return None
-    terms = prior_corrected_terms(sums["proba"], sums["class_counts"])
-    for name in _TERMS:
-        if np.shape(sums[name]) != np.shape(terms[name]) or not np.allclose(
-                sums[name], terms[name], rtol=1e-9, atol=1e-12):
-            return (f"its {name} are not the prior-corrected terms of its proba and "
-                    "class_counts")
-    return None
+    missing = [name for name in ("proba", "class_counts", *_TERMS) if name not in sums]
+    if missing:
+        return f"it sends no {', '.join(missing)}, which the prior-corrected pooling sums"
+    terms = prior_corrected_terms(sums["proba"], summed_counts)
+    unlike = [name for name in _TERMS if np.shape(sums[name]) != np.shape(terms[name])
+              or not np.allclose(sums[name], terms[name], rtol=1e-9, atol=1e-12)]
+    return (f"its {unlike[0]} are not the prior-corrected terms of its proba and "
+            "class_counts") if unlike else None
 
 
 def party_weights(plan: FedKTPlan, parties: Sequence[Any], rows: np.ndarray,
