@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ._archive import UploadLimits, read_file, write_atomically
-from ._secure_documents import Document, dumps
+from ._secure_documents import Document, dumps, is_hex32
 from ._upload import fingerprint
 
 _FORMAT = "skfedkt input ledger 1"
@@ -134,10 +134,10 @@ class InputLedger:
         reader.fields(document, ("format", "inputs", "sessions"))
         inputs, sessions = document["inputs"], document["sessions"]
         if not (isinstance(inputs, dict) and all(
-                _is_hex(key) and _keys(value) for key, value in inputs.items())):
+                is_hex32(key) and _keys(value) for key, value in inputs.items())):
             raise reader.refuse("inputs", "not a mapping of digests to survivors")
         if not (isinstance(sessions, dict) and all(
-                _is_hex(key) and isinstance(value, dict) and set(value) == {
+                is_hex32(key) and isinstance(value, dict) and set(value) == {
                     "round", "survivors"} and type(value["round"]) is int
                 and _keys(value["survivors"]) for key, value in sessions.items())):
             raise reader.refuse("sessions", "not a mapping of sessions to their last "
@@ -145,13 +145,8 @@ class InputLedger:
         return document
 
 
-def _is_hex(value: Any) -> bool:
-    return (isinstance(value, str) and len(value) == 64
-            and all(c in "0123456789abcdef" for c in value))
-
-
 def _keys(value: Any) -> bool:
-    return isinstance(value, list) and all(map(_is_hex, value))
+    return isinstance(value, list) and all(map(is_hex32, value))
 
 
 def _names(names: Sequence[Any]) -> str:

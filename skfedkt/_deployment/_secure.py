@@ -47,8 +47,9 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
 
 def secure_parties(channel: Channel, plan: Any, data: Any) -> tuple[SumParties, float]:
     """The parties of `data` (`FederatedData`) as one secure sum holds them (the
-    default threshold, and as many colluding parties as it withstands), and the bound on the floats they sum, which the algorithm's
-    `channel` gives for `plan`; refused, before any work, for fewer than 3 parties."""
+    default threshold, and as many colluding parties as it withstands), and the bound
+    on the floats they sum, which the algorithm's `channel` gives for `plan`; refused,
+    before any work, for fewer than 3 parties."""
     if len(data.parties) < 3:
         raise ValueError(f"secure_aggregation needs at least 3 parties, got "
                          f"{len(data.parties)}: with two, each learns the other's input "

@@ -81,6 +81,13 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def is_hex32(value: Any) -> bool:
+    """Whether `value` is 32 bytes in lowercase hexadecimal (a digest, a session, a
+    public key, as the documents write them)."""
+    return (isinstance(value, str) and len(value) == 64
+            and all(c in "0123456789abcdef" for c in value))
+
+
 def dumps(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, separators=(",", ":")).encode()
 

@@ -42,7 +42,8 @@ from ._archive import UploadLimits, read_file, write_atomically
 from ._ledger import InputLedger
 from ._identity import identity_key
 from ._protocol import _check_party_name
-from ._secure_documents import Document, b64, dumps, layout_json, layout_read, started_round
+from ._secure_documents import (Document, b64, dumps, is_hex32, layout_json, layout_read,
+                                started_round)
 from ._channel import Layout, layout_length, sums_layout, without_sums
 from ._secure import encoded, fixed_point_for
 from ._upload import SUMS, PartyUpload
@@ -197,7 +198,7 @@ class SecureSession:
         reader.fields(document, ("format", "session", "parties", "party_rows", "threshold",
                                  "float_bound", "scale", "identities", "colluding"))
         session = document["session"]
-        if not _hex32(session):
+        if not is_hex32(session):
             raise reader.refuse("session", "not 32 bytes in lowercase hexadecimal")
         parties, rows = document["parties"], document["party_rows"]
         identities = document["identities"]
@@ -206,7 +207,7 @@ class SecureSession:
             if not isinstance(value, list):
                 raise reader.refuse(field, "not a list")
         for at, key in enumerate(identities):
-            if not _hex32(key):
+            if not is_hex32(key):
                 raise reader.refuse(f"identities[{at}]", "not a public key of 32 bytes in "
                                     "lowercase hexadecimal")
         bound = document["float_bound"]
@@ -348,7 +349,7 @@ class SecureParty:
         document = reader.parse(data, STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
         reader.fields(document, ("format", "session", "round", "party", "sums", "words",
                                  "input", "noisy", "secure_sum"))
-        if not _hex32(document["input"]):
+        if not is_hex32(document["input"]):
             raise reader.refuse("input", "not a digest of 32 bytes in hexadecimal")
         if not isinstance(document["noisy"], bool):
             raise reader.refuse("noisy", "not true or false")
@@ -424,9 +425,3 @@ def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
                          f"{agreed}: every party's rows are agreed in the session.")
     session.identity_key(party, identity)
     return session.sum_parties()
-
-
-def _hex32(value: Any) -> bool:
-    """Whether `value` is 32 bytes in lowercase hexadecimal."""
-    return (isinstance(value, str) and len(value) == 64
-            and all(c in "0123456789abcdef" for c in value))

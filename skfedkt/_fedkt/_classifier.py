@@ -239,9 +239,9 @@ class FedKTClassifier(BaseFederatedClassifier):
         Controls the partitions, one seed per clone (set on every ``random_state``
         parameter of a clone, nested ones too, and on torch's RNG for skorch nets), the
         noise and the tie breaks (but `DistributedNoise`, which comes from the operating
-        system: a seed the coordinator knows would let it remove the noise). Results are identical for any `n_jobs` and joblib
-        backend, except for skorch nets under the threading backend, whose threads share
-        torch's RNG.
+        system: a seed the coordinator knows would let it remove the noise). Results are
+        identical for any `n_jobs` and joblib backend, except for skorch nets under the
+        threading backend, whose threads share torch's RNG.
     verbose : int, default=0
         If positive, `fit` prints each stage (teachers, students, server); larger
         values also make the parallel fitting verbose.
