@@ -20,6 +20,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.tree import DecisionTreeClassifier
 
 from _flower_grid import flower_context, flower_task, in_process_grid  # noqa: F401
+from _secure_forgery import routed_from
 import skfedkt
 from skfedkt import (
     FedCTClassifier,
@@ -217,7 +218,7 @@ def test_every_honest_party_refuses_the_shares_of_a_party_told_another_roster(
     for p, name in enumerate(NAMES[1:4], start=1):
         # the coordinator passes h0's shares on, sealed over the roster h0 was told
         forged = {**message_from_bytes("routed", routed[name].read_bytes(), agreement,
-                                       reader=p), 0: told["sealed"][p]}
+                                       reader=p), 0: routed_from(told, p)}
         routed[name].write_bytes(message_to_bytes("routed", forged, agreement))
         printed = secure.answer(name, routed[name], status=1)
         assert (f"refused by party '{name}': the message from party 'h0', sealed: its "
@@ -260,14 +261,13 @@ def test_a_party_that_alters_a_share_is_named_and_the_sum_is_exact(consortium, t
     agreement = secure.agreement()
     # h2 gives back its share of h0's self-mask seed with one bit flipped
     altered = message_from_bytes("unmask", answers["h2"].read_bytes(), agreement)
-    share = altered["seed_shares"][0]["share"]
-    altered["seed_shares"][0] = dict(altered["seed_shares"][0],
-                                     share=bytes([share[0] ^ 1]) + share[1:])
+    share = altered["seed_shares"][0]
+    altered["seed_shares"][0] = bytes([share[0] ^ 1]) + share[1:]
     answers["h2"].write_bytes(message_to_bytes("unmask", altered, agreement))
     printed, _ = secure.coordinator("--answers", *answers.values())
     assert "done, over 5 parties" in printed
-    assert ("coordinator: party 'h2' gave back shares their dealers did not sign, so "
-            "altered, and left out: of the self-mask seed of party 'h0'" in printed)
+    assert ("coordinator: party 'h2' gave back shares other than the ones their dealers "
+            "signed, so altered, and left out: of the self-mask seed of party 'h0'" in printed)
     # the sums are exactly those of the parties' own words
     session = SecureSession.load(secure.session)
     sums = SecureCoordinator.load(session, tmp_path / "coordinator.json").sums
@@ -516,10 +516,11 @@ def test_the_coordinator_warns_naming_a_party_that_altered_a_share(tmp_path):
     answers = [states[name].answer(data, ledgers[name]) for name, data in out.items()]
     altered = message_from_bytes("unmask", answers[4], coordinator.agreement)
     share = altered["seed_shares"][1]
-    altered["seed_shares"][1] = dict(share, signature=share["signature"][::-1])
+    altered["seed_shares"][1] = share[::-1]
     answers[4] = message_to_bytes("unmask", altered, coordinator.agreement)
     with pytest.warns(UserWarning, match="exact without the altered shares some parties "
-                      "gave back: 'h4' gave back shares their dealers did not sign"):
+                      "gave back: 'h4' gave back shares other than the ones their dealers "
+                      "signed"):
         coordinator.advance(answers)
     assert list(coordinator.refused_shares) == ["h4"]
     assert coordinator.survivors == tuple(NAMES)
@@ -681,7 +682,7 @@ def test_through_flower_every_honest_node_refuses_the_shares_of_a_node_told_anot
     for p, name in enumerate(NAMES[1:4], start=1):
         # the coordinator passes h0's shares on, sealed over the roster h0 was told
         forged = {**message_from_bytes("routed", routed[name], agreement, reader=p),
-                  0: told["sealed"][p]}
+                  0: routed_from(told, p)}
         with pytest.raises(SecureSumError, match=f"refused by party '{name}': the message "
                            "from party 'h0', sealed: its shares do not open"):
             ask(name, message_to_bytes("routed", forged, agreement))
@@ -905,16 +906,15 @@ def test_through_flower_an_altered_share_is_named_and_the_model_is_the_honest_on
             length = len(json.loads(data)["content"]["seed_shares"])
             assert length == 5, agreement
             content = answer["content"]
-            first = content["seed_shares"]["0"]
-            share = bytearray(base64.b64decode(first["share"]))
+            share = bytearray(base64.b64decode(content["seed_shares"]["0"]))
             share[0] ^= 1
-            first["share"] = base64.b64encode(bytes(share)).decode()
+            content["seed_shares"]["0"] = base64.b64encode(bytes(share)).decode()
             reply = type(reply)(content=_payload(json.dumps(answer).encode(),
                                                  secure_stage=True), reply_to=message)
         return reply
 
-    with pytest.warns(UserWarning, match="'h2' gave back shares their dealers did not "
-                      "sign"):
+    with pytest.warns(UserWarning, match="'h2' gave back shares other than the ones "
+                      "their dealers signed"):
         server(in_process_grid(h2_alters_a_share, 5), flower_context())
     plain_client, plain_server, plain = _flower_apps(FEDKT_HARD, None)
     plain_server(in_process_grid(plain_client, 5), flower_context())

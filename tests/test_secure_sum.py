@@ -1,6 +1,7 @@
 """The secure sum: exact sums through dropouts down to the threshold, a named refusal
 below it, a coordinator that learns nothing of one party's input, parties that refuse a
-hostile coordinator (parties it made up among them) and a dealer of unsigned shares,
+hostile coordinator (parties it made up among them) and a dealer of shares it did not
+sign,
 and a coordinator that leaves out altered shares and names who altered them."""
 
 import itertools
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from _secure_forgery import routed_from
 from skfedkt._secure_sum import (
     STAGES,
     Agreement,
@@ -245,7 +247,7 @@ def test_parties_refuse_a_coordinator_that_sends_them_different_rosters():
     # party 0's shares were sealed over another roster: they do not open
     with pytest.raises(SecureSumError, match="refused by party 'p1': the message from "
                        "party 'p0', sealed: its shares do not open"):
-        federation.parties[1].masked_input({**routed[1], 0: shares[0]["sealed"][1]},
+        federation.parties[1].masked_input({**routed[1], 0: routed_from(shares[0], 1)},
                                            federation.inputs[1])
 
 
@@ -355,9 +357,8 @@ def test_the_coordinator_refuses_keys_no_agreed_identity_signed_naming_the_party
 
 
 def _flip_a_bit(answer, field, owner):
-    share = answer[field][owner]["share"]
-    answer[field][owner] = dict(answer[field][owner],
-                                share=bytes([share[0] ^ 1]) + share[1:])
+    share = answer[field][owner]
+    answer[field][owner] = bytes([share[0] ^ 1]) + share[1:]
 
 
 @pytest.mark.parametrize("field, leaving", [("seed_shares", ()), ("mask_shares", (6,))])
@@ -374,8 +375,8 @@ def test_the_coordinator_leaves_out_an_altered_share_naming_its_holder(field, le
     np.testing.assert_array_equal(decode_integers(total), federation.expected(leaving))
     what = "self-mask seed" if field == "seed_shares" else "mask key"
     assert federation.coordinator.refused_shares == {
-        "p3": "gave back shares their dealers did not sign, so altered, and left out: of "
-              f"the {what} of party 'p{owner}'"}
+        "p3": "gave back shares other than the ones their dealers signed, so altered, and "
+              f"left out: of the {what} of party 'p{owner}'"}
 
 
 def test_too_few_good_shares_refuse_the_sum_naming_who_altered_them():
@@ -389,40 +390,54 @@ def test_too_few_good_shares_refuse_the_sum_naming_who_altered_them():
         federation.coordinator.total(answers)
 
 
-def test_a_holder_refuses_shares_their_dealer_did_not_sign_naming_the_dealer():
+def test_a_holder_refuses_shares_other_than_the_ones_their_dealer_signed_naming_it():
     federation = _Federation()
     roster = federation.keys()
     dealer = federation.parties[2]
-    signed_share = dealer._signed_share
+    digests = dealer._digests
 
-    def unsigned(holder, kind, share):  # the dealer's signature of p0's seed share fails
-        dealt = signed_share(holder, kind, share)
-        return dict(dealt, signature=bytes(64)) if (holder, kind) == (0, "seed") else dealt
+    def misdigested(dealer_index, holder, dealt):  # it signs another digest of p0's seed
+        pair = digests(dealer_index, holder, dealt)
+        return dict(pair, seed=bytes(32)) if holder == 0 else pair
 
-    dealer._signed_share = unsigned
+    dealer._digests = misdigested
     routed = federation.coordinator.route_shares([party.share_keys(roster)
                                                   for party in federation.parties])
     with pytest.raises(SecureSumError, match="refused by party 'p0': the message from party "
-                       "'p2', sealed: its shares are not signed by it"):
+                       "'p2', sealed: its shares are not the ones whose digests it signed"):
         federation.parties[0].masked_input(routed[0], federation.inputs[0])
-    # the others' shares from p2 were signed
+    # the others' shares from p2 are the ones it signed
     federation.parties[1].masked_input(routed[1], federation.inputs[1])
 
 
-def test_the_coordinator_names_a_dealer_whose_signed_shares_are_inconsistent():
+@pytest.mark.parametrize("field, edit", [
+    ("signature", lambda message: dict(message, signature=bytes(64))),
+    ("digests", lambda message: dict(message, digests={
+        holder: pair for holder, pair in message["digests"].items() if holder != 0}))])
+def test_the_coordinator_refuses_shares_whose_digests_their_dealer_did_not_sign(field, edit):
     federation = _Federation()
-    dealer = federation.parties[2]
-    signed_share = dealer._signed_share
+    roster = federation.keys()
+    shares = [party.share_keys(roster) for party in federation.parties]
+    shares[3] = edit(shares[3])
+    with pytest.raises(SecureSumError, match=f"by the coordinator: the message from party "
+                       f"'p3', {field}: not "):
+        federation.coordinator.route_shares(shares)
 
-    def inconsistent(holder, kind, share):  # p4's share of p2's seed off its polynomial
-        if (holder, kind) == (4, "seed"):
-            share = share[:-1] + bytes([share[-1] ^ 1])
-        return signed_share(holder, kind, share)
 
-    dealer._signed_share = inconsistent
+def test_the_coordinator_names_a_dealer_whose_signed_shares_are_inconsistent(monkeypatch):
+    federation = _Federation()
+    seed = federation.parties[2]._self_seed
+
+    def inconsistent(secret, points, threshold):  # p4's share of p2's seed off its polynomial
+        shares = split(secret, points, threshold)
+        if secret == seed:
+            shares[5] = shares[5][:-1] + bytes([shares[5][-1] ^ 1])
+        return shares
+
+    monkeypatch.setattr("skfedkt._secure_sum._party.split", inconsistent)
     answers = federation.unmasked()
     with pytest.raises(SecureSumError, match="by the coordinator: the message from party "
-                       "'p2', seed_shares: its shares, each signed by it, do not combine "
+                       "'p2', seed_shares: its shares, which it signed, do not combine "
                        "into the self-mask seed it committed to"):
         federation.coordinator.total(answers)
     assert federation.coordinator.refused_shares == {}

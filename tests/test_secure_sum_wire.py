@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+from _secure_forgery import routed_from
 from skfedkt._secure_sum import (
     Agreement,
     SecureSumCoordinator,
@@ -166,7 +167,7 @@ def test_loaded_parties_refuse_a_coordinator_that_sends_them_different_rosters()
             "roster", altered, deployment.agreement), 0)))), deployment.agreement)
     routed = deployment.routed([1, 2, 3, 4], roster)
     forged = message_to_bytes("routed", {**deployment.heard("routed", routed[1], 1),
-                                         0: shares["sealed"][1]}, deployment.agreement)
+                                         0: routed_from(shares, 1)}, deployment.agreement)
     with pytest.raises(SecureSumError, match="refused by party 'p1': the message from "
                        "party 'p0', sealed: its shares do not open"):
         deployment.party(1, "masked", lambda party: party.masked_input(
@@ -210,11 +211,11 @@ def _extended(stage, content):
 
 # by stage: the path to a byte string in its content, and the field that names it
 SHORTENED = {"keys": (["identity_signature"], "identity_signature"),
-             "shares": (["sealed", "1"], "sealed[1]"),
+             "shares": (["digests", "1", "seed"], "digests[1].seed"),
              "masked": (["masked"], "masked"), "confirm": (["signature"], "signature"),
-             "unmask": (["seed_shares", "0", "signature"], "seed_shares[0].signature"),
+             "unmask": (["seed_shares", "0"], "seed_shares[0]"),
              "roster": (["0", "commitment"], "roster[0].commitment"),
-             "routed": (["1"], "routed[1]"),
+             "routed": (["1", "sealed"], "routed[1].sealed"),
              "request": (["signatures", "0"], "signatures[0]")}
 OTHER_SESSION = _agreement(b"another session of the secure sum")
 
@@ -304,13 +305,17 @@ def test_saved_states_are_refused_for_another_sum_or_party_or_when_altered(sent)
             (_edited(state, lambda d: d["content"].update(stage="again")),
              lambda d: SecureSumParty.from_bytes(sent.agreement, 0, d, IDENTITY_KEYS[0]),
              "stage"),
-            (_edited(state, lambda d: _shortened(d, ["shares", "1", "seed", "signature"])),
+            (_edited(state, lambda d: _shortened(d, ["shares", "1", "seed"])),
              lambda d: SecureSumParty.from_bytes(sent.agreement, 0, d, IDENTITY_KEYS[0]),
-             "shares[1].seed.signature"),
+             "shares[1].seed"),
             (sent.coordinator_state[:-1],
              lambda d: SecureSumCoordinator.from_bytes(sent.agreement, d), "bytes"),
             (_edited(sent.coordinator_state, lambda d: _shortened(d, ["masked", "0"])),
              lambda d: SecureSumCoordinator.from_bytes(sent.agreement, d), "masked[0]"),
+            (_edited(sent.coordinator_state, lambda d: _shortened(
+                d, ["digests", "1", "2", "mask"])),
+             lambda d: SecureSumCoordinator.from_bytes(sent.agreement, d),
+             "digests[1][2].mask"),
             (sent.coordinator_state,
              lambda d: SecureSumCoordinator.from_bytes(OTHER_SESSION, d), "session")):
         with pytest.raises(SecureSumError) as refusal:
@@ -346,20 +351,26 @@ def test_no_secret_of_a_partys_state_is_in_what_it_sends(sent):
 
 
 def test_each_message_holds_its_new_fields_at_their_sizes(sent):
-    """The keys carry a 32-byte commitment and a 64-byte identity signature; a sealed
-    box, two shares and their two signatures; an unmasking share, its signature."""
+    """The keys carry a 32-byte commitment and a 64-byte identity signature; the shares
+    message a sealed box of two shares, their two digests per holder, and one
+    signature; an unmasking answer, shares of 66 bytes."""
     content = {stage: json.loads(data[0])["content"] for stage, data in sent.sent.items()}
+    routed = next(iter(content["routed"].values()))
     sizes = {stage: {name: len(base64.b64decode(value)) for name, value in fields.items()
                      if name != "party"}
              for stage, fields in (("keys", content["keys"]),
                                    ("roster", content["roster"]["0"]),
-                                   ("unmask", content["unmask"]["seed_shares"]["0"]))}
+                                   ("digests", content["shares"]["digests"]["0"]),
+                                   ("routed", dict(routed["digests"], sealed=routed["sealed"])),
+                                   ("unmask", content["unmask"]["seed_shares"]))}
     assert sizes == dict(
         keys=dict(cipher=32, mask=32, signing=32, commitment=32, identity_signature=64),
         roster=dict(cipher=32, mask=32, signing=32, commitment=32, identity_signature=64),
-        unmask=dict(share=66, signature=64))
-    assert SEALED_BYTES == 2 * 66 + 2 * 64 + 12 + 16
+        digests=dict(mask=32, seed=32), routed=dict(mask=32, seed=32, sealed=SEALED_BYTES),
+        unmask={index: 66 for index in content["unmask"]["seed_shares"]})
+    assert len(base64.b64decode(content["shares"]["signature"])) == 64
+    assert SEALED_BYTES == 2 * 66 + 12 + 16
     assert {len(base64.b64decode(box)) for box in content["shares"]["sealed"].values()} == {
         SEALED_BYTES}
-    assert all(json.loads(data[0])["format"] == "skfedkt secure sum message 2"
+    assert all(json.loads(data[0])["format"] == "skfedkt secure sum message 3"
                for data in sent.sent.values())

@@ -4,7 +4,7 @@ their sum and nothing of any one of them, though some parties drop along the way
 - `_agreement`: what the parties agree on beforehand (their identity keys among it), and
   the refusal every stage raises.
 - `_party`, `_coordinator`: each side's stages (Bonawitz et al., CCS 2017).
-- `_signed`: what a party signs or commits to (its keys, the roster, its shares).
+- `_signed`: what a party signs or commits to (its keys, the roster, its shares' digests).
 - `_primitives`: X25519, HKDF, AES-CTR, AES-GCM and Ed25519, from `cryptography`.
 - `_shamir`: Shamir's sharing of the secrets that unmask a dropped party.
 - `_encoding`: integers and fixed-point floats as words.

@@ -4,8 +4,9 @@ sum of the survivors' inputs, and nothing of any one of them.
 
 Every party's message is checked before it is used, and a stage that keeps fewer than
 the threshold of parties refuses the sum, naming the parties lost. Each party's keys
-must be signed by its identity; each share given back, by the party that dealt it: a
-share a party altered is left out (`SecureSumCoordinator.refused_shares` names the
+must be signed by its identity, and the digests of the shares it deals by its round
+signing key; each share given back must be one whose digest its dealer signed: a share
+a party altered is left out (`SecureSumCoordinator.refused_shares` names the
 party), and each secret is combined from the good ones and checked against what its
 party committed to, so that the coordinator never gives a wrong sum. Between stages the
 coordinator may be saved (`SecureSumCoordinator.to_bytes`) and loaded in another process
@@ -25,9 +26,11 @@ from ._agreement import Agreement, SecureSumError
 from ._encoding import WORD
 from ._shamir import SHARE_BYTES, combine
 
-_STATE_HEADER = dict(format="skfedkt secure sum coordinator state 2")
+_STATE_HEADER = dict(format="skfedkt secure sum coordinator state 3")
 _STATE = wire.Record(dict(roster=wire.ByParty(wire.ROSTER_ENTRY),
-                          sharing=wire.Indices(tuple), survivors=wire.Indices(tuple),
+                          sharing=wire.Indices(tuple),
+                          digests=wire.ByParty(wire.ByParty(wire.DIGESTS)),
+                          survivors=wire.Indices(tuple),
                           masked=wire.ByParty(wire.Words())))
 
 
@@ -44,21 +47,25 @@ class SecureSumCoordinator:
     Attributes
     ----------
     refused_shares : dict
-        Once `total` ran, the parties that gave back shares their dealers did not sign
-        (altered), by name, and which: the sum is made without them (not saved).
+        Once `total` ran, the parties that gave back shares other than the ones their
+        dealers signed (altered), by name, and which: the sum is made without them (not
+        saved).
     """
 
     def __init__(self, agreement: Agreement):
         self.agreement = agreement
         self.roster: dict[int, dict[str, bytes]] = {}
         self.sharing: tuple[int, ...] = ()
+        # by dealer, then holder: the digests of the shares it dealt, which it signed
+        self.digests: dict[int, dict[int, dict[str, bytes]]] = {}
         self.survivors: tuple[int, ...] = ()
         self._masked: dict[int, np.ndarray] = {}
         self.refused_shares: dict[Hashable, str] = {}
 
     def to_bytes(self) -> bytes:
         """The coordinator's state, for `from_bytes` to take up where it stopped: the
-        roster, the sharing parties, the survivors and their masked inputs. It holds
+        roster, the sharing parties and their shares' digests, the survivors and their
+        masked inputs. It holds
         nothing the coordinator does not learn anyway, yet it stays on the coordinator's
         machine: it is what the sum is computed from.
 
@@ -68,7 +75,8 @@ class SecureSumCoordinator:
             UTF-8 JSON naming its format and the session.
         """
         return wire.dump(_STATE_HEADER, _STATE, dict(
-            roster=self.roster, sharing=self.sharing, survivors=self.survivors,
+            roster=self.roster, sharing=self.sharing, digests=self.digests,
+            survivors=self.survivors,
             masked=self._masked), self.agreement, "coordinator state")
 
     @classmethod
@@ -96,6 +104,7 @@ class SecureSumCoordinator:
         state = wire.load(_STATE_HEADER, _STATE, data, agreement, "coordinator state",
                           lambda field, reason: SecureSumError(None, None, field, reason))
         coordinator.roster, coordinator.sharing = state["roster"], state["sharing"]
+        coordinator.digests = state["digests"]
         coordinator.survivors, coordinator._masked = state["survivors"], state["masked"]
         return coordinator
 
@@ -167,13 +176,15 @@ class SecureSumCoordinator:
                                "someone else made, or altered")
         return entry
 
-    def route_shares(self, share_messages) -> dict[int, dict[int, bytes]]:
+    def route_shares(self, share_messages) -> dict[int, dict[int, dict[str, Any]]]:
         """Stage 2: what each sharing party receives, the shares the others sealed for
-        it."""
+        it with their digests, which each dealer signed."""
         arrived = self._arrived(share_messages, list(self.roster), "shares")
         self.sharing = tuple(arrived)
-        routed: dict[int, dict[int, bytes]] = {party: {} for party in self.sharing}
+        routed: dict[int, dict[int, dict[str, Any]]] = {party: {} for party in self.sharing}
+        tag = signed.roster_tag(self.agreement, self.roster)
         for sender, message in arrived.items():
+            self.digests[sender] = self._signed_digests(sender, message, tag)
             sealed = message.get("sealed")
             if not isinstance(sealed, Mapping) or set(sealed) != set(self.roster) - {sender}:
                 raise self._refuse(sender, "sealed", "not one sealed share for each other "
@@ -183,8 +194,27 @@ class SecureSumCoordinator:
                     raise self._refuse(sender, "sealed", f"the share for party "
                                        f"{self.agreement.name(recipient)!r} is malformed")
                 if recipient in routed:
-                    routed[recipient][sender] = box
+                    routed[recipient][sender] = dict(
+                        sealed=box, digests=self.digests[sender][recipient])
         return routed
+
+    def _signed_digests(self, sender: int, message: Mapping[str, Any],
+                        tag: bytes) -> dict[int, dict[str, bytes]]:
+        """The digests of the shares `sender` dealt, one pair per party of the roster
+        (its own included), once its round signing key signed them."""
+        digests, signature = message.get("digests"), message.get("signature")
+        if not (isinstance(digests, Mapping) and set(digests) == set(self.roster) and all(
+                isinstance(pair, Mapping) and set(pair) == set(signed.SHARED) and all(
+                    isinstance(value, bytes) and len(value) == crypto.DIGEST_BYTES
+                    for value in pair.values()) for pair in digests.values())):
+            raise self._refuse(sender, "digests", "not the digests of one share of each "
+                               "secret for each party of the roster")
+        if not (isinstance(signature, bytes) and crypto.verify(
+                self.roster[sender]["signing"], signature,
+                signed.dealt_message(self.agreement, tag, sender, digests))):
+            raise self._refuse(sender, "signature", "not its signature of its shares' "
+                               "digests: shares it would not stand by")
+        return {holder: dict(pair) for holder, pair in digests.items()}
 
     def collect_masked(self, masked_messages) -> tuple[int, ...]:
         """Stage 3: the survivors, the parties whose masked input arrived, sent to each."""
@@ -210,11 +240,11 @@ class SecureSumCoordinator:
         """Stage 5: the sum of the survivors' inputs, modulo 2**64, from the shares that
         unmask it.
 
-        Each share given back must be signed by the party that dealt it, for the party
-        that gives it back: one that is not was altered by that party, and is left out
-        (`refused_shares` names the party). Each secret is combined from the good
-        shares, at least the threshold's number, and must be the one its party
-        committed to with its keys.
+        Each share given back must be the one whose digest the party that dealt it
+        signed for the party that gives it back (which checked it on receipt): one that
+        is not was altered by that party, and is left out (`refused_shares` names the
+        party). Each secret is combined from the good shares, at least the threshold's
+        number, and must be the one its party committed to with its keys.
 
         Raises
         ------
@@ -237,21 +267,21 @@ class SecureSumCoordinator:
             for kind, owners in wanted.items():
                 field, shares = f"{kind}_shares", message.get(f"{kind}_shares")
                 if not (isinstance(shares, Mapping) and set(shares) == set(owners) and all(
-                        map(_is_signed_share, shares.values()))):
-                    raise self._refuse(holder, field, "not one signed share for each party "
-                                       "asked")
-                for owner, item in shares.items():
-                    if crypto.verify(self.roster[owner]["signing"], item["signature"],
-                                     signed.share_message(self.agreement, tag, owner,
-                                                          holder, kind, item["share"])):
-                        good[kind, owner][self.agreement.point(holder)] = item["share"]
+                        isinstance(share, bytes) and len(share) == SHARE_BYTES
+                        for share in shares.values())):
+                    raise self._refuse(holder, field, "not one share for each party asked")
+                for owner, share in shares.items():
+                    if signed.share_digest(self.agreement, tag, owner, holder, kind,
+                                           share) == self.digests[owner][holder][kind]:
+                        good[kind, owner][self.agreement.point(holder)] = share
                     else:
                         altered[kind, owner].append(holder)
                         refused.setdefault(name(holder), []).append(
                             f"the {signed.SHARED[kind]} of party {name(owner)!r}")
         self.refused_shares = {
-            holder: "gave back shares their dealers did not sign, so altered, and left "
-            f"out: of {', '.join(owned)}" for holder, owned in refused.items()}
+            holder: "gave back shares other than the ones their dealers signed, so "
+            f"altered, and left out: of {', '.join(owned)}"
+            for holder, owned in refused.items()}
         secrets = {secret: self._secret(*secret, shares, altered[secret])
                    for secret, shares in good.items()}
         length = self.agreement.length
@@ -290,7 +320,7 @@ class SecureSumCoordinator:
         except ValueError:  # beyond 32 bytes: not its secret
             secret = None
         if secret is None or not self._committed(kind, owner, secret):
-            raise self._refuse(owner, field, f"its shares, each signed by it, do not "
+            raise self._refuse(owner, field, f"its shares, which it signed, do not "
                                f"combine into the {what} it committed to with its keys: it "
                                "dealt inconsistent shares, and the sum cannot be unmasked")
         return secret
@@ -302,10 +332,3 @@ class SecureSumCoordinator:
         if kind == "seed":
             return signed.commitment(self.agreement, owner, secret) == entry["commitment"]
         return crypto.public_bytes(crypto.agreement_key_from_bytes(secret)) == entry["mask"]
-
-
-def _is_signed_share(item: Any) -> bool:
-    return (isinstance(item, Mapping) and isinstance(item.get("share"), bytes)
-            and len(item["share"]) == SHARE_BYTES
-            and isinstance(item.get("signature"), bytes)
-            and len(item["signature"]) == crypto.SIGNATURE_BYTES)

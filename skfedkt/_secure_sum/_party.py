@@ -3,11 +3,13 @@ of its secrets for the others, its masked input, and, at the end, the shares the
 coordinator needs to unmask the sum, never both of one party's.
 
 A party signs its keys with its long-term identity key, which the others know
-beforehand (`Agreement.identities`), and signs each share it deals with its round
-signing key. It checks every message of the coordinator before it answers, and answers
-each stage once: a coordinator that puts in the roster keys no identity signed (parties
-it made up), sends the parties different rosters, asks for both shares of one party, or
-asks twice is refused, as is a party that deals shares it did not sign.
+beforehand (`Agreement.identities`), and signs the digests of the shares it deals, all
+at once, with its round signing key; the coordinator checks that signature and passes
+each holder its shares' digests. A party checks every message of the coordinator before
+it answers, and answers each stage once: a coordinator that puts in the roster keys no
+identity signed (parties it made up), sends the parties different rosters, asks for both
+shares of one party, or asks twice is refused, as is a party that deals shares other
+than the ones it signed.
 
 Between stages a party may be saved (`SecureSumParty.to_bytes`) and loaded in another
 process (`SecureSumParty.from_bytes`, given its identity key again), answering as it
@@ -29,15 +31,15 @@ from ._primitives import Ed25519PrivateKey
 from ._shamir import SHARE_BYTES, split
 
 _STAGES = ("advertise", "share", "mask", "confirm", "unmask", "done")
-_STATE_HEADER = dict(format="skfedkt secure sum party state 2")
+_STATE_HEADER = dict(format="skfedkt secure sum party state 3")
 _SECRET = wire.Bytes(crypto.KEY_BYTES)
 # the identity key is not in the state: `from_bytes` takes it again
 _STATE = wire.Record(dict(
     index=wire.Index(), stage=wire.Choice(_STAGES), cipher=_SECRET, mask=_SECRET,
     signing=_SECRET, self_seed=_SECRET, roster=wire.ByParty(wire.ROSTER_ENTRY),
     shares=wire.ByParty(wire.DEALT), survivors=wire.Indices(tuple)))
-# a dealer's shares for one holder: {kind: {"share": ..., "signature": ...}}
-Dealt = dict[str, dict[str, bytes]]
+# a dealer's shares for one holder, or their digests: {kind: bytes}
+Dealt = dict[str, bytes]
 
 
 class SecureSumParty:
@@ -173,8 +175,9 @@ class SecureSumParty:
 
     def share_keys(self, roster: Mapping[int, Mapping[str, bytes]]) -> dict[str, Any]:
         """Stage 2: given every advertised party's entry (the roster), each signed by
-        its identity, the shares of this party's mask key and self-mask seed, each
-        signed, sealed for each other party."""
+        its identity, the shares of this party's mask key and self-mask seed sealed for
+        each other party, their digests by holder, and this party's signature of the
+        digests."""
         self._advance("share", "mask")
         self._roster = self._checked_roster(roster)
         self._roster_tag = signed.roster_tag(self.agreement, self._roster)
@@ -182,31 +185,36 @@ class SecureSumParty:
         secrets = dict(mask=crypto.private_bytes(self._mask_key), seed=self._self_seed)
         shares = {kind: split(secrets[kind], list(points.values()), self.agreement.threshold)
                   for kind in signed.SHARED}
-        sealed = {}
+        sealed, digests = {}, {}
         for index, point in points.items():
-            dealt = {kind: self._signed_share(index, kind, shares[kind][point])
-                     for kind in signed.SHARED}
+            dealt = {kind: shares[kind][point] for kind in signed.SHARED}
+            digests[index] = self._digests(self.index, index, dealt)
             if index == self.index:  # its own shares stay here
                 self._shares[index] = dealt
             else:
                 sealed[index] = crypto.seal(self._share_key(index), _packed(dealt),
                                             self._share_tag(self.index, index))
-        return dict(party=self.index, sealed=sealed)
+        signature = self._signing_key.sign(signed.dealt_message(
+            self.agreement, self._roster_tag, self.index, digests))
+        return dict(party=self.index, sealed=sealed, digests=digests, signature=signature)
 
-    def _signed_share(self, holder: int, kind: str, share: bytes) -> dict[str, bytes]:
-        """A share of this party's secret `kind` for `holder`, with this party's
-        signature, which the holder and then the coordinator check."""
-        return dict(share=share, signature=self._signing_key.sign(signed.share_message(
-            self.agreement, self._roster_tag, self.index, holder, kind, share)))
+    def _digests(self, dealer: int, holder: int, dealt: Dealt) -> Dealt:
+        return {kind: signed.share_digest(self.agreement, self._roster_tag, dealer, holder,
+                                          kind, share) for kind, share in dealt.items()}
 
-    def masked_input(self, sealed: Mapping[int, bytes], values: np.ndarray) -> dict[str, Any]:
-        """Stage 3: given the shares sealed for this party by the parties that shared
-        (the coordinator passes them on), `values` (words) masked: its self-mask plus
-        one pairwise mask with each of those parties, which cancel in the sum."""
+    def masked_input(self, routed: Mapping[int, Mapping[str, Any]],
+                     values: np.ndarray) -> dict[str, Any]:
+        """Stage 3: given the shares sealed for this party by the parties that shared,
+        with their digests that each dealer signed (the coordinator checked the
+        signatures and passes both on), `values` (words) masked: its self-mask plus one
+        pairwise mask with each of those parties, which cancel in the sum."""
         self._advance("mask", "confirm")
-        if not isinstance(sealed, Mapping):
-            raise self._refuse(None, "sealed", "not a mapping of party to sealed shares")
-        for sender, box in sealed.items():
+        if not (isinstance(routed, Mapping) and all(
+                isinstance(item, Mapping) for item in routed.values())):
+            raise self._refuse(None, "sealed", "not a mapping of party to sealed shares "
+                               "and their digests")
+        for sender, item in routed.items():
+            box = item.get("sealed")
             if sender == self.index:
                 raise self._refuse(None, "sealed", "shares from this party itself: the "
                                    "shares routed to another party")
@@ -220,16 +228,12 @@ class SecureSumParty:
                                    "its shares do not open: the coordinator altered them, "
                                    "or sent this party and that one different rosters")
             dealt = _unpacked(opened)
-            if not all(crypto.verify(self._roster[sender]["signing"], item["signature"],
-                                     signed.share_message(self.agreement, self._roster_tag,
-                                                          sender, self.index, kind,
-                                                          item["share"]))
-                       for kind, item in dealt.items()):
-                # sealed by the dealer alone, so altered by it: refused before they count
+            if self._digests(sender, self.index, dealt) != item.get("digests"):
+                # sealed by the dealer alone, so dealt by it: refused before they count
                 raise self._refuse(self.agreement.name(sender), "sealed",
-                                   "its shares are not signed by it: it dealt shares it "
-                                   "would not stand by, which could spoil the unmasking "
-                                   "with no one to blame")
+                                   "its shares are not the ones whose digests it signed: "
+                                   "it dealt shares it would not stand by, which could "
+                                   "spoil the unmasking with no one to blame")
             self._shares[sender] = dealt
         sharing = sorted(self._shares)
         self._need(len(sharing), "sealed", "parties shared their keys")
@@ -368,15 +372,11 @@ class SecureSumParty:
 
 
 def _packed(dealt: Dealt) -> bytes:
-    """The plaintext sealed for a holder: each share, then each signature."""
-    return b"".join(dealt[kind]["share"] for kind in signed.SHARED) + b"".join(
-        dealt[kind]["signature"] for kind in signed.SHARED)
+    """The plaintext sealed for a holder: each share."""
+    return b"".join(dealt[kind] for kind in signed.SHARED)
 
 
 def _unpacked(plaintext: bytes) -> Dealt:
     """What `_packed` packed."""
-    signatures = len(signed.SHARED) * SHARE_BYTES
-    return {kind: dict(share=plaintext[at * SHARE_BYTES:(at + 1) * SHARE_BYTES],
-                       signature=plaintext[signatures + at * crypto.SIGNATURE_BYTES:
-                                           signatures + (at + 1) * crypto.SIGNATURE_BYTES])
+    return {kind: plaintext[at * SHARE_BYTES:(at + 1) * SHARE_BYTES]
             for at, kind in enumerate(signed.SHARED)}

@@ -1,8 +1,8 @@
 """The cryptographic primitives of the secure sum, every one from `cryptography`: X25519
 key agreement, HKDF-SHA256, AES-256-CTR to expand a 256-bit seed into a mask, AES-GCM to
 seal the shares a party sends another through the coordinator, Ed25519 signatures (of a
-party's round keys and shares, and of its long-term identity), and the PEM files of an
-identity key."""
+party's round keys and its shares' digests, and of its long-term identity), and the PEM
+files of an identity key."""
 
 from __future__ import annotations
 
@@ -141,8 +141,7 @@ def verify(public: bytes, signature: bytes, message: bytes) -> bool:
 
 
 # A verification's answer depends on its bytes alone: kept, since in `fit`'s one process
-# every party checks the same roster and survivors, and the coordinator the shares their
-# holders checked (a party's own process sees each once)
+# every party checks the same roster and survivors (a party's own process sees each once)
 @functools.lru_cache(maxsize=1 << 15)
 def _verified(public: bytes, signature: bytes, message: bytes) -> bool:
     try:

@@ -1,7 +1,8 @@
 """What the parties of a secure sum sign or commit to, as the bytes every side computes
 alike: a party's round keys and its commitment to its self-mask seed (signed by its
-identity key), the roster's tag, and each share it deals (signed by its round signing
-key), which the coordinator checks before it combines a secret."""
+identity key), the roster's tag, and the digests of the shares it deals (all signed at
+once by its round signing key), against which each holder checks the shares it receives
+and the coordinator the shares given back, before it combines a secret."""
 
 from __future__ import annotations
 
@@ -45,9 +46,19 @@ def roster_tag(agreement: Agreement, roster: Mapping[int, Mapping[str, bytes]]) 
         for index in sorted(roster)))
 
 
-def share_message(agreement: Agreement, tag: bytes, dealer: int, holder: int, kind: str,
-                  share: bytes) -> bytes:
-    """What `dealer`'s round signing key signs of the share of its secret `kind` (of
-    `SHARED`) it deals `holder`, under the roster of `tag`."""
+def share_digest(agreement: Agreement, tag: bytes, dealer: int, holder: int, kind: str,
+                 share: bytes) -> bytes:
+    """The digest of the share of `dealer`'s secret `kind` (of `SHARED`) it deals
+    `holder`, under the roster of `tag` (a share is 521 random bits, which the digest
+    hides)."""
     return agreement.tag(b"share", tag, indices_bytes([dealer]), indices_bytes([holder]),
                          SHARED[kind].encode(), share)
+
+
+def dealt_message(agreement: Agreement, tag: bytes, dealer: int,
+                  digests: Mapping[int, Mapping[str, bytes]]) -> bytes:
+    """What `dealer`'s round signing key signs, once, of the shares it deals: their
+    digests (`share_digest`), by holder and kind."""
+    return agreement.tag(b"shares dealt", tag, indices_bytes([dealer]), *(
+        index.to_bytes(4, "big") + b"".join(digests[index][kind] for kind in SHARED)
+        for index in sorted(digests)))

@@ -5,7 +5,7 @@ session, byte strings and words in base64.
 Reading takes the bytes as hostile: their size is bounded from the agreement before they
 are parsed (a message's by the largest message of the sum, a state's by its shape), and
 every value is checked against the stage's exact shape (its keys, the lengths of keys,
-commitments, shares and signatures, parties of the sum, ``agreement.length`` words),
+commitments, shares, digests and signatures, parties of the sum, ``agreement.length`` words),
 a misfit refused with a `SecureSumError` that names the field. What the parties and the
 coordinator then check of a message (that it fits the roster, that shares open, that
 signatures verify) is their methods' job, unchanged.
@@ -39,10 +39,9 @@ from ._encoding import WORD
 from ._shamir import SHARE_BYTES
 from ._signed import ENTRY, KEYS, SHARED
 
-MESSAGE_FORMAT = "skfedkt secure sum message 2"
-# what a party seals for another: a share of each of its secrets, then its signature of
-# each share
-SEALED_PLAINTEXT_BYTES = len(SHARED) * (SHARE_BYTES + crypto.SIGNATURE_BYTES)
+MESSAGE_FORMAT = "skfedkt secure sum message 3"
+# what a party seals for another: a share of each of its secrets
+SEALED_PLAINTEXT_BYTES = len(SHARED) * SHARE_BYTES
 SEALED_BYTES = SEALED_PLAINTEXT_BYTES + crypto.SEAL_OVERHEAD
 _INDEX = re.compile(r"0|[1-9][0-9]*")  # a party's index as a key, written one way only
 # beyond the most a document of its shape takes: room for a short misfit, refused by its
@@ -275,18 +274,20 @@ ENTRY_BYTES = dict(zip(ENTRY, (crypto.KEY_BYTES,) * len(KEYS) + (
     crypto.DIGEST_BYTES, crypto.SIGNATURE_BYTES)))
 _ENTRY = {name: Bytes(size) for name, size in ENTRY_BYTES.items()}
 ROSTER_ENTRY = Record(_ENTRY)
-# a share with its dealer's signature, and the shares a party was dealt by one dealer
-SIGNED_SHARE = Record(dict(share=Bytes(SHARE_BYTES), signature=Bytes(crypto.SIGNATURE_BYTES)))
-DEALT = Record(dict.fromkeys(SHARED, SIGNED_SHARE))
+# the shares a party was dealt by one dealer, and their digests, which the dealer signs
+SHARE = Bytes(SHARE_BYTES)
+DEALT = Record(dict.fromkeys(SHARED, SHARE))
+DIGESTS = Record(dict.fromkeys(SHARED, Bytes(crypto.DIGEST_BYTES)))
 MESSAGES: dict[str, Shape] = {
     "keys": Record(dict(party=Index(), **_ENTRY)),
-    "shares": Record(dict(party=Index(), sealed=ByParty(Bytes(SEALED_BYTES)))),
+    "shares": Record(dict(party=Index(), sealed=ByParty(Bytes(SEALED_BYTES)),
+                          digests=ByParty(DIGESTS), signature=Bytes(crypto.SIGNATURE_BYTES))),
     "masked": Record(dict(party=Index(), masked=Words())),
     "confirm": Record(dict(party=Index(), signature=Bytes(crypto.SIGNATURE_BYTES))),
-    "unmask": Record(dict(party=Index(), seed_shares=ByParty(SIGNED_SHARE),
-                          mask_shares=ByParty(SIGNED_SHARE))),
+    "unmask": Record(dict(party=Index(), seed_shares=ByParty(SHARE),
+                          mask_shares=ByParty(SHARE))),
     "roster": ByParty(ROSTER_ENTRY),
-    "routed": ByParty(Bytes(SEALED_BYTES)),
+    "routed": ByParty(Record(dict(sealed=Bytes(SEALED_BYTES), digests=DIGESTS))),
     "survivors": Indices(tuple),
     "request": Record(dict(survivors=Indices(list), dropped=Indices(list),
                            signatures=ByParty(Bytes(crypto.SIGNATURE_BYTES)))),
