@@ -5,19 +5,26 @@ names the page and section of the documentation (or README) whose table it print
 ``tests/test_benchmarks.py`` runs every script's ``main`` on tiny inputs.
 
 ``--results FILE`` stores every table a script prints, as it prints it, in a JSON file
-with the command that printed it. The results pages of the documentation read the
-files under ``benchmarks/results/``: their tables and the figures each script draws
-from them (its ``figure(results)``), so building the docs runs no benchmark.
+with the command that printed it and its provenance (`provenance`: the commit, the
+date, the machine, the versions, the arguments and the package's modules it ran). The
+results pages of the documentation read the files under ``benchmarks/results/``: their
+tables and the figures each script draws from them (its ``figure(results)``), so
+building the docs runs no benchmark.
 """
 
 import argparse
 import functools
+import importlib.metadata
 import inspect
 import json
+import os
+import platform
 import shlex
+import subprocess
 import sys
 import warnings
 from collections import defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -57,8 +64,12 @@ def parser(doc, *, seeds=None, n_jobs=None, trees=None):
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # where the tables this run prints are stored (--results), the command that prints
-# them, and what it stored so far
-_stored = {"path": None, "command": None, "tables": []}
+# them, its arguments, and what it stored so far
+_stored = {"path": None, "command": None, "arguments": {}, "tables": []}
+ROOT = Path(__file__).resolve().parents[1]
+# the libraries whose versions a stored result records, where installed
+LIBRARIES = ("skfedkt", "numpy", "scipy", "scikit-learn", "joblib", "cryptography",
+             "skops", "xgboost", "torch", "skorch", "flwr", "dp-accounting", "pandas")
 
 
 class _BenchmarkParser(argparse.ArgumentParser):
@@ -72,14 +83,102 @@ class _BenchmarkParser(argparse.ArgumentParser):
         kept = [arg for k, arg in enumerate(args) if arg != "--results"
                 and not (k and args[k - 1] == "--results") and not arg.startswith("--results=")]
         _stored.update(path=parsed.results, tables=[], command="python " + shlex.join(
-            [f"benchmarks/{self.script}", *kept]))
+            [f"benchmarks/{self.script}", *kept]), arguments={
+                name: _plain(value) for name, value in vars(parsed).items()
+                if name != "results"})
         return parsed
+
+
+def _plain(value):
+    """An argument's value as JSON holds it (paths and other objects as text)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+
+
+def _git(*args):
+    try:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def _machine():
+    """The CPU model, the cores this process may use, the memory, and the GPU where a
+    benchmark imported torch and has one."""
+    cpu = platform.processor() or platform.machine()
+    memory_gib = None
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in
+                   Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+        memory_kib = next(int(line.split()[1]) for line in
+                          Path("/proc/meminfo").read_text().splitlines()
+                          if line.startswith("MemTotal:"))
+        memory_gib = round(memory_kib / 2**20, 1)
+    except (OSError, StopIteration, ValueError):
+        pass
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count())
+    torch = sys.modules.get("torch")
+    device = (torch.cuda.get_device_name(0) if torch is not None
+              and torch.cuda.is_available() else "CPU")
+    return dict(cpu=cpu, cores=cores, memory_gib=memory_gib, device=device,
+                system=platform.system())
+
+
+def provenance():
+    """Where, when and on what the tables of this run were measured: the commit (and
+    whether the tracked files differed from it), the date (UTC), the machine, Python's
+    and the libraries' versions, the arguments parsed (seeds included) and the
+    package's modules the run imported, which tell when a change to the code makes the
+    result stale."""
+    versions = {}
+    for library in LIBRARIES:
+        try:
+            versions[library] = importlib.metadata.version(library)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    changed = _git("status", "--porcelain", "--untracked-files=no")
+    return dict(
+        commit=_git("rev-parse", "HEAD"), clean=None if changed is None else not changed,
+        date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        machine=_machine(), python=platform.python_version(), versions=versions,
+        arguments=_stored["arguments"],
+        modules=sorted(name for name in sys.modules
+                       if name == "skfedkt" or name.startswith("skfedkt.")))
+
+
+def module_files(modules):
+    """The files of the package's `modules` (dotted names), as the repository holds them."""
+    files = []
+    for module in modules:
+        path = ROOT.joinpath(*module.split("."))
+        files.append(path.with_suffix(".py") if path.with_suffix(".py").exists()
+                     else path / "__init__.py")
+    return [str(path.relative_to(ROOT)) for path in files]
+
+
+def code_changes(results):
+    """How many commits since the one stored `results` were measured at changed the
+    package's modules their benchmark ran (0: the code measured is today's); None where
+    the file records no provenance or git cannot tell (no repository, an unknown
+    commit)."""
+    origin = results.get("provenance")
+    if not origin or not origin["commit"]:
+        return None
+    count = _git("rev-list", "--count", f"{origin['commit']}..HEAD", "--",
+                 *module_files(origin["modules"]))
+    return int(count) if count and count.isdigit() else None
 
 
 def stored_results(name):
     """The tables a benchmark stored under ``benchmarks/results/<name>.json``: a dict
-    of ``command`` (what printed them) and ``tables`` (each a ``header`` and ``rows``
-    of cells as printed)."""
+    of ``command`` (what printed them), ``provenance`` (`provenance`'s, where the file
+    was stored since it was recorded) and ``tables`` (each a ``header`` and ``rows`` of
+    cells as printed)."""
     return json.loads((RESULTS / f"{name}.json").read_text())
 
 
@@ -199,7 +298,8 @@ def print_table(header, rows):
             _stored["tables"].append(dict(header=list(header or []), rows=[]))
         _stored["tables"][-1]["rows"] += rows
         _stored["path"].write_text(json.dumps(
-            dict(command=_stored["command"], tables=_stored["tables"]), indent=1) + "\n")
+            dict(command=_stored["command"], provenance=provenance(),
+                 tables=_stored["tables"]), indent=1) + "\n")
 
 
 def progress(iterable, what, total=None):

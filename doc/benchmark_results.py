@@ -1,8 +1,9 @@
 """The docs' results, tables and figures, from the benchmarks' stored results.
 
 ``.. benchmark-table:: NAME [INDEX]`` shows table INDEX (0 by default) of
-``benchmarks/results/NAME.json``, as the benchmark printed it (with the commit and the
-device it was measured on, where the stored file names them). ``.. benchmark-figure::
+``benchmarks/results/NAME.json``, as the benchmark printed it, with where and when it
+was measured (`measured_at`: the commit, the date and the machine the stored file
+records, and how many commits since changed the package's modules it ran). ``.. benchmark-figure::
 SCRIPT NAME`` calls ``figure(results)`` of ``benchmarks/SCRIPT.py`` on those results (the
 same script that prints the table) and shows the figure it draws, with the directive's
 content as its caption. ``.. paper-table:: NAME`` shows a table a paper reports, stored
@@ -61,10 +62,25 @@ class BenchmarkTable(Directive):
     def run(self):
         results = _common().stored_results(self.arguments[0])
         table = results["tables"][int(self.arguments[1]) if len(self.arguments) > 1 else 0]
-        # results measured on a machine the docs' build has not (a GPU) say where and when
-        caption = (f"Measured at commit {results['commit']} on {results['device']}."
-                   if "commit" in results else "")
-        return _parse(self, _list_table(table, caption))
+        return _parse(self, _list_table(table, measured_at(results)))
+
+
+def measured_at(results):
+    """Where and when stored `results` were measured, as their provenance says: the
+    commit (marked where the tree differed from it), the date, the machine; or that
+    the file records none."""
+    if "provenance" not in results:
+        if "commit" in results:  # stored before provenance, by hand on a GPU machine
+            return f"Measured at commit {results['commit']} on {results['device']}."
+        return "Stored without provenance (before it was recorded)."
+    origin, machine = results["provenance"], results["provenance"]["machine"]
+    commit = (origin["commit"] or "no commit")[:9] + ("" if origin["clean"] else "+changes")
+    changes = _common().code_changes(results)
+    since = ("" if not changes else f" The code it measures changed in {changes} "
+             f"commit{'s' * (changes > 1)} since.")
+    return (f"Measured at commit {commit} on {origin['date'][:10]}, {machine['cpu']} "
+            f"({machine['cores']} cores, {machine['memory_gib']} GiB, {machine['device']})."
+            + since)
 
 
 def _list_table(table, caption=""):
@@ -143,7 +159,8 @@ class BenchmarkFigure(Directive):
         caption = [f"   {line}" for line in self.content] or ["   "]
         return _parse(self, [f".. figure:: /_figures/{name}.png",
                              f"   :alt: {script} ({name})", "", *caption,
-                             f"   Drawn by ``{script}.py`` from ``{command}``."])
+                             f"   Drawn by ``{script}.py`` from ``{command}``. "
+                             f"{measured_at(results)}"])
 
 
 def setup(app):

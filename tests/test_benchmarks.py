@@ -2,13 +2,19 @@
 and every benchmark names the table of the docs it produces."""
 
 import json
+import platform
 import re
 import shlex
+import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.datasets import dump_svmlight_file, make_classification
+
+import skfedkt
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
@@ -117,10 +123,33 @@ def _check_stored(module, script, argv, stored, printed):
         for row in table["rows"]:
             assert "| " + " | ".join(row) + " |" in printed
     assert isinstance(module.figure(results), Figure)
+    _check_provenance(results["provenance"], argv)
     # a later run without --results stores nothing
     _common.parser("a later run").parse_args([])
     _common.print_table(["another table"], [["its row"]])
     assert json.loads(stored.read_text()) == results
+
+
+def _check_provenance(provenance, argv):
+    """The commit, date, machine, versions, arguments and modules a stored result
+    records are this run's."""
+    assert set(provenance) == {"commit", "clean", "date", "machine", "python", "versions",
+                               "arguments", "modules"}
+    assert provenance["commit"] is None or len(provenance["commit"]) == 40
+    assert abs(datetime.now(timezone.utc) - datetime.fromisoformat(provenance["date"])) < (
+        timedelta(hours=1))
+    assert provenance["machine"]["cores"] >= 1 and provenance["machine"]["cpu"]
+    assert provenance["machine"]["device"] == "CPU" or "torch" in sys.modules
+    assert provenance["python"] == platform.python_version()
+    assert provenance["versions"]["skfedkt"] == skfedkt.__version__
+    assert provenance["versions"]["scikit-learn"] == sklearn.__version__
+    # every argument parsed (those left at their defaults too), none of where it was
+    # stored
+    named = {arg[2:].split("=")[0].replace("-", "_") for arg in argv if arg.startswith("--")}
+    assert named <= set(provenance["arguments"]) and "results" not in provenance["arguments"]
+    # the package's modules the benchmark ran, for the staleness check
+    assert "skfedkt" in provenance["modules"]
+    assert all(name.startswith("skfedkt") for name in provenance["modules"])
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -275,3 +304,27 @@ def test_peers_benchmark_names_the_missing_package_and_the_way_out(monkeypatch, 
     with pytest.raises(SystemExit):
         bench_peers.main(["--methods", "flwr-trees: pooled forests"])
     assert "flwr-trees is not installed" in capsys.readouterr().err
+
+
+def test_a_stored_result_counts_the_commits_that_changed_the_code_it_measured(
+        monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import _common
+
+    if _common._git("rev-parse", "HEAD") is None:
+        pytest.skip("needs the repository's history")
+    module, path = "skfedkt._secure_sum._party", "skfedkt/_secure_sum/_party.py"
+    assert _common.module_files([module, "skfedkt._secure_sum"]) == [
+        path, "skfedkt/_secure_sum/__init__.py"]
+    changes = _common._git("rev-list", "HEAD", "--", path).split()
+    if len(changes) < 2:
+        pytest.skip("a shallow clone: the module's earlier commits are missing")
+
+    def measured_at(commit):
+        return dict(provenance=dict(commit=commit, modules=[module]))
+
+    assert _common.code_changes(measured_at(changes[0])) == 0
+    # measured just before the module's last change: stale by one commit
+    assert _common.code_changes(measured_at(changes[0] + "~1")) == 1
+    assert _common.code_changes(dict(command="python benchmarks/x.py", tables=[])) is None
+    assert _common.code_changes(measured_at("0" * 40)) is None

@@ -255,7 +255,8 @@ class SecureSumCoordinator:
         """
         request = self._survivors_and_dropped()
         arrived = self._arrived(unmask_messages, self.survivors, "unmasking")
-        tag = signed.roster_tag(self.agreement, self.roster)
+        share_digest = signed.share_digests(
+            self.agreement, signed.roster_tag(self.agreement, self.roster))
         wanted = dict(seed=request["survivors"], mask=request["dropped"])
         # by secret (its kind, its party): the good shares by point, and who altered one
         good: dict[tuple[str, int], dict[int, bytes]] = {
@@ -271,8 +272,8 @@ class SecureSumCoordinator:
                         for share in shares.values())):
                     raise self._refuse(holder, field, "not one share for each party asked")
                 for owner, share in shares.items():
-                    if signed.share_digest(self.agreement, tag, owner, holder, kind,
-                                           share) == self.digests[owner][holder][kind]:
+                    if share_digest(owner, holder, kind, share) == (
+                            self.digests[owner][holder][kind]):
                         good[kind, owner][self.agreement.point(holder)] = share
                     else:
                         altered[kind, owner].append(holder)
@@ -284,19 +285,19 @@ class SecureSumCoordinator:
             for holder, owned in refused.items()}
         secrets = {secret: self._secret(*secret, shares, altered[secret])
                    for secret, shares in good.items()}
-        length = self.agreement.length
-        total = np.zeros(length, dtype=WORD)
+        total = np.zeros(self.agreement.length, dtype=WORD)
+        masker = crypto.Masker(self.agreement.length)
         for party in self.survivors:
-            total = total + self._masked[party] - crypto.expand_mask(
-                secrets["seed", party], length)
+            np.add(total, self._masked[party], out=total)
+            masker.add(total, secrets["seed", party], subtract=True)
         for dropped in request["dropped"]:
             key = secrets["mask", dropped]
             for survivor in self.survivors:
-                mask = crypto.expand_mask(crypto.agreed_secret(
+                # the survivor added the pair's mask if it sorts before the dropped party,
+                # else subtracted it
+                masker.add(total, crypto.agreed_secret(
                     key, self.roster[survivor]["mask"], b"mask", self.agreement.session),
-                    length)
-                # the survivor added +mask if it sorts before the dropped party, else -mask
-                total = total - mask if survivor < dropped else total + mask
+                    subtract=survivor < dropped)
         return total
 
     def _survivors_and_dropped(self) -> dict[str, list[int]]:

@@ -80,6 +80,7 @@ class SecureSumParty:
         self._stage = "advertise"
         self._roster: dict[int, dict[str, bytes]] = {}
         self._roster_tag = b""
+        self._share_digest = signed.share_digests(agreement, b"")
         self._shares: dict[int, Dealt] = {}  # by dealer, the shares it dealt this party
         self._survivors: tuple[int, ...] = ()
         self._share_keys: dict[int, bytes] = {}  # by party, from the roster's keys
@@ -154,7 +155,8 @@ class SecureSumParty:
         party._signing_key = crypto.signing_key_from_bytes(state["signing"])
         party._self_seed, party._stage = state["self_seed"], state["stage"]
         party._roster, party._survivors = state["roster"], state["survivors"]
-        party._roster_tag = signed.roster_tag(agreement, party._roster) if party._roster else b""
+        if party._roster:
+            party._set_roster(party._roster)
         party._shares = state["shares"]
         return party
 
@@ -179,8 +181,7 @@ class SecureSumParty:
         each other party, their digests by holder, and this party's signature of the
         digests."""
         self._advance("share", "mask")
-        self._roster = self._checked_roster(roster)
-        self._roster_tag = signed.roster_tag(self.agreement, self._roster)
+        self._set_roster(self._checked_roster(roster))
         points = {index: self.agreement.point(index) for index in self._roster}
         secrets = dict(mask=crypto.private_bytes(self._mask_key), seed=self._self_seed)
         shares = {kind: split(secrets[kind], list(points.values()), self.agreement.threshold)
@@ -198,9 +199,14 @@ class SecureSumParty:
             self.agreement, self._roster_tag, self.index, digests))
         return dict(party=self.index, sealed=sealed, digests=digests, signature=signature)
 
+    def _set_roster(self, roster: dict[int, dict[str, bytes]]) -> None:
+        self._roster = roster
+        self._roster_tag = signed.roster_tag(self.agreement, roster)
+        self._share_digest = signed.share_digests(self.agreement, self._roster_tag)
+
     def _digests(self, dealer: int, holder: int, dealt: Dealt) -> Dealt:
-        return {kind: signed.share_digest(self.agreement, self._roster_tag, dealer, holder,
-                                          kind, share) for kind, share in dealt.items()}
+        return {kind: self._share_digest(dealer, holder, kind, share)
+                for kind, share in dealt.items()}
 
     def masked_input(self, routed: Mapping[int, Mapping[str, Any]],
                      values: np.ndarray) -> dict[str, Any]:
@@ -241,12 +247,12 @@ class SecureSumParty:
         if values.dtype != WORD or values.shape != (self.agreement.length,):
             raise self._refuse(None, "values", f"{values.dtype} of shape {values.shape}, "
                                f"expected {self.agreement.length} words")
-        masked = values + crypto.expand_mask(self._self_seed, self.agreement.length)
+        masked, masker = values.copy(), crypto.Masker(self.agreement.length)
+        masker.add(masked, self._self_seed)
         for other in sharing:
             if other != self.index:
-                mask = crypto.expand_mask(self._pair_seed(other), self.agreement.length)
-                # in place: a party adds as many masks as parties
-                (np.add if self.index < other else np.subtract)(masked, mask, out=masked)
+                # each pair's mask cancels: the party that sorts first adds it
+                masker.add(masked, self._pair_seed(other), subtract=self.index > other)
         return dict(party=self.index, masked=masked)
 
     def confirm(self, survivors) -> dict[str, Any]:

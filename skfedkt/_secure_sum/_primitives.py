@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import secrets
+from collections.abc import Callable
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature, InvalidTag, UnsupportedAlgorithm
@@ -111,11 +112,24 @@ def agreed_secret(private: X25519PrivateKey | bytes, public: bytes, purpose: byt
                 info=b"skfedkt secure sum/" + purpose + b"/" + session).derive(shared)
 
 
-def expand_mask(seed: bytes, length: int) -> np.ndarray:
-    """`length` pseudo-random 64-bit words from a 256-bit seed (AES-256's keystream in
-    counter mode from a zero counter: each seed expands one mask)."""
-    cipher = Cipher(algorithms.AES(seed), modes.CTR(bytes(16))).encryptor()
-    return np.frombuffer(cipher.update(bytes(8 * length)), dtype="<u8")
+class Masker:
+    """Adds or removes masks of `length` words in place. A mask is `length` pseudo-random
+    64-bit words from a 256-bit seed: AES-256's keystream in counter mode from a zero
+    counter (each seed expands one mask). Each is expanded into one buffer kept for
+    every mask: a party or the coordinator expands dozens of masks of one length, and a
+    fresh buffer for each costs more than AES itself."""
+
+    def __init__(self, length: int):
+        self._zeros = bytes(8 * length)
+        # `update_into` wants room for a block beyond what it writes
+        self._buffer = bytearray(8 * length + 15)
+        self._mask = np.frombuffer(self._buffer, dtype="<u8", count=length)
+
+    def add(self, words: np.ndarray, seed: bytes, subtract: bool = False) -> None:
+        """`words` plus (or minus) the mask of `seed`, modulo 2**64, in place."""
+        cipher = Cipher(algorithms.AES(seed), modes.CTR(bytes(16))).encryptor()
+        cipher.update_into(self._zeros, self._buffer)
+        (np.subtract if subtract else np.add)(words, self._mask, out=words)
 
 
 def seal(key: bytes, plaintext: bytes, associated: bytes) -> bytes:
@@ -153,10 +167,23 @@ def _verified(public: bytes, signature: bytes, message: bytes) -> bool:
 
 def digest(*parts: bytes) -> bytes:
     """SHA-256 of the parts, each prefixed by its length (no two lists collide)."""
-    hashed = hashlib.sha256()
+    return digester(*parts)()
+
+
+def digester(*parts: bytes) -> Callable[..., bytes]:
+    """``digest(*parts, *more)`` as a function of `more`, `parts` hashed once: for the
+    thousands of digests of a sum that begin alike."""
+    first = hashlib.sha256()
     for part in parts:
-        hashed.update(len(part).to_bytes(8, "big") + part)
-    return hashed.digest()
+        first.update(len(part).to_bytes(8, "big") + part)
+
+    def finish(*more: bytes) -> bytes:
+        hashed = first.copy()
+        for part in more:
+            hashed.update(len(part).to_bytes(8, "big") + part)
+        return hashed.digest()
+
+    return finish
 
 
 def random_seed() -> bytes:

@@ -6,7 +6,7 @@ and the coordinator the shares given back, before it combines a secret."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from . import _primitives as crypto
 from ._agreement import Agreement, indices_bytes
@@ -46,19 +46,19 @@ def roster_tag(agreement: Agreement, roster: Mapping[int, Mapping[str, bytes]]) 
         for index in sorted(roster)))
 
 
-def share_digest(agreement: Agreement, tag: bytes, dealer: int, holder: int, kind: str,
-                 share: bytes) -> bytes:
-    """The digest of the share of `dealer`'s secret `kind` (of `SHARED`) it deals
-    `holder`, under the roster of `tag` (a share is 521 random bits, which the digest
-    hides)."""
-    return agreement.tag(b"share", tag, indices_bytes([dealer]), indices_bytes([holder]),
-                         SHARED[kind].encode(), share)
+def share_digests(agreement: Agreement, tag: bytes) -> Callable[[int, int, str, bytes], bytes]:
+    """The digest of a share under the roster of `tag`, as a function of its dealer,
+    its holder, its secret's kind (of `SHARED`) and the share (521 random bits, which
+    the digest hides)."""
+    finish = crypto.digester(agreement.session, b"share", tag)
+    return lambda dealer, holder, kind, share: finish(
+        indices_bytes([dealer]), indices_bytes([holder]), SHARED[kind].encode(), share)
 
 
 def dealt_message(agreement: Agreement, tag: bytes, dealer: int,
                   digests: Mapping[int, Mapping[str, bytes]]) -> bytes:
     """What `dealer`'s round signing key signs, once, of the shares it deals: their
-    digests (`share_digest`), by holder and kind."""
+    digests (`share_digests`), by holder and kind."""
     return agreement.tag(b"shares dealt", tag, indices_bytes([dealer]), *(
         index.to_bytes(4, "big") + b"".join(digests[index][kind] for kind in SHARED)
         for index in sorted(digests)))
