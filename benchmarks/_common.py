@@ -69,7 +69,8 @@ _stored = {"path": None, "command": None, "arguments": {}, "tables": []}
 ROOT = Path(__file__).resolve().parents[1]
 # the libraries whose versions a stored result records, where installed
 LIBRARIES = ("skfedkt", "numpy", "scipy", "scikit-learn", "joblib", "cryptography",
-             "skops", "xgboost", "torch", "skorch", "flwr", "dp-accounting", "pandas")
+             "skops", "xgboost", "xgboost-cpu", "torch", "skorch", "flwr", "dp-accounting",
+             "pandas")
 
 
 class _BenchmarkParser(argparse.ArgumentParser):
@@ -131,7 +132,7 @@ def _machine():
 
 def provenance():
     """Where, when and on what the tables of this run were measured: the commit (and
-    whether the tracked files differed from it), the date (UTC), the machine, Python's
+    whether the tracked files but the stored results differed from it), the date (UTC), the machine, Python's
     and the libraries' versions, the arguments parsed (seeds included) and the
     package's modules the run imported, which tell when a change to the code makes the
     result stale."""
@@ -141,7 +142,9 @@ def provenance():
             versions[library] = importlib.metadata.version(library)
         except importlib.metadata.PackageNotFoundError:
             pass
-    changed = _git("status", "--porcelain", "--untracked-files=no")
+    # the stored results themselves change as a run writes them
+    changed = _git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                   ":(exclude)benchmarks/results")
     return dict(
         commit=_git("rev-parse", "HEAD"), clean=None if changed is None else not changed,
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
