@@ -297,7 +297,8 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
                 "needs at least two classes among the parties' rows."
             )
         uses_public_set = plan.public_set_use is not None
-        warn_about_assumptions(type(self).__name__, groups, X_unlabeled, uses_public_set)
+        warn_about_assumptions(type(self).__name__, groups, X_unlabeled, uses_public_set,
+                               data)
         # the rows of X where no public set was given; none where the steps use none
         X_public = data.X_public if uses_public_set or X_unlabeled is not None else None
         root = root_seed(self.random_state)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.datasets import load_breast_cancer
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
@@ -479,3 +480,21 @@ def test_every_argument_of_every_command_says_what_it_is():
               for action in command._actions
               if not isinstance(action, argparse._HelpAction) and not action.help]
     assert silent == []
+
+
+def test_run_compares_the_algorithms_on_a_csv_of_ones_own(tmp_path, capsys):
+    rng = np.random.RandomState(0)
+    X, y = load_breast_cancer(return_X_y=True)
+    path = tmp_path / "consortium.csv"
+    path.write_text("radius,texture,hospital,diagnosis\n" + "".join(
+        f"{row[0]},{row[1]},{hospital},{label}\n" for row, hospital, label in zip(
+            X, np.array(["north", "south", "east"])[rng.randint(3, size=len(y))], y)))
+    assert main(["run", "--dataset", "file", "--data-path", str(path), "--party-column",
+                 "hospital", "--trials", "1", "--audit", "off", "--algorithms", "fedkt",
+                 "central", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("file: the parties of column 'hospital', estimator rf")
+    assert "\nfedkt " in out and "\ncentral " in out
+    assert main(["run", "--dataset", "file", "--data-path", str(path), "--party-column",
+                 "ward", "--quiet"]) == 1
+    assert "--party-column='ward' is not a feature column" in capsys.readouterr().err

@@ -241,3 +241,46 @@ def test_cifar10_is_read_from_its_binary_batches(tmp_path):
 def test_image_datasets_take_a_folder_and_others_refuse_it(tmp_path):
     with pytest.raises(ValueError, match="path is for the real datasets"):
         load_federated("digits", path=tmp_path)
+
+
+def _own_file(tmp_path, header=True):
+    """A CSV of one's own: two features, the party's name, the label last."""
+    rng = np.random.RandomState(0)
+    hospitals = np.array(["north", "south", "east"])[rng.randint(3, size=120)]
+    labels = np.where(rng.rand(120) < 0.4, "sick", "well")
+    path = tmp_path / "own.csv"
+    path.write_text(("age,dose,hospital,outcome\n" if header else "") + "".join(
+        f"{age},{dose:.2f},{hospital},{label}\n" for age, dose, hospital, label in zip(
+            rng.randint(18, 90, 120), rng.rand(120), hospitals, labels)))
+    return path, hospitals
+
+
+def test_a_file_of_ones_own_keeps_the_parties_its_column_names(tmp_path):
+    path, hospitals = _own_file(tmp_path)
+    data = load_federated("file", path=path, party_column="hospital", random_state=0)
+    # the party column is no feature; the training rows keep their hospitals
+    assert data.X_train.shape[1] == 2 and set(data.groups) == {"north", "south", "east"}
+    n_public, n_test = len(data.X_public), len(data.X_test)
+    assert len(data.groups) + n_public + n_test == 120
+    assert set(data.y_train) == {"sick", "well"}
+    # without the column, the rows are split into parties at random, the column coded
+    data = load_federated("file", path=path, n_parties=3, min_party_size=5, random_state=0)
+    assert data.X_train.shape[1] == 3 and set(data.groups) == {0, 1, 2}
+
+
+def test_a_file_of_ones_own_is_refused_naming_what_to_pass(tmp_path):
+    path, _ = _own_file(tmp_path)
+    with pytest.raises(ValueError, match="name='file' reads a CSV or LIBSVM file of your "
+                       "own: pass its path"):
+        load_federated("file")
+    with pytest.raises(ValueError, match=r"party_column='ward' is not a feature column of "
+                       r".*; its header names \['age', 'dose', 'hospital'\]"):
+        load_federated("file", path=path, party_column="ward")
+    with pytest.raises(ValueError, match="party_column names a column of your own file"):
+        load_federated("wine", party_column="hospital")
+    headless, _ = _own_file(tmp_path / "..", header=False)
+    with pytest.raises(ValueError, match="has none: add a header line"):
+        load_federated("file", path=headless, party_column="hospital")
+    path.write_text(path.read_text().replace(",north,", ",?,", 1))
+    with pytest.raises(ValueError, match="has no party in column 'hospital'"):
+        load_federated("file", path=path, party_column="hospital")

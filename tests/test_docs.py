@@ -145,6 +145,32 @@ README_COMMANDS = ("pip install . && python -m skfedkt",
                    'pip install ".[test]" && python -m pytest')
 
 
+def _python_blocks(page):
+    """The ``.. code-block:: python`` blocks of `page`, each as the code it shows."""
+    blocks = []
+    for block in page.split(".. code-block:: python\n\n")[1:]:
+        lines = []
+        for line in block.splitlines():
+            if line and not line.startswith("    "):
+                break
+            lines.append(line[4:])
+        blocks.append("\n".join(lines))
+    return blocks
+
+
+@pytest.mark.parametrize("page, expected", [("deployment.rst", "test accuracy 0.9"),
+                                            ("secure_aggregation.rst", "['h0' 'h1'")])
+def test_the_pages_flower_blocks_run_as_written(page, expected, tmp_path):
+    pytest.importorskip("flwr")
+    blocks = [block for block in _python_blocks((ROOT / "doc" / page).read_text())
+              if "in_process_grid" in block]
+    assert len(blocks) == 1
+    result = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", "-c",
+                             blocks[0]], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert expected in result.stdout, result.stdout
+
+
 def test_readme_is_a_readme():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.encode()) <= 12_000

@@ -82,7 +82,8 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
         "(features, label last), public.csv (features only) and test.csv, to try the "
         "party and server commands.",
     )
-    split.add_argument("dataset", choices=DATASETS,
+    # a file of one's own is already its parties' rows: split writes built-in data
+    split.add_argument("dataset", choices=[name for name in DATASETS if name != "file"],
                        help="the dataset to write as a consortium's files")
     split.add_argument("--parties", type=positive(int), default=4,
                        help="the number of parties, one CSV file each")

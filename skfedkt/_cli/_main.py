@@ -99,10 +99,15 @@ def _add_run_arguments(run):
     data = run.add_argument_group("data")
     data.add_argument("--dataset", choices=DATASETS, default="digits",
                       help="adult, cod-rna, covtype, mnist, svhn and cifar10 need "
-                      "--data-path or the network")
+                      "--data-path or the network; file is a CSV or LIBSVM file of your "
+                      "own at --data-path, its label in the last column")
     data.add_argument("--data-path", help="local LIBSVM or CSV file (UCI's adult.data too) "
-                      "for adult, cod-rna, covtype; the folder of the distributed files "
-                      "for mnist, svhn, cifar10")
+                      "for adult, cod-rna, covtype and file; the folder of the distributed "
+                      "files for mnist, svhn, cifar10")
+    data.add_argument("--party-column", metavar="NAME",
+                      help="with --dataset file: the column of the CSV header that names "
+                      "each row's party (then --parties, --beta and --iid are not used); "
+                      "without it the rows are split into parties as --beta or --iid say")
     data.add_argument("--parties", type=positive(int), default=None,
                       help="number of parties; default: "
                       + ", ".join(f"{n} for {d}" for d, n in DEFAULT_PARTIES.items())
@@ -162,7 +167,7 @@ DEFAULT_PARTIES = {"adult": 50, "cod-rna": 50, "iris": 3, "wine": 4}
 # the library's parameter names in errors, as the flags a user of the runner types
 _FLAGS = {"min_party_size": "--min-party-size", "n_parties": "--parties", "beta": "--beta",
           "n_samples": "--n-samples", "public_fraction": "--public-fraction",
-          "test_fraction": "--test-fraction"}
+          "test_fraction": "--test-fraction", "party_column": "--party-column"}
 
 
 def _in_flags(message):
@@ -244,8 +249,12 @@ def main(argv=None):
         dataset_options["n_samples"] = args.n_samples
     if args.data_path is not None:
         dataset_options["path"] = args.data_path
-    print(f"{args.dataset}: {args.parties} parties "
-          f"({'IID' if args.iid else f'Dirichlet beta={args.beta:g}'}), "
+    if args.party_column is not None:
+        dataset_options["party_column"] = args.party_column
+    split = ("IID" if args.iid else f"Dirichlet beta={args.beta:g}")
+    print(f"{args.dataset}: "
+          + (f"the parties of column {args.party_column!r}" if args.party_column
+             else f"{args.parties} parties ({split})") + ", "
           f"estimator {args.estimator}"
           + (f" ({estimator_params['n_estimators']} trees)" if estimator_params else "")
           + f", {args.trials} trial(s)", flush=True)

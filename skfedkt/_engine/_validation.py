@@ -55,7 +55,10 @@ def _lost_classes(learned, reference, ratio=0.5):
 class AssumptionWarning(UserWarning):
     """`fit` assumed what it was not told: with ``groups=None`` that every row is one
     party's, with ``X_unlabeled=None`` (FedKT, FedCT) that the training rows, without
-    their labels, are the public set, so that nothing is private.
+    their labels, are the public set, so that nothing is private. Or it was given a
+    federation that is hardly one: ``groups`` that name a single party (centralized
+    training), or parties of fewer than 10 rows, whose models learn little from them
+    though each weighs in the vote as a large party's do.
 
     Raised once per fit, naming the argument to pass; inside scikit-learn's
     cross-validation (``GridSearchCV``, ``cross_validate`` ...) once per search. Filter
@@ -304,15 +307,35 @@ def _first_in_this_search(warned_searches, warned_in_this_process, search):
     return True
 
 
-def warn_about_assumptions(name, groups, X_unlabeled, public_set_labelled):
+# the smallest party whose models the warnings take as learning something: the Dirichlet
+# partition's default `min_party_size`
+MIN_PARTY_ROWS = 10
+
+
+def warn_about_assumptions(name, groups, X_unlabeled, public_set_labelled, data):
     """One `AssumptionWarning` for what `fit` assumed that it was not told: a single party
     (`groups` None), the training rows as the public set (`X_unlabeled` None, where
-    `public_set_labelled`: the algorithm labels a public set). Inside cross-validation,
-    once per search, saying whether routing dropped `groups`."""
+    `public_set_labelled`: the algorithm labels a public set); or for a federation
+    that is hardly one (`data`'s parties: one party named, parties of fewer than
+    `MIN_PARTY_ROWS` rows). Inside cross-validation, once per search, saying whether
+    routing dropped `groups`."""
     assumed = []
     if groups is None:
         assumed.append("groups=None, so every row is one party's (centralized training). "
                        "Pass groups=, the party of each row")
+    elif len(data.parties) == 1:
+        assumed.append(f"groups names one party ({data.parties[0]!r}), so its rows are "
+                       "all there is (centralized training). Pass groups= with the party "
+                       "of each row, at least two parties")
+    small = [] if groups is None else [
+        (party, len(rows)) for party, rows in zip(data.parties, data.party_rows)
+        if len(rows) < MIN_PARTY_ROWS]
+    if small:
+        named = ", ".join(f"{party!r} ({n} rows)" for party, n in small[:5])
+        assumed.append(f"that {len(small)} parties of fewer than {MIN_PARTY_ROWS} rows "
+                       f"({named}{', ...' if len(small) > 5 else ''}) train models worth "
+                       "their vote: they learn little from so few rows, and each weighs "
+                       "as much as a large party. Merge them, or leave them out")
     if X_unlabeled is None and public_set_labelled:
         assumed.append(
             "X_unlabeled=None, so the training rows, without their labels, are the public "

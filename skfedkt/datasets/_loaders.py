@@ -34,7 +34,9 @@ BUNDLED = {
 REAL = {"adult": 1590, "cod-rna": 351, "covtype": 1596}
 # its image datasets (read from their distributed files, see _images.py) and OpenML ids
 IMAGES = {"mnist": 554, "svhn": 41081, "cifar10": 40927}
-DATASETS = sorted([*BUNDLED, "synthetic", *REAL, *IMAGES])
+# a CSV or LIBSVM file of one's own
+OWN = "file"
+DATASETS = sorted([*BUNDLED, "synthetic", *REAL, *IMAGES, OWN])
 
 
 # how CSV files mark a missing feature value (UCI's census data uses "?")
@@ -233,7 +235,38 @@ def _read_csv(path, labelled, text_features):
     return X, labels
 
 
+def _party_column(path, party_column):
+    """The party of each row of the CSV file at `path`, from the column its header
+    names `party_column`, and that column's place among the features."""
+    names = feature_names_of(path)
+    if names is None:
+        raise ValueError(f"party_column={party_column!r} names a column of a CSV file's "
+                         f"header, and {path} has none: add a header line, or leave "
+                         "party_column out to split the rows into parties at random.")
+    if party_column not in names:
+        raise ValueError(f"party_column={party_column!r} is not a feature column of "
+                         f"{path}; its header names {names} (the last column, "
+                         "the label, cannot be the party).")
+    index = names.index(party_column)
+    rows, _ = _csv_rows(Path(path))
+    parties = np.array([row[index] for row in rows])
+    missing = np.flatnonzero([party.lower() in MISSING_MARKERS for party in parties])
+    if len(missing):
+        raise ValueError(f"Data row {missing[0] + 1} of {path} has no party in column "
+                         f"{party_column!r} ({len(missing)} such rows): give every row "
+                         "its party.")
+    numeric = _as_numbers(list(parties))
+    if numeric is not None and np.array_equal(numeric, np.round(numeric)):
+        parties = numeric.astype(np.int64)
+    return parties, index
+
+
 def _load(name, *, path, n_samples, n_features, n_classes, random_state):
+    if name == OWN:
+        if path is None:
+            raise ValueError(f"name={OWN!r} reads a CSV or LIBSVM file of your own: pass "
+                             "its path (--data-path on the command line).")
+        return load_local_file(path, text_features="ordinal")
     if name in BUNDLED:
         return BUNDLED[name](return_X_y=True)
     if name == "synthetic":
@@ -275,6 +308,7 @@ def _load(name, *, path, n_samples, n_features, n_classes, random_state):
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
         "min_party_size": [Interval(Integral, 1, None, closed="left")],
         "path": [str, Path, None],
+        "party_column": [str, None],
         "n_samples": [Interval(Integral, 10, None, closed="left")],
         "n_features": [Interval(Integral, 2, None, closed="left")],
         "n_classes": [Interval(Integral, 2, None, closed="left")],
@@ -292,6 +326,7 @@ def load_federated(
     test_fraction=0.125,
     min_party_size=10,
     path=None,
+    party_column=None,
     n_samples=10000,
     n_features=20,
     n_classes=2,
@@ -307,9 +342,10 @@ def load_federated(
     Parameters
     ----------
     name : {"digits", "breast_cancer", "wine", "iris", "synthetic", "adult", "cod-rna", \
-"covtype", "mnist", "svhn", "cifar10"}
+"covtype", "mnist", "svhn", "cifar10", "file"}
         The bundled scikit-learn datasets and ``"synthetic"`` (``make_classification``)
-        work offline. ``"adult"`` (a9a), ``"cod-rna"`` and ``"covtype"``, the paper's
+        work offline. ``"file"`` is a CSV or LIBSVM file of your own at `path`, read by
+        `load_local_file` (the label in the last column, text columns coded). ``"adult"`` (a9a), ``"cod-rna"`` and ``"covtype"``, the paper's
         tabular datasets, are read from `path` when given (LIBSVM or CSV, see
         `load_local_file`), else fetched from OpenML, which needs the network. So are
         its image datasets ``"mnist"``, ``"svhn"`` and ``"cifar10"``, whose `path` is
@@ -328,7 +364,13 @@ def load_federated(
     min_party_size : int, default=10
         Smallest party of a Dirichlet partition.
     path : str or path-like, default=None
-        Local file for the real datasets.
+        Local file for the real datasets and ``"file"``.
+    party_column : str, default=None
+        With ``"file"``: the column of the CSV file's header that names each row's
+        party. Its rows keep their parties (`n_parties`, `beta`, `partition` and
+        `min_party_size` are then unused), the column is not a feature, and the public
+        and test rows are drawn from every party's rows. None splits the training rows
+        into parties as `partition` says.
     n_samples, n_features, n_classes : int, default=10000, 20, 2
         Size of the ``"synthetic"`` dataset.
     random_state : int, RandomState instance or None, default=None
@@ -350,9 +392,12 @@ def load_federated(
     >>> np.unique(data.groups)
     array([0, 1, 2, 3, 4])
     """
-    if path is not None and name not in REAL and name not in IMAGES:
-        raise ValueError(
-            f"path is for the real datasets {sorted([*REAL, *IMAGES])}, not {name!r}.")
+    if path is not None and name not in REAL and name not in IMAGES and name != OWN:
+        raise ValueError(f"path is for the real datasets {sorted([*REAL, *IMAGES])} and "
+                         f"{OWN!r}, not {name!r}.")
+    if party_column is not None and name != OWN:
+        raise ValueError(f"party_column names a column of your own file (name={OWN!r}), "
+                         f"not of {name!r}.")
     if public_fraction + test_fraction >= 1:
         raise ValueError(
             f"public_fraction + test_fraction = {public_fraction + test_fraction:g} leaves "
@@ -361,10 +406,14 @@ def load_federated(
     rng = check_random_state(random_state)
     X, y = _load(name, path=path, n_samples=n_samples, n_features=n_features,
                  n_classes=n_classes, random_state=rng)
+    parties = np.zeros(len(y), dtype=np.int64)
+    if party_column is not None:
+        parties, index = _party_column(path, party_column)
+        X = np.delete(X, index, axis=1)
     try:
-        X_train, X_rest, y_train, y_rest = train_test_split(
-            X, y, test_size=public_fraction + test_fraction, stratify=y, random_state=rng
-        )
+        X_train, X_rest, y_train, y_rest, parties_train, _ = train_test_split(
+            X, y, parties, test_size=public_fraction + test_fraction, stratify=y,
+            random_state=rng)
         X_public, X_test, _, y_test = train_test_split(
             X_rest, y_rest, test_size=test_fraction / (public_fraction + test_fraction),
             stratify=y_rest, random_state=rng,
@@ -375,11 +424,13 @@ def load_federated(
             f"rows that each hold every class ({exc}); use more rows (n_samples for "
             "'synthetic') or larger public_fraction and test_fraction."
         ) from exc
-    if n_parties > len(y_train):
+    if party_column is not None:
+        groups = parties_train
+    elif n_parties > len(y_train):
         raise ValueError(
             f"Cannot split {len(y_train)} training rows of {name!r} into {n_parties} parties."
         )
-    if partition == "iid":
+    elif partition == "iid":
         groups = iid_partition(len(y_train), n_parties, random_state=rng)
     else:
         groups = dirichlet_partition(y_train, n_parties, beta=beta,
