@@ -10,6 +10,7 @@ from _data import noise_at
 from sklearn import config_context
 from sklearn.datasets import make_classification
 from sklearn.ensemble import RandomForestRegressor
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, GroupKFold
 from sklearn.naive_bayes import GaussianNB
 from sklearn.tree import DecisionTreeClassifier
@@ -242,3 +243,16 @@ def test_a_single_class_is_refused_as_scikit_learn_refuses_it(data, make):
     X, _, X_public = data
     with pytest.raises(ValueError, match=r"y holds one class only \('a'\)"):
         make().fit(X, np.full(80, "a"), groups=np.arange(80) % 2, X_unlabeled=X_public)
+
+
+def test_missing_values_are_refused_naming_the_base_estimator_that_refuses_them():
+    X, y = make_classification(n_samples=60, random_state=0)
+    X[3, 2] = np.nan
+    with pytest.raises(ValueError, match=r"FedKTClassifier's base estimator "
+                       r"\(LogisticRegression\) does not accept missing values"):
+        FedKTClassifier(LogisticRegression()).fit(X, y, groups=np.arange(60) % 2,
+                                                  X_unlabeled=X[:10])
+    with pytest.raises(ValueError, match=r"Invalid X_unlabeled: .*OneShotEnsembleClassifier's "
+                       r"base estimator \(LogisticRegression\) does not accept"):
+        OneShotEnsembleClassifier(LogisticRegression()).fit(
+            X[4:], y[4:], groups=np.arange(56) % 2, X_unlabeled=X[:10])

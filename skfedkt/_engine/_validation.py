@@ -473,12 +473,29 @@ def check_params(estimator):
     )
 
 
+def _validated(estimator, *arrays, **checks):
+    """`validate_data` of `arrays` for `estimator`, whose refusal of missing values names
+    the base estimators that refuse them: the meta-estimator takes them where those do."""
+    try:
+        return validate_data(estimator, *arrays, **checks)
+    except ValueError as exc:
+        name = type(estimator).__name__
+        bases = [type(value).__name__ for key, value in estimator.get_params(deep=False).items()
+                 if key.endswith("estimator") and hasattr(value, "fit")]
+        if not bases or f"{name} does not accept missing values" not in str(exc):
+            raise
+        raise ValueError(str(exc).replace(
+            f"{name} does not accept missing values",
+            f"{name}'s base estimator ({', '.join(bases)}) does not accept missing "
+            "values")) from exc
+
+
 def validate_federated_data(estimator, X, y, groups, X_unlabeled):
     """The inputs of a federated fit, validated as `estimator`'s: sets its ``classes_``,
     ``parties_`` and ``n_features_in_`` (as `validate_data` sets the last), and returns
     the rows, class codes, parties and public set (`FederatedData`)."""
     checks = check_params(estimator)
-    X_valid, y = validate_data(estimator, X, y, **checks)
+    X_valid, y = _validated(estimator, X, y, **checks)
     check_classification_targets(y)
     estimator.classes_, y_codes = np.unique(y, return_inverse=True)
 
@@ -504,7 +521,7 @@ def validate_federated_data(estimator, X, y, groups, X_unlabeled):
                 )
             X_unlabeled = X_unlabeled[0]
         try:
-            public_valid = validate_data(estimator, X_unlabeled, reset=False, **checks)
+            public_valid = _validated(estimator, X_unlabeled, reset=False, **checks)
         except (ValueError, TypeError) as exc:
             # e.g. a sparse public set for a dense-only base estimator (a TypeError);
             # scikit-learn's message calls the array it checked X
