@@ -209,12 +209,12 @@ def figure(results):
     # the centre of the sweep: the parties, and the public rows and classes, most rows hold
     parties = Counter(row[0] for row in sweep).most_common(1)[0][0]
     public, classes = Counter((row[1], row[2]) for row in sweep).most_common(1)[0][0]
-    fig, axes = new_figure(1, 3, width=10, height=3.3)
+    fig, axes = new_figure(1, 3, width=11, height=3.6)
     for ax, rows, x, what in (
             (axes[0][0], [row for row in sweep if (row[1], row[2]) == (public, classes)], 0,
-             f"parties ({public} public rows x {classes} classes)"),
+             f"parties\n({public} public rows x {classes} classes)"),
             (axes[0][1], [row for row in sweep if row[0] == parties], 3,
-             f"words: public rows x classes ({parties} parties)")):
+             f"words: public rows x classes\n({parties} parties)")):
         points = sorted((cell_number(row[x]), *cell_spread(row[4])) for row in rows)
         xs, seconds, spreads = zip(*points)
         ax.errorbar(xs, seconds, yerr=spreads, marker="o", capsize=2)

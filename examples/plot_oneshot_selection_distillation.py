@@ -117,7 +117,9 @@ print("student AUC by public set size: "
 # while on thousands of devices its selected ensembles beat the full one. It stays
 # below the pooled ideal because each model saw only a few digits. Right: the student
 # needs only a few hundred unlabelled public rows to come within a hair of its
-# teacher, and ships as one model instead of ten. The warnings above come from the
+# teacher, and ships as one model instead of ten. Each fit warns that some devices hold
+# fewer than 10 rows: they are the small devices the paper has in mind, and the
+# selection strategies are what copes with them. The other warnings above come from the
 # smallest public sets, of a few dozen rows or fewer: there the ensemble labels class 1
 # on 10-20% of the public rows, against its half of the training rows, and the student
 # learns those labels.

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .._engine._validation import LabelCollapseWarning
+from .._engine._validation import AssumptionWarning, LabelCollapseWarning
 from ..baselines import solo_scores
 from ..datasets import load_federated
 from ..privacy import membership_audit
@@ -107,9 +107,12 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
         estimator = method.prepare(estimator, data.X_public)
     model = method.make(estimator, options,
                         dict(n_jobs=n_jobs, random_state=seed, verbose=verbose))
-    # e.g. PATE: one party holding every row, said explicitly
+    # e.g. PATE: one party holding every row, said explicitly, and meant
     groups = np.zeros(len(data.y_train)) if method.one_party else data.groups
-    model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
+    with warnings.catch_warnings():
+        if method.one_party:
+            warnings.filterwarnings("ignore", category=AssumptionWarning)
+        model.fit(data.X_train, data.y_train, groups=groups, X_unlabeled=data.X_public)
     seconds = time.perf_counter() - start
     upload = np.nan if method.one_party else float(np.mean(model.upload_bytes_))
     # epsilon_ is inf without noise: no guarantee to report
