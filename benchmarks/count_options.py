@@ -5,14 +5,13 @@ combination checked as `fit` checks it before any work.
 
     python benchmarks/count_options.py
 
-Produces: doc/architecture.rst, "Parameters" (the counts before and after a change of
-the parameters).
+Produces: doc/architecture.rst, "Parameters" (the counts, from its stored results).
 """
 
 import inspect
 import itertools
 
-from _common import parser
+from _common import parser, print_table
 
 from skfedkt import (
     FedCTClassifier,
@@ -36,9 +35,9 @@ def votes():
 
 def main(argv=None):
     parser(__doc__).parse_args(argv)
-    for estimator in (FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier):
-        print(f"{estimator.__name__}: {len(inspect.signature(estimator).parameters)} "
-              "parameters")
+    print_table(["estimator", "parameters"], [
+        [estimator.__name__, len(inspect.signature(estimator).parameters)]
+        for estimator in (FedKTClassifier, FedCTClassifier, OneShotEnsembleClassifier)])
     combinations = list(itertools.product(
         list(votes()), ["public", "party+public"], [None, "students", "all"], [True, False],
         [None, ServerNoise(), PartyNoise()]))
@@ -53,8 +52,10 @@ def main(argv=None):
             continue
         accepted += 1
     refused = len(combinations) - accepted
-    print(f"FedKT: {len(combinations)} discrete combinations, {refused} refused "
-          f"({refused / len(combinations):.0%}), {accepted} accepted")
+    print_table(["estimator", "discrete combinations", "refused", "refused share",
+                 "accepted"],
+                [["FedKTClassifier", len(combinations), refused,
+                  f"{refused / len(combinations):.0%}", accepted]])
 
 
 if __name__ == "__main__":

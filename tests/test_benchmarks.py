@@ -62,7 +62,7 @@ TINY = {
                                  "| hard (the paper's) | "),
     "bench_share_tolerance": (["--datasets", "wine", "--betas", "1", "--seeds", "1",
                                "--n-jobs", "1", "--trees", "2"], "| wine | 1 |"),
-    "count_options": ([], "FedKT: "),
+    "count_options": ([], "| FedKTClassifier | "),
     "trace_fit": ([], "back into _fedkt/_classifier.py: 0"),
 }
 TESTED_BELOW = {"bench_census", "bench_membership", "bench_overhead"}
