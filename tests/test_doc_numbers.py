@@ -16,10 +16,10 @@ RESULT = re.compile(r"(?<![\w.-])(?:\d+\.\d{2,}(?!\.?\d)|\d+(?:\.\d+)? ?(?:s|ms|
                     r"minutes?|hours?|points?)\b|\d+(?:\.\d+)? ?%|\d+ of \d+\b)")
 # where numbers are not prose: literals, roles (``:result:`...```), math
 NOT_PROSE = re.compile(r"``.*?``|:[\w-]+:`[^`]*`|`[^`]*`_?", re.DOTALL)
-# directives whose content is code or stored results, never prose
+# directives whose content is code or stored results, never prose (a figure's caption
+# is prose)
 LITERAL_DIRECTIVES = re.compile(r"\.\. (code-block|code|doctest|testcode|testoutput|math|"
-                                r"benchmark-table|benchmark-figure|paper-table|"
-                                r"literalinclude|raw)::")
+                                r"benchmark-table|paper-table|literalinclude|raw)::")
 # numbers in prose that are not results: settings, sizes, bounds and the papers'
 # protocol, each with the words that say so
 NOT_RESULTS = (
