@@ -7,7 +7,8 @@ records, and how many commits since changed the package's modules it ran). ``.. 
 SCRIPT NAME`` calls ``figure(results)`` of ``benchmarks/SCRIPT.py`` on those results (the
 same script that prints the table) and shows the figure it draws, with the directive's
 content as its caption. ``.. paper-table:: NAME`` shows a table a paper reports, stored
-in ``benchmarks/papers.json``, and names its source.
+in ``benchmarks/papers.json``, and names its source. ``.. result-ages::`` lists every
+stored result with its provenance and its age in commits of the code it measured.
 
 A single number in prose is a cell of those tables: ``:result:`NAME[ INDEX] | ROW |
 COLUMN``` shows the cell of ``NAME.json``'s table in the row whose first cells are ROW
@@ -131,6 +132,27 @@ def _cell_role(name, rawtext, text, lineno, inliner, options=None, content=None)
     return [nodes.inline(rawtext, cell.replace("*", ""), classes=["stored-result"])], []
 
 
+class ResultAges(Directive):
+    """Every stored result, with where and when it was measured and how many commits
+    since changed the package's modules its benchmark ran."""
+
+    def run(self):
+        rows = [["stored result", "commit", "date", "machine",
+                 "commits since that changed its code"]]
+        for path in sorted((_benchmarks() / "results").glob("*.json")):
+            results = _common().stored_results(path.stem)
+            origin = results.get("provenance")
+            if origin is None:
+                rows.append([path.stem, "not recorded", "-", "-", "-"])
+                continue
+            changes = _common().code_changes(results)
+            rows.append([path.stem, (origin["commit"] or "none")[:9], origin["date"][:10],
+                         f"{origin['machine']['cpu']}, {origin['machine']['cores']} cores, "
+                         f"{origin['machine']['device']}",
+                         "unknown" if changes is None else str(changes)])
+        return _parse(self, _list_table(dict(header=rows[0], rows=rows[1:])))
+
+
 class PaperTable(Directive):
     """A table a paper reports, as stored in ``benchmarks/papers.json``, with its source."""
 
@@ -167,6 +189,7 @@ def setup(app):
     app.add_directive("benchmark-table", BenchmarkTable)
     app.add_directive("benchmark-figure", BenchmarkFigure)
     app.add_directive("paper-table", PaperTable)
+    app.add_directive("result-ages", ResultAges)
     app.add_role("result", _cell_role)
     app.add_role("paper", _cell_role)
     return {"parallel_read_safe": True, "version": "1"}
