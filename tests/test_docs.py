@@ -266,8 +266,8 @@ def test_every_page_is_about_four_hundred_lines_at_most():
 def test_every_results_page_opens_with_a_figure_its_benchmark_draws_from_stored_results():
     """Each page of doc/performance/ but the index shows a figure drawn by the script
     that prints its tables, from results stored under benchmarks/results/, before any
-    table; every stored file is shown on some page; each page names the command that
-    reproduces it."""
+    table; every stored file is shown on some page (a table, a figure or a cell); each
+    page names the command that reproduces it."""
     stored = {path.stem for path in (ROOT / "benchmarks" / "results").glob("*.json")}
     shown = set()
     for page in sorted((ROOT / "doc" / "performance").glob("*.rst")):
@@ -283,6 +283,7 @@ def test_every_results_page_opens_with_a_figure_its_benchmark_draws_from_stored_
             assert (ROOT / "benchmarks" / f"{script}.py").exists() and name in stored
             assert f"benchmarks/{script}.py" in text  # the command is on the page
         shown.update(name for _, name in figures)
-    for page in doc_sources():  # the user guide shows stored tables too
+    for page in doc_sources():  # the user guide shows stored tables, and cells, too
         shown.update(re.findall(r"^\.\. benchmark-table:: (\w+)", page.read_text(), re.M))
+        shown.update(re.findall(r":result:`\s*(\w+)", page.read_text()))
     assert shown == stored
