@@ -80,7 +80,6 @@ class SecureSumParty:
         self._stage = "advertise"
         self._roster: dict[int, dict[str, bytes]] = {}
         self._roster_tag = b""
-        self._share_digest = signed.share_digests(agreement, b"")
         self._shares: dict[int, Dealt] = {}  # by dealer, the shares it dealt this party
         self._survivors: tuple[int, ...] = ()
         self._share_keys: dict[int, bytes] = {}  # by party, from the roster's keys
