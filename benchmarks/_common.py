@@ -14,6 +14,7 @@ building the docs runs no benchmark.
 
 import argparse
 import functools
+import hashlib
 import importlib.metadata
 import inspect
 import json
@@ -149,9 +150,21 @@ def provenance():
         commit=_git("rev-parse", "HEAD"), clean=None if changed is None else not changed,
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         machine=_machine(), python=platform.python_version(), versions=versions,
-        arguments=_stored["arguments"],
+        arguments=_stored["arguments"], data_files=_data_files(_stored["arguments"]),
         modules=sorted(name for name in sys.modules
                        if name == "skfedkt" or name.startswith("skfedkt.")))
+
+
+def _data_files(arguments):
+    """The SHA-256 of each file an argument names (a local copy of data the package
+    does not ship, such as UCI's adult.data), so a reader can tell which copy was
+    measured."""
+    files = {}
+    for value in arguments.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and Path(item).is_file():
+                files[item] = hashlib.sha256(Path(item).read_bytes()).hexdigest()
+    return files
 
 
 def module_files(modules):

@@ -2,6 +2,7 @@
 and every benchmark names the table of the docs it produces."""
 
 import json
+import os
 import platform
 import re
 import shlex
@@ -134,7 +135,7 @@ def _check_provenance(provenance, argv):
     """The commit, date, machine, versions, arguments and modules a stored result
     records are this run's."""
     assert set(provenance) == {"commit", "clean", "date", "machine", "python", "versions",
-                               "arguments", "modules"}
+                               "arguments", "data_files", "modules"}
     assert provenance["commit"] is None or len(provenance["commit"]) == 40
     assert abs(datetime.now(timezone.utc) - datetime.fromisoformat(provenance["date"])) < (
         timedelta(hours=1))
@@ -147,6 +148,9 @@ def _check_provenance(provenance, argv):
     # stored
     named = {arg[2:].split("=")[0].replace("-", "_") for arg in argv if arg.startswith("--")}
     assert named <= set(provenance["arguments"]) and "results" not in provenance["arguments"]
+    # every local data file an argument names, by its digest
+    assert all(os.path.isfile(path) and len(digest) == 64
+               for path, digest in provenance["data_files"].items())
     # the package's modules the benchmark ran, for the staleness check
     assert "skfedkt" in provenance["modules"]
     assert all(name.startswith("skfedkt") for name in provenance["modules"])
