@@ -13,6 +13,7 @@ from ._deployment._secure_coordinator import SecureCoordinator
 from ._deployment._secure_stages import SecureParty, SecureSession
 from ._deployment._upload import PartyUpload, UploadError, read_upload
 from ._engine._validation import AssumptionWarning, LabelCollapseWarning, PublicSet
+from ._dsfl import DSFLClassifier
 from ._fedavg import FedAvgClassifier
 from ._fedct import FedCTClassifier
 from ._fedkt import FedKTClassifier, HardVotes, SoftVotes
@@ -23,6 +24,7 @@ from ._version import __version__
 
 __all__ = [
     "AssumptionWarning",
+    "DSFLClassifier",
     "FedAvgClassifier",
     "FedCTClassifier",
     "FedKTClassifier",

@@ -15,6 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 import skfedkt
 from skfedkt import (
+    DSFLClassifier,
     FedAvgClassifier,
     FedCTClassifier,
     FedKTClassifier,
@@ -73,6 +74,9 @@ SAME_MODEL = {
     "fedct distilled into another model": FedCTClassifier(
         [_tree(), _tree(), _tree(), _tree(), _tree()], n_rounds=2, distill=True,
         final_estimator=DecisionTreeClassifier(max_depth=5)),
+    "dsfl distilled": DSFLClassifier(_tree(), n_rounds=3, distill=True),
+    "dsfl distilled, sharpened": DSFLClassifier(_tree(), n_rounds=2, distill=True,
+                                                temperature=0.5),
     "oneshot distilled": OneShotEnsembleClassifier(_tree(), distill=True),
     "oneshot distilled, hard": OneShotEnsembleClassifier(_tree(), distill=True,
                                                          voting="hard"),
@@ -110,6 +114,8 @@ REFUSED = [
     (FedKTClassifier(distill=False), "distill=False .* needs each party's students, "
      "which secure aggregation keeps at the party; distill=True runs under it"),
     (FedCTClassifier(), r"distill=False \(the parties' vote\) needs each party's model, "
+     ".*; distill=True runs under it"),
+    (DSFLClassifier(), r"distill=False \(the parties' vote\) needs each party's model, "
      ".*; distill=True runs under it"),
     (OneShotEnsembleClassifier(), r"distill=False .* needs each party's model, .*; "
      "distill=True with selection='all' runs under it"),

@@ -315,8 +315,9 @@ def test_two_algorithms_may_declare_one_flag_each_parsing_it_their_way(
     with pytest.raises(SystemExit):
         parser.parse_args(["run", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "fedct: largest number of co-training rounds (default: 20); localvote: " \
-           "rounds of nothing (a test) (default: 7)" in help_text
+    assert "fedct: largest number of co-training rounds (default: 20); dsfl: largest " \
+           "number of rounds of soft labels (default: 5); localvote: rounds of nothing " \
+           "(a test) (default: 7)" in help_text
     # under a heading of its own, not FedCT's as if it were FedCT's alone
     shared = help_text.index("flags of several algorithms: --rounds ROUNDS fedct:")
     assert help_text.index("local vote:") < shared

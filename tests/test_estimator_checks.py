@@ -10,6 +10,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from xgboost import XGBClassifier
 
 from skfedkt import (
+    DSFLClassifier,
     FedAvgClassifier,
     FedCTClassifier,
     FedKTClassifier,
@@ -39,6 +40,11 @@ from skfedkt.privacy import BitFlips, TeacherVotes
                         n_rounds=2, random_state=0),
         FedCTClassifier(privacy=TeacherVotes(8.0, n_teachers=2, n_queries=10), n_rounds=2,
                         random_state=0),
+        DSFLClassifier(n_rounds=2, random_state=0),
+        DSFLClassifier(HistGradientBoostingClassifier(max_iter=20), n_rounds=2,
+                       voting="hard", random_state=0),
+        DSFLClassifier(LogisticRegression(), n_rounds=2, distill=True, temperature=0.5,
+                       random_state=0),
         FedAvgClassifier(SGDClassifier(loss="log_loss"), n_rounds=2, random_state=0),
         FedAvgClassifier(MLPClassifier(hidden_layer_sizes=(8,), batch_size=16,
                                        learning_rate_init=0.01),

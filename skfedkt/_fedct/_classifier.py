@@ -11,7 +11,7 @@ import numpy as np
 from .._engine._compat import HasMethods, Interval, StrOptions, num_samples
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._received import UploadChecker
-from .._deployment._fields import InClear
+from .._deployment._party_models import MODEL_FIELDS
 from .._deployment._upload import SUMS as SUMS_KEY, PartyUpload
 from .._engine._context import (
     CheckContext,
@@ -22,6 +22,7 @@ from .._engine._context import (
 )
 from .._engine._class_codes import GlobalLabelClassifier
 from .._engine._fitting import ensemble_proba
+from .._engine._party_models import base_estimators
 from .._engine._validation import (
     _SKEWED_PARTIES_REMEDY,
     SHIFTED_PUBLIC_SET_REMEDY,
@@ -33,7 +34,7 @@ from .._privacy._mechanisms import BitFlips, TeacherVotes, add_noise
 from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
 from ._payloads import fedct_upload
-from ._plan import FedCTPlan, base_estimators
+from ._plan import FedCTPlan
 from ._server import (
     FedCTServer,
     check_party_upload,
@@ -60,17 +61,7 @@ def _sent_bytes(clf: FedCTClassifier) -> np.ndarray:
     return np.zeros(len(clf.parties_))
 
 
-def _voted(plan: FedCTPlan) -> tuple[str, str] | None:
-    return None if plan.distill else ("distill=False (the parties' vote)", "distill=True")
-
-
-FIELDS = (
-    InClear("model", "in the final step, its model (share_model)", party_only=True,
-            needed_when=_voted),
-    InClear("codes", "the class codes of its model's outputs", party_only=True,
-            needed_when=_voted),
-    *SUMS,
-)
+FIELDS = (*MODEL_FIELDS, *SUMS)
 
 
 def _fit_releases(clf: FedCTClassifier) -> list[Release]:

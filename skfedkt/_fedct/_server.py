@@ -13,8 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from .._deployment._party_models import (
+    check_model_upload,
+    check_round_state,
+    final_models,
+    mean_accuracy,
+)
 from .._deployment._received import UploadChecker
-from .._deployment._upload import PartyUpload, UploadError
+from .._deployment._upload import PartyUpload
 from .._engine._class_codes import ClassCodeModel
 from .._engine._context import Message
 from .._engine._fitting import Task, TierJob, fit_clones
@@ -27,7 +33,7 @@ from .._privacy._reports import BitFlipPrivacyReport, guarantee_strength, Teache
 from ._party import instructions
 from ._payloads import FedCTMessage, fedct_message, fedct_upload
 from ._plan import FedCTPlan
-from ._sums import check_sums, mean_accuracy
+from ._sums import check_sums
 
 
 class FedCTServer:
@@ -120,25 +126,18 @@ def finished(plan: FedCTPlan, uploads: Sequence[Message], message: Message,
     server's last `message`: the parties' vote, or with ``distill=True`` a model fitted
     on the public rows with the last consensus (`distilled`)."""
     check_sums(sums, len(uploads))
+    accuracy = mean_accuracy(sums, len(uploads))
     payloads = [fedct_upload(upload) for upload in uploads]
-    missing = [upload.manifest["party"] for upload, payload in zip(uploads, payloads)
-               if payload.get("model") is None]
-    if missing and not plan.distill:
-        raise UploadError(
-            f"Parties {missing} sent no model (share_model=False): the server cannot "
-            "assemble the voting classifier without every party's model.",
-            party=missing[0], field="model",
-        )
     # aligned with the parties: None where a party kept its model
-    local = [None if payload.get("model") is None
-             else ClassCodeModel(payload["model"], payload["codes"]) for payload in payloads]
+    local = final_models(uploads, [payload.get("model") for payload in payloads],
+                         [payload.get("codes") for payload in payloads], plan.distill)
     last = np.asarray(fedct_message(message)["last_consensus"])
     final = (distilled(plan, X_public, last, len(classes), root) if plan.distill
              else None)
     history = [dict(entry) for entry in message.manifest["history"]]
     if history and history[-1]["train_accuracy"] is None:
         # the training accuracy of the final models
-        history[-1]["train_accuracy"] = mean_accuracy(sums, len(uploads))
+        history[-1]["train_accuracy"] = accuracy
     privacy = privacy_report(plan, len(last), len(history), len(classes))
     return dict(
         _models=local,
@@ -176,12 +175,8 @@ def check_party_upload(checker: UploadChecker, plan: FedCTPlan, *, final: bool) 
     """A FedCT party's upload in the clear: its rows, its round and, in the final round,
     its model (where secure aggregation does not keep it at the party). What it shares
     and its training accuracy are in its sums, which the base checks."""
-    checker.count("n_rows", positive=True)
-    checker.count("round", at_most=plan.n_rounds)
-    if checker.optional_model() is None and final:
-        return  # fit_server names every party that kept its model
-    if not final and fedct_upload(checker.upload).get("model") is not None:
-        checker.refuse("model", "a model before the server's message said done")
+    check_model_upload(checker, plan.n_rounds, fedct_upload(checker.upload).get("model"),
+                       final=final)
 
 
 def check_server_message(checker: UploadChecker, n_public: int, n_rounds: int) -> None:
@@ -189,16 +184,8 @@ def check_server_message(checker: UploadChecker, n_public: int, n_rounds: int) -
     row (-1 for none), the round to fit and the server's state."""
     checker.labels("consensus", n_public, low=-1)
     checker.labels("last_consensus", n_public, low=-1)
-    checker.count("round", at_most=n_rounds)
-    checker.count("stalled")
+    check_round_state(checker, n_rounds)
     checker.count("server_seed")
-    if not isinstance(checker.manifest("done"), bool):
-        checker.refuse("done", "not true or false")
-    history = checker.manifest("history")
-    if not isinstance(history, list) or len(history) > n_rounds or not all(
-        isinstance(entry, dict) for entry in history
-    ):
-        checker.refuse("history", f"not a list of at most {n_rounds} rounds")
 
 
 def privacy_report(plan: FedCTPlan, n_public: int, n_rounds: int,

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._deployment._fields import InSum, nonnegative, one_hot_rows
+from .._deployment._fields import InSum, one_hot_rows
+from .._deployment._party_models import ACCURACY, accuracy_sum
 from .._engine._voting import count_votes
 from ._plan import FedCTPlan
 
@@ -18,8 +19,7 @@ def _vote_bound(plan: FedCTPlan, max_rows: int) -> float:
 
 
 SUMS = (
-    InSum("training_accuracy", "its model's accuracy on its rows", "float",
-          lambda plan, max_rows: 1.0, valid=nonnegative),
+    ACCURACY,
     InSum("label_counts", "its (bit-flipped) labels of the public rows, one-hot (none "
           "where it abstains)", "int", lambda plan, max_rows: 1.0, valid=one_hot_rows),
     InSum("vote_counts", "with TeacherVotes: its teachers' noisy vote counts on the "
@@ -33,7 +33,7 @@ def party_sums(plan: FedCTPlan, shared: np.ndarray | None, accuracy: float,
     server votes on (`shared` not None), its shared labels (class codes, -1 for an
     abstention) as one-hot counts, or with `TeacherVotes` its noisy vote counts,
     clipped to `FedCTPlan.vote_bound`."""
-    sums = dict(training_accuracy=np.array([accuracy], dtype=np.float64))
+    sums = accuracy_sum(accuracy)
     if shared is None:
         return sums
     if plan.teacher_votes is None:
@@ -47,8 +47,7 @@ def party_sums(plan: FedCTPlan, shared: np.ndarray | None, accuracy: float,
 def check_sums(sums: dict[str, np.ndarray], n_parties: int) -> None:
     """Refuse what the sum of `n_parties` parties still shows no honest party sent: a
     public row whose summed label counts hold a negative count or more votes than
-    parties (each adds at most one), or a summed training accuracy outside
-    ``[0, n_parties]``."""
+    parties (each adds at most one)."""
     counts = sums.get("label_counts")
     if counts is not None:
         totals = counts.sum(axis=1)
@@ -60,14 +59,3 @@ def check_sums(sums: dict[str, np.ndarray], n_parties: int) -> None:
                 f"{n_parties} parties casting at most one vote each: row {row} holds "
                 f"{counts[row].tolist()}. A party sent counts other than its one-hot "
                 "labels; the sum does not show which.")
-    accuracy = sums["training_accuracy"][0]
-    # the fixed point of a float sum is off by far less than this margin
-    if not -1e-6 <= accuracy <= n_parties + 1e-6:
-        raise ValueError(f"The summed training accuracy of {n_parties} parties is "
-                         f"{accuracy:.6g}, outside [0, {n_parties}]: a party sent an "
-                         "accuracy outside [0, 1]; the sum does not show which.")
-
-
-def mean_accuracy(sums: dict[str, np.ndarray], n_parties: int) -> float:
-    """The mean of the `n_parties` parties' training accuracies, from their sum."""
-    return float(sums["training_accuracy"][0]) / n_parties
