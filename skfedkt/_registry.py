@@ -142,6 +142,9 @@ class Algorithm:
     the share of what the last round shares that it still changed (FedCT: the
     consensus labels), NaN when the rounds converged; for the runner's table. None:
     always NaN."""
+    unsettled_what: str = "its consensus labels"
+    """What `unsettled_share` is a share of, in the runner's words ("2.8% of its
+    consensus labels still changing")."""
 
     def keyword_arguments(self, values):
         """Its class's keyword arguments from its flags' `values` (see `options`)."""

@@ -127,7 +127,7 @@ def test_defaults_match_the_documented_main_job():
     assert DEFAULT_PARTIES["adult"] == DEFAULT_PARTIES["cod-rna"] == 50
     # the averaged local models: the simple baseline FedKT is measured against
     assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "oneshot", "ensemble",
-                               "solo", "pate", "central"]
+                               "solo", "pate", "central", "majority"]
 
 
 @pytest.mark.parametrize("argv, teachers", [([], "auto"), (["--teachers", "auto"], "auto"),

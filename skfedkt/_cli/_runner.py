@@ -48,6 +48,8 @@ class Result:
 BASELINES = {
     "solo": "SOLO: each party alone, mean over parties",
     "central": "centralized: one model on all training rows (not federated)",
+    "majority": "the training rows' most frequent class, predicted everywhere (no model): "
+                "what a model whose labels collapsed scores",
 }
 
 
@@ -57,7 +59,8 @@ def method_names():
     training."""
     declared = methods().values()
     return ([method.name for method in declared if not method.one_party] + ["solo"]
-            + [method.name for method in declared if method.one_party] + ["central"])
+            + [method.name for method in declared if method.one_party]
+            + ["central", "majority"])
 
 
 def default_methods():
@@ -94,6 +97,10 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
     `verbose` is passed to the federated estimators, which then print their stages.
     """
     start = time.perf_counter()
+    if algorithm == "majority":
+        labels, counts = np.unique(data.y_train, return_counts=True)
+        return (float(np.mean(data.y_test == labels[counts.argmax()])),
+                time.perf_counter() - start, np.nan, np.nan, *_NO_AUDIT, np.nan)
     if algorithm in ("solo", "central"):
         # centralized training is SOLO with one party holding every row
         groups = data.groups if algorithm == "solo" else np.zeros(len(data.y_train))
@@ -125,6 +132,13 @@ def run_trial(data, algorithm, estimator, options, seed, n_jobs, verbose=0, audi
 
 
 _NO_AUDIT = (np.nan, np.nan)
+
+
+def _unsettled_what(name):
+    """What the method `name`'s algorithm reports a share of still changing."""
+    owner = next(declared for declared in declared_algorithms()
+                 if name in {method.name for method in declared.methods})
+    return owner.unsettled_what
 
 
 def _unsettled_share(model):
@@ -277,8 +291,8 @@ def summary_table(results, algorithms):
             lines.append(
                 f"{algorithm} stopped at its round cap in {len(capped)} of "
                 f"{sum(r.algorithm == algorithm for r in results)} trials with "
-                f"{np.mean(capped):.1%} of its consensus labels still changing: more "
-                "rounds may change its result."
+                f"{np.mean(capped):.1%} of {_unsettled_what(algorithm)} still changing: "
+                "more rounds may change its result."
             )
     if any(r.collapse_warned for r in results):
         lines.append(

@@ -54,6 +54,7 @@ register(Algorithm(
     name="dsfl", estimator_class=DSFLClassifier, title="DS-FL", listed=25,
     flags=FLAGS, options=options, describe_upload=describe_upload,
     describe_round=describe_round, unsettled_share=unsettled_share,
+    unsettled_what="its soft labels' probability mass",
     accountant="DS-FL none: it has no private level",
     methods=(Method(
         "dsfl", "DS-FL: rounds of soft labels on the public set, a model per party",
