@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier
+from skfedkt import (DSFLClassifier, FedCTClassifier, FedKTClassifier,
+                     OneShotEnsembleClassifier)
 from skfedkt._cli._main import main
 from skfedkt import load_model
 from skfedkt.datasets import load_local_file
@@ -78,21 +79,23 @@ def test_one_round_through_files_gives_fits_model(consortium, tmp_path, capsys, 
     assert_array_equal(load_model(model).predict_proba(X_test), fitted.predict_proba(X_test))
 
 
-def test_fedct_rounds_through_files(consortium, tmp_path, capsys):
+@pytest.mark.parametrize("algorithm, estimator_class", [("fedct", FedCTClassifier),
+                                                       ("dsfl", DSFLClassifier)])
+def test_rounds_through_files(consortium, tmp_path, capsys, algorithm, estimator_class):
     message, printed = None, ""
     for round_ in range(20):
         uploads = [tmp_path / f"round-{round_}-{p}.skfedkt" for p in PARTIES]
         extra = [] if message is None else ["--message", message]
         for p, upload in zip(PARTIES, uploads):
-            _party(consortium, "fedct", p, upload, capsys, *extra)
+            _party(consortium, algorithm, p, upload, capsys, *extra)
         if message is not None and "done" in printed:
             break
         new_message = tmp_path / f"message-{round_}.skfedkt"
-        printed = _run(["server", "fedct", *MODEL, "--public", consortium / "public.csv",
+        printed = _run(["server", algorithm, *MODEL, "--public", consortium / "public.csv",
                         "--out", new_message, *uploads, *extra], capsys)
         message = new_message
     model = tmp_path / "model.skops"
-    printed = _run(["server", "fedct", *MODEL, "--public", consortium / "public.csv",
+    printed = _run(["server", algorithm, *MODEL, "--public", consortium / "public.csv",
                     "--out", model, *uploads, "--message", message], capsys)
     assert "final model of 3 parties" in printed
 
@@ -101,7 +104,7 @@ def test_fedct_rounds_through_files(consortium, tmp_path, capsys):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fitted = FedCTClassifier(DecisionTreeClassifier(), random_state=0).fit(
+        fitted = estimator_class(DecisionTreeClassifier(), random_state=0).fit(
             X, y, groups=groups, X_unlabeled=X_public
         )
     X_test, _ = load_local_file(consortium / "test.csv")

@@ -15,6 +15,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import (
+    DSFLClassifier,
     FedAvgClassifier,
     FedCTClassifier,
     FedKTClassifier,
@@ -38,6 +39,7 @@ ESTIMATORS = [
     OneShotEnsembleClassifier(RandomForestClassifier(10, max_depth=4), selection="cv",
                               n_selected=2, random_state=0),
     FedCTClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=3, random_state=0),
+    DSFLClassifier(DecisionTreeClassifier(max_depth=3), n_rounds=2, random_state=0),
     FedAvgClassifier(SGDClassifier(loss="log_loss"), n_rounds=3, random_state=0),
     FedAvgClassifier(MLPClassifier(hidden_layer_sizes=(8,), batch_size=32), n_rounds=2,
                      proximal_mu=0.1, random_state=0),
@@ -82,8 +84,8 @@ def _serve(server, grid):
 
 
 @pytest.mark.parametrize("clf", ESTIMATORS,
-                         ids=["fedkt", "oneshot", "fedct-rounds", "fedavg-rounds",
-                              "fedprox-rounds"])
+                         ids=["fedkt", "oneshot", "fedct-rounds", "dsfl-rounds",
+                              "fedavg-rounds", "fedprox-rounds"])
 def test_apps_through_an_in_process_grid_give_fits_model(consortium, clf, flower_task):
     served = []
     client, server = _apps(clf, consortium, served)
