@@ -176,3 +176,17 @@ def test_a_fitted_model_reports_what_it_lets_out(consortium):
     names = [(release.name, release.party) for release in clf._releases.of_fit(clf)]
     assert ("probabilities", 0) in names and ("local model", 3) in names
     assert names[-1] == ("final model", None)
+
+
+@pytest.mark.parametrize("public_weight, total", [("balanced", 30.0), (2.0, 240.0)])
+def test_the_public_rows_weigh_as_public_weight_says(public_weight, total):
+    from skfedkt._dsfl._party import DSFLParty
+    from skfedkt._dsfl._plan import DSFLPlan
+
+    plan = DSFLPlan.of(DSFLClassifier(_tree(), public_weight=public_weight))
+    party = DSFLParty(plan, "a", _tree(), np.arange(30), np.zeros(30, dtype=int),
+                      np.random.RandomState(0))
+    task = party.task(np.full((120, 2), 0.5), 30 + np.arange(120))
+    assert_array_equal(task.sample_weight[:30], 1.0)
+    # each public row once per class, the pair weighing what one public row weighs
+    assert len(task.rows) == 30 + 240 and task.sample_weight[30:].sum() == total

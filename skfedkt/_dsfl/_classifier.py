@@ -97,7 +97,8 @@ class DSFLClassifier(BaseFederatedClassifier):
     labels (a distribution over the classes per public row, sharpened by
     `temperature`) and sends them back; in every later round each party refits its
     model on its own rows plus every public row once per class, weighted by that
-    class's soft label, and sends its new probabilities. The federation's model is the
+    class's soft label (the public rows together weighing as much as the party's own,
+    `public_weight`), and sends its new probabilities. The federation's model is the
     parties' vote (their last models) or one model distilled on the public rows with
     the last soft labels.
 
@@ -120,6 +121,13 @@ class DSFLClassifier(BaseFederatedClassifier):
         ``1 / temperature`` and normalised: ``1`` keeps the average as it is, smaller
         values sharpen it toward its top class (the paper's entropy reduction), larger
         ones flatten it. Soft targets kept soft did best in our measurements.
+    public_weight : "balanced" or float, default="balanced"
+        What the public rows weigh in a party's fit, beside its own rows (weight one
+        each): ``"balanced"``, together as much as the party's rows (each public row
+        weighs the party's rows over the public rows, spread over the classes by its
+        soft labels), so that a party learns its own rows as much as the federation's
+        labels; a float, the weight of each public row (``1.0``: as much as one of the
+        party's rows, whatever their numbers).
     tol : float, default=1e-3
         The soft labels have settled when they moved by at most this much in a round:
         their mean total-variation distance per public row.
@@ -255,6 +263,7 @@ class DSFLClassifier(BaseFederatedClassifier):
         "estimator": [HasMethods(["fit", "predict"]), list, dict, None],
         "n_rounds": [Interval(Integral, 0, None, closed="left")],
         "temperature": [Interval(Real, 0, None, closed="neither")],
+        "public_weight": [StrOptions({"balanced"}), Interval(Real, 0, None, closed="neither")],
         "tol": [Interval(Real, 0, 1, closed="both")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "voting": [StrOptions({"hard", "soft"})],
@@ -271,6 +280,7 @@ class DSFLClassifier(BaseFederatedClassifier):
         *,
         n_rounds=5,
         temperature=1.0,
+        public_weight="balanced",
         tol=1e-3,
         n_iter_no_change=1,
         voting="soft",
@@ -283,6 +293,7 @@ class DSFLClassifier(BaseFederatedClassifier):
         self.estimator = estimator
         self.n_rounds = n_rounds
         self.temperature = temperature
+        self.public_weight = public_weight
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.voting = voting

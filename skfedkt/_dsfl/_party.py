@@ -60,12 +60,14 @@ class DSFLParty:
 
     def task(self, soft_labels: np.ndarray | None, public_rows: np.ndarray) -> Task:
         """The round's model on the party's rows (weight one each) and, after round 0,
-        every public row once per class of positive soft label, weighted by it: the
-        weighted log loss of these rows is the cross-entropy to the soft labels."""
+        every public row once per class of positive soft label, weighted by it times
+        the public rows' weight (`DSFLPlan.public_row_weight`): the weighted log loss of
+        these rows is the cross-entropy to the soft labels."""
         name = f"party {self.party!r}"
         if soft_labels is None:
             return Task(self.estimator, self.y[self.rows], self.rows, name=name)
         public, labels, weights = soft_label_rows(soft_labels)
+        weights = weights * self.plan.public_row_weight(len(self.rows), len(public_rows))
         return Task(self.estimator, np.concatenate([self.y[self.rows], labels]),
                     np.concatenate([self.rows, public_rows[public]]),
                     sample_weight=np.concatenate([np.ones(len(self.rows)), weights]),

@@ -29,6 +29,7 @@ class DSFLPlan(PartyModels, Plan):
     estimator: Any
     n_rounds: int
     temperature: float
+    public_weight: str | float
     tol: float
     n_iter_no_change: int
     voting: str
@@ -56,6 +57,15 @@ class DSFLPlan(PartyModels, Plan):
                     "classifier that does (trees, forests, gradient boosting, XGBoost, "
                     "logistic regression), or a Pipeline ending in one.")
         return cls(estimator=entries, n_rounds=estimator.n_rounds,
-                   temperature=estimator.temperature, tol=estimator.tol,
+                   temperature=estimator.temperature,
+                   public_weight=estimator.public_weight, tol=estimator.tol,
                    n_iter_no_change=estimator.n_iter_no_change, voting=estimator.voting,
                    final=final, n_jobs=estimator.n_jobs, verbose=estimator.verbose)
+
+    def public_row_weight(self, n_rows: int, n_public: int) -> float:
+        """The weight of one public row (spread over its classes by its soft labels) at a
+        party of `n_rows` rows: ``"balanced"``, the public rows together weigh as much
+        as the party's own."""
+        if self.public_weight == "balanced":
+            return n_rows / n_public
+        return float(self.public_weight)
