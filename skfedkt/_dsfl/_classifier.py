@@ -34,7 +34,7 @@ from ._party import DSFLParty, party_round
 from ._payloads import dsfl_upload
 from ._plan import DSFLPlan
 from ._server import DSFLServer, check_party_upload, check_server_message, finished
-from ._sums import SUMS
+from ._sums import SUMS, party_weights
 
 
 def _upload_check(context: ServerContext[DSFLPlan],
@@ -93,9 +93,10 @@ class DSFLClassifier(BaseFederatedClassifier):
     """Distillation-based semi-supervised federated learning: soft labels, round after round.
 
     In round 0 every party fits its own model on its own rows and sends its class
-    probabilities of the public set in the sum. The server averages them into soft
-    labels (a distribution over the classes per public row, sharpened by
-    `temperature`) and sends them back; in every later round each party refits its
+    probabilities of the public set in the sum. The server averages them (weighted by
+    the parties' rows, `party_weight`), matches their class shares to the federation's
+    (`match_shares`) and sharpens them into soft labels (a distribution over the
+    classes per public row, `temperature`), and sends them back; in every later round each party refits its
     model on its own rows plus every public row once per class, weighted by that
     class's soft label (the public rows together weighing as much as the party's own,
     `public_weight`), and sends its new probabilities. The federation's model is the
@@ -123,11 +124,22 @@ class DSFLClassifier(BaseFederatedClassifier):
         ones flatten it. Soft targets kept soft did best in our measurements.
     public_weight : "balanced" or float, default="balanced"
         What the public rows weigh in a party's fit, beside its own rows (weight one
-        each): ``"balanced"``, together as much as the party's rows (each public row
-        weighs the party's rows over the public rows, spread over the classes by its
-        soft labels), so that a party learns its own rows as much as the federation's
-        labels; a float, the weight of each public row (``1.0``: as much as one of the
-        party's rows, whatever their numbers).
+        each): ``"balanced"``, together as much as the party's rows, or the median
+        party's where it holds fewer (each public row's weight spread over the classes
+        by its soft labels), so that a party learns its own rows as much as the
+        federation's labels; a float, the weight of each public row (``1.0``: as much
+        as one of the party's rows, whatever their numbers).
+    party_weight : {"rows", "equal"}, default="rows"
+        Each party's weight in the server's average of the probabilities: ``"rows"``,
+        its rows (none counting more than 20 times the median party nor more than the
+        others together, since a party's rows are its own claim); ``"equal"``, one
+        each, as the paper averages.
+    match_shares : bool, default=True
+        Whether the server scales the averaged probabilities, class by class, so that
+        their mean over the public rows is the federation's class shares (the parties'
+        class counts, which they send in the sum): parties that hold few rows of a
+        class shrink its probabilities, and the rounds would otherwise shrink it
+        further.
     tol : float, default=1e-3
         The soft labels have settled when they moved by at most this much in a round:
         their mean total-variation distance per public row.
@@ -180,7 +192,8 @@ class DSFLClassifier(BaseFederatedClassifier):
         `soft_labels_`.
     soft_labels_ : ndarray of shape (n_public, n_classes)
         The parties' averaged probabilities of the public rows in the last round that
-        sent them, sharpened by `temperature`.
+        sent them, weighted, matched to the class shares and sharpened as the server
+        does every round.
     n_rounds_ : int
         Rounds of soft labels run.
     history_ : list of dict
@@ -252,7 +265,8 @@ class DSFLClassifier(BaseFederatedClassifier):
 
     _plan_type = DSFLPlan
     _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
-                       message_check=_message_check, fields=FIELDS)
+                       message_check=_message_check, fields=FIELDS,
+                       party_weights=party_weights)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
 
     runs_rounds = True
@@ -263,7 +277,10 @@ class DSFLClassifier(BaseFederatedClassifier):
         "estimator": [HasMethods(["fit", "predict"]), list, dict, None],
         "n_rounds": [Interval(Integral, 0, None, closed="left")],
         "temperature": [Interval(Real, 0, None, closed="neither")],
-        "public_weight": [StrOptions({"balanced"}), Interval(Real, 0, None, closed="neither")],
+        "public_weight": [StrOptions({"balanced"}),
+                          Interval(Real, 0, None, closed="neither")],
+        "party_weight": [StrOptions({"rows", "equal"})],
+        "match_shares": ["boolean"],
         "tol": [Interval(Real, 0, 1, closed="both")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "voting": [StrOptions({"hard", "soft"})],
@@ -281,6 +298,8 @@ class DSFLClassifier(BaseFederatedClassifier):
         n_rounds=5,
         temperature=1.0,
         public_weight="balanced",
+        party_weight="rows",
+        match_shares=True,
         tol=1e-3,
         n_iter_no_change=1,
         voting="soft",
@@ -294,6 +313,8 @@ class DSFLClassifier(BaseFederatedClassifier):
         self.n_rounds = n_rounds
         self.temperature = temperature
         self.public_weight = public_weight
+        self.party_weight = party_weight
+        self.match_shares = match_shares
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
         self.voting = voting

@@ -35,6 +35,11 @@ def instructions(message: Message | None) -> tuple[np.ndarray | None, int]:
             int(message.manifest["round"]))
 
 
+def median_rows(message: Message | None) -> float:
+    """The median party's rows, as the server's `message` says them (0 before any)."""
+    return 0.0 if message is None else float(message.manifest["median_rows"])
+
+
 class DSFLParty:
     """A party's step of a DS-FL round: its model on its rows plus the soft-labelled
     public rows, and its class probabilities of the public set.
@@ -58,16 +63,19 @@ class DSFLParty:
         """The seed of the round's model."""
         return draw_seeds(derived_random_state(int(self.base_seed), "round", round_), 1)
 
-    def task(self, soft_labels: np.ndarray | None, public_rows: np.ndarray) -> Task:
+    def task(self, soft_labels: np.ndarray | None, public_rows: np.ndarray,
+             median: float = 0.0) -> Task:
         """The round's model on the party's rows (weight one each) and, after round 0,
         every public row once per class of positive soft label, weighted by it times
-        the public rows' weight (`DSFLPlan.public_row_weight`): the weighted log loss of
-        these rows is the cross-entropy to the soft labels."""
+        the public rows' weight (`DSFLPlan.public_row_weight`, where the `median` party
+        holds that many rows): the weighted log loss of these rows is the cross-entropy
+        to the soft labels."""
         name = f"party {self.party!r}"
         if soft_labels is None:
             return Task(self.estimator, self.y[self.rows], self.rows, name=name)
         public, labels, weights = soft_label_rows(soft_labels)
-        weights = weights * self.plan.public_row_weight(len(self.rows), len(public_rows))
+        weights = weights * self.plan.public_row_weight(len(self.rows), len(public_rows),
+                                                        median)
         return Task(self.estimator, np.concatenate([self.y[self.rows], labels]),
                     np.concatenate([self.rows, public_rows[public]]),
                     sample_weight=np.concatenate([np.ones(len(self.rows)), weights]),
@@ -80,18 +88,21 @@ class DSFLParty:
         self.model, self.probabilities, self.accuracy, self.round = (
             model, probabilities, accuracy, round_)
 
-    def upload(self, manifest: dict[str, Any], done: bool, with_model: bool) -> PartyUpload:
-        """In the sum, the model's accuracy on the party's rows and, unless the server's
-        message said `done`, its probabilities of the public rows where the server uses
-        them (every round but the last of `n_rounds`, and that one for a distilled
-        model); in the clear, the model itself if `with_model`."""
+    def upload(self, manifest: dict[str, Any], done: bool, with_model: bool,
+               n_classes: int) -> PartyUpload:
+        """In the sum, the model's accuracy on the party's rows, the party's rows of each
+        class and, unless the server's message said `done`, its probabilities of the
+        public rows where the server uses them (every round but the last of `n_rounds`,
+        and that one for a distilled model); in the clear, the model itself if
+        `with_model`."""
         assert self.model is not None and self.round is not None, "upload before fitted"
         payload = DSFLUpload(model=self.model.estimator if with_model else None,
                              codes=self.model.codes if with_model else None)
         released = not done and (self.round < self.plan.n_rounds or self.plan.distill)
         return PartyUpload(manifest=dict(manifest), payload=dict(
             payload, sums=party_sums(self.probabilities if released else None,
-                                     self.accuracy)))
+                                     self.accuracy,
+                                     np.bincount(self.y[self.rows], minlength=n_classes))))
 
 
 def party_round(plan: DSFLPlan, parties: Sequence[DSFLParty], data: PartyRows,
@@ -107,7 +118,7 @@ def party_round(plan: DSFLPlan, parties: Sequence[DSFLParty], data: PartyRows,
     if any(party.round != round_ for party in parties):
         public_rows = n_rows + np.arange(n_public)
         fits = fit_clones(
-            [party.task(soft_labels, public_rows) for party in parties],
+            [party.task(soft_labels, public_rows, median_rows(message)) for party in parties],
             # the parties' rows, then the public rows: tasks index one matrix
             TierJob(StackedRows(data.X, data.X_public), n_classes, X_predict=data.X_public,
                     soft_votes=True),
@@ -119,5 +130,5 @@ def party_round(plan: DSFLPlan, parties: Sequence[DSFLParty], data: PartyRows,
             party.fitted(model, probabilities, float(np.mean(own == data.y[party.rows])),
                          round_)
     done = message is not None and message.manifest["done"]
-    return [party.upload(manifest, done, done and share_model)
+    return [party.upload(manifest, done, done and share_model, n_classes)
             for party, manifest in zip(parties, manifests)]

@@ -30,6 +30,8 @@ class DSFLPlan(PartyModels, Plan):
     n_rounds: int
     temperature: float
     public_weight: str | float
+    party_weight: str
+    match_shares: bool
     tol: float
     n_iter_no_change: int
     voting: str
@@ -58,14 +60,18 @@ class DSFLPlan(PartyModels, Plan):
                     "logistic regression), or a Pipeline ending in one.")
         return cls(estimator=entries, n_rounds=estimator.n_rounds,
                    temperature=estimator.temperature,
-                   public_weight=estimator.public_weight, tol=estimator.tol,
+                   public_weight=estimator.public_weight,
+                   party_weight=estimator.party_weight, match_shares=estimator.match_shares,
+                   tol=estimator.tol,
                    n_iter_no_change=estimator.n_iter_no_change, voting=estimator.voting,
                    final=final, n_jobs=estimator.n_jobs, verbose=estimator.verbose)
 
-    def public_row_weight(self, n_rows: int, n_public: int) -> float:
+    def public_row_weight(self, n_rows: int, n_public: int, median_rows: float) -> float:
         """The weight of one public row (spread over its classes by its soft labels) at a
-        party of `n_rows` rows: ``"balanced"``, the public rows together weigh as much
-        as the party's own."""
+        party of `n_rows` rows, where the median party holds `median_rows`:
+        ``"balanced"``, the public rows together weigh as much as the party's own rows,
+        or the median party's where it holds fewer (a small party's model then rests on
+        the federation's labels more than on its few rows)."""
         if self.public_weight == "balanced":
-            return n_rows / n_public
+            return max(n_rows, median_rows) / n_public
         return float(self.public_weight)

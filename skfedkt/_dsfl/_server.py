@@ -28,7 +28,7 @@ from .._engine._seeds import derived_random_state, draw_seeds
 from ._party import instructions
 from ._payloads import DSFLMessage, dsfl_message, dsfl_upload
 from ._plan import DSFLPlan
-from ._sums import check_sums
+from ._sums import check_sums, matched_shares
 
 
 def sharpened(average: np.ndarray, temperature: float) -> np.ndarray:
@@ -52,8 +52,9 @@ def soft_labels_changed(new: np.ndarray, old: np.ndarray | None) -> float:
 
 
 class DSFLServer:
-    """The server's step of a DS-FL round: the parties' averaged probabilities of the
-    public rows, sharpened into soft labels, and whether to go on.
+    """The server's step of a DS-FL round: the parties' probabilities of the public
+    rows averaged (weighted by their rows), matched to the federation's class shares
+    and sharpened into soft labels, and whether to go on.
 
     Its state between rounds travels in its message to the parties (round, soft labels,
     history, stalled rounds), so each round can run as a separate command.
@@ -74,8 +75,9 @@ class DSFLServer:
             dict(history=[], stalled=0) if message is None else
             {key: message.manifest[key] for key in ("history", "stalled")})
         history = [dict(entry) for entry in state["history"]]
-        check_sums(sums, len(uploads))
+        total_weight = check_sums(sums, len(uploads))
         accuracy = mean_accuracy(sums, len(uploads))
+        median = float(np.median([upload.manifest["n_rows"] for upload in uploads]))
         if fitted >= 1:  # the accuracy of the models refit on the previous soft labels
             history[fitted - 1]["train_accuracy"] = accuracy
 
@@ -83,7 +85,7 @@ class DSFLServer:
                   stalled: int) -> PartyUpload:
             return PartyUpload(
                 manifest=dict(round=int(next_round), done=bool(done), stalled=int(stalled),
-                              history=history),
+                              history=history, median_rows=median),
                 payload=dict(DSFLMessage(soft_labels=np.asarray(next_soft, dtype=np.float64),
                                          last_soft_labels=np.asarray(last, dtype=np.float64))))
 
@@ -92,7 +94,11 @@ class DSFLServer:
         averaged = sums.get("probabilities")
         if averaged is None:  # the last of n_rounds, voted on by the parties' models
             return reply(soft_labels, fitted, soft_labels, True, state["stalled"])
-        new = sharpened(averaged / len(uploads), plan.temperature)
+        average = averaged / total_weight
+        if plan.match_shares:
+            counts = sums["class_counts"]
+            average = matched_shares(average, counts / counts.sum())
+        new = sharpened(average, plan.temperature)
         if fitted == plan.n_rounds:  # a distilled model learns the final models' average
             return reply(soft_labels, fitted, new, True, state["stalled"])
         changed = soft_labels_changed(new, None if fitted == 0 else soft_labels)
@@ -165,4 +171,5 @@ def check_server_message(checker: UploadChecker, n_public: int, n_rounds: int) -
     state."""
     checker.probabilities("soft_labels", n_public)
     checker.probabilities("last_soft_labels", n_public)
+    checker.number("median_rows", 0, float(2 ** 53))
     check_round_state(checker, n_rounds)

@@ -4,6 +4,8 @@ Votes are class codes: integers ``0..n_classes-1`` indexing ``classes_``; ``-1``
 abstention (a voter that does not vote on that example).
 """
 
+import warnings
+
 import numpy as np
 from sklearn.utils import check_random_state
 
@@ -148,6 +150,27 @@ def bounded_party_counts(class_counts, max_weight=None):
     over = np.flatnonzero(totals > cap)
     counts[over] *= (cap[over] / totals[over])[:, None]
     return counts, over
+
+
+def capped_rows(parties, rows, claimed):
+    """Each party's rows as the sums weigh them: none more than `MAX_PARTY_WEIGHT` times
+    the median party nor more than the others together (`bounded_party_counts`), since
+    one party's claim about its rows must not outweigh the rest. Where the rows are the
+    parties' own claims (`claimed`, read from their manifests), a capped party is named
+    in a warning; in `fit` the rows are the data's."""
+    bounded, capped = bounded_party_counts(np.asarray(rows, dtype=float)[:, None])
+    if capped.size and claimed:
+        claims = "; ".join(f"party {parties[index]!r}: {int(rows[index])} rows"
+                           for index in capped)
+        warnings.warn(
+            f"Parties claim more rows than {MAX_PARTY_WEIGHT:g} times the median party or "
+            f"than all the other parties together ({claims}): the fit went on, "
+            "weighing each such party as the smaller of the two where the server pools "
+            "votes and sets class shares. The bound keeps a party that overstates its rows "
+            "from outweighing the rest; a party that really is that large only counts a "
+            "little less than its rows.", UserWarning,
+        )
+    return bounded[:, 0]
 
 
 # values of one block of per-party log-likelihoods in `prior_corrected_proba` (8 MiB)

@@ -11,7 +11,6 @@ the coordinator never sees a noise-free vote and adds none."""
 from __future__ import annotations
 
 import secrets
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,8 +19,7 @@ import numpy as np
 from .._deployment._fields import InSum, nonnegative, rows_summing_to
 from .._engine._context import SumParties
 from .._engine._voting import (
-    MAX_PARTY_WEIGHT,
-    bounded_party_counts,
+    capped_rows,
     prior_corrected_from_sums,
     prior_corrected_terms,
 )
@@ -117,24 +115,10 @@ def consistent(plan: FedKTPlan, manifest: dict[str, Any],
 
 def party_weights(plan: FedKTPlan, parties: Sequence[Any], rows: np.ndarray,
                   claimed: bool) -> np.ndarray:
-    """Each party's weight in the sums: no party weighing more than `MAX_PARTY_WEIGHT`
-    times the median party nor more than the others together (`bounded_party_counts`),
-    since one party's claim about its rows must not outweigh the rest. Where the rows
-    are the parties' own claims (`claimed`, read from their manifests), a capped party
-    is named in a warning; in `fit` the rows are the data's."""
-    bounded, capped = bounded_party_counts(np.asarray(rows, dtype=float)[:, None])
-    if capped.size and claimed:
-        claims = "; ".join(f"party {parties[index]!r}: {int(rows[index])} rows"
-                           for index in capped)
-        warnings.warn(
-            f"Parties claim more rows than {MAX_PARTY_WEIGHT:g} times the median party or "
-            f"than all the other parties together ({claims}): the fit went on, "
-            "weighing each such party as the smaller of the two where the server pools "
-            "votes and sets class shares. The bound keeps a party that overstates its rows "
-            "from outweighing the rest; a party that really is that large only counts a "
-            "little less than its rows.", UserWarning,
-        )
-    return bounded[:, 0] / np.asarray(rows, dtype=float)
+    """Each party's weight in the sums: its rows capped (`capped_rows`) over its rows,
+    since one party's claim about its rows must not outweigh the rest; in `fit` the rows
+    are the data's."""
+    return capped_rows(parties, rows, claimed) / np.asarray(rows, dtype=float)
 
 
 def noise_units(plan: FedKTPlan, n_classes: int) -> tuple[int, float]:
