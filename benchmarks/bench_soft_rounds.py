@@ -15,7 +15,7 @@ positive rate beside the truth, rounds and fit seconds.
     python benchmarks/bench_soft_rounds.py --path adult.data        # 3 seeds, beta 0.5
         [--parties 50] [--beta 0.5] [--trees 100] [--n-jobs 2] [--methods ...]
 
-Produces: doc/performance/papers.rst, "Soft-label rounds on census".
+Produces: doc/performance/dsfl.rst, "Soft-label rounds on census".
 """
 
 import time

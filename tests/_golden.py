@@ -25,6 +25,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from skfedkt import (
+    DSFLClassifier,
     FedCTClassifier,
     FedKTClassifier,
     HardVotes,
@@ -81,6 +82,11 @@ CASES = {
     "fedct default": FedCTClassifier(_forest(), n_rounds=4),
     "fedct soft": FedCTClassifier(_forest(), n_rounds=4, voting="soft"),
     "fedct private": FedCTClassifier(_forest(), n_rounds=4, privacy=BitFlips(1.0)),
+    "dsfl default": DSFLClassifier(_forest(), n_rounds=3),
+    "dsfl distilled": DSFLClassifier(_forest(), n_rounds=3, distill=True),
+    "dsfl as the paper": DSFLClassifier(_forest(), n_rounds=3, public_weight=1.0,
+                                        party_weight="equal", match_shares=False,
+                                        temperature=0.5),
 }
 # cases also run through party and server steps with files; test_deployment checks
 # more settings against fit, these pin that the deployed model equals the recorded one

@@ -66,7 +66,7 @@ TINY = {
     "count_options": ([], "| FedKTClassifier | "),
     "trace_fit": ([], "back into _fedkt/_classifier.py: 0"),
 }
-TESTED_BELOW = {"bench_census", "bench_membership", "bench_overhead"}
+TESTED_BELOW = {"bench_census", "bench_membership", "bench_overhead", "bench_soft_rounds"}
 # scripts that show no progress bar: quick at their defaults, or running a quiet command
 QUICK = {"count_options", "trace_fit", "bench_main_job"}
 
@@ -181,6 +181,28 @@ def test_census_benchmark_reads_a_local_file_and_prints_every_method(tmp_path, m
         assert f"| 1 | {method} | " in out
     assert "| 1 | FedKT | nan" not in out
     bench_census.figure(json.loads(stored.read_text()))  # the results page's figure
+
+
+def test_soft_rounds_benchmark_reads_a_local_file_and_prints_every_method(tmp_path,
+                                                                         monkeypatch, capsys):
+    X, y = make_classification(n_samples=600, n_features=8, weights=[0.76], random_state=0)
+    path = tmp_path / "census.libsvm"
+    dump_svmlight_file(X, np.where(y == 1, 1, -1), str(path))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_soft_rounds
+
+    stored = tmp_path / "soft_rounds.json"
+    argv = ["--path", str(path), "--parties", "4", "--seeds", "1", "--n-jobs", "1",
+            "--trees", "5"]
+    bench_soft_rounds.main([*argv, "--results", str(stored)])
+    out = capsys.readouterr().out
+    for method in bench_soft_rounds.METHODS:
+        assert f"| {method} | " in out
+    assert f"| {bench_soft_rounds.CENTRAL} | " in out and "| +0.000 |" in out
+    results = json.loads(stored.read_text())
+    _check_provenance(results["provenance"], argv)
+    assert str(path) in results["provenance"]["data_files"]
+    bench_soft_rounds.figure(results)  # the results page's figure
 
 
 def test_privacy_benchmark_calibrates_gaussian_noise_to_the_papers_epsilons(monkeypatch):
