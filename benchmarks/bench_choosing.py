@@ -9,10 +9,10 @@ lets out with ``membership_audit``: the loss attack and offline LiRA (``--refere
 reference fits, each a refit of the whole protocol), the attacked parties' rows as
 members. Prints, per dataset and method, mean ± std over seeds: test accuracy, the AUC
 of both attacks on the most revealing of a party's own releases (its upload, its
-shared labels or its local model; FedAvg's weights of the last round) and LiRA's on the
-final model, the epsilon the accountant states, rounds, KiB a party sends in all
-(FedCT's: its labels, without the model it sends for the vote), and what the final
-model is. Beside the baselines (each party alone, one model on all rows), *central,
+shared labels or probabilities, or its local model; FedAvg's weights of the last round)
+and LiRA's on the final model, the epsilon the accountant states, rounds, KiB a party
+sends in all (FedCT's and DS-FL's: what they share each round, without the model each
+party sends for the vote), and what the final model is. Beside the baselines (each party alone, one model on all rows), *central,
 public size*: one forest on as many correctly labelled training rows as the public set
 holds, about the best a model distilled on the public set alone can do.
 
@@ -36,6 +36,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import Bunch
 
 from skfedkt import (
+    DSFLClassifier,
     FedAvgClassifier,
     FedCTClassifier,
     FedKTClassifier,
@@ -66,6 +67,12 @@ METHODS = {
         lambda seed, trees, _: FedCTClassifier(forest(trees), n_rounds=5,
                                                privacy=TeacherVotes(4.0), random_state=seed),
         "a model per party, and their vote"),
+    "DS-FL (default)": (lambda seed, trees, _: DSFLClassifier(forest(trees),
+                                                             random_state=seed),
+                        "a model per party, and their vote"),
+    "DS-FL, distilled": (lambda seed, trees, _: DSFLClassifier(forest(trees), distill=True,
+                                                              random_state=seed),
+                         "one model"),
     "one-shot ensemble (all parties)": (
         lambda seed, trees, _: OneShotEnsembleClassifier(forest(trees), selection="all",
                                                          random_state=seed),
