@@ -7,8 +7,10 @@ FedKT paper's 75/12.5/12.5 train/public/test split and 50 Dirichlet(beta) partie
 (``load_federated``) and fits, with XGBoost (``--trees`` trees of depth 6) at every
 tier: one model on all training rows (central, not federated); one on as many
 training rows as the public set holds, with their true labels (the ceiling of any model
-distilled on the public set alone, not federated); DS-FL at its defaults (the parties' vote) and distilled into one model; FedCT
-(the parties' vote; distilled); FedKT's default; the ensemble of every party's model.
+distilled on the public set alone, not federated); DS-FL at its defaults (the parties' vote) and distilled into one model, and
+with the paper's averaging (every party weighing the same, each public row weighing
+one, no matching of class shares); FedCT (the parties' vote; distilled); FedKT's
+default; the ensemble of every party's model.
 Prints test accuracy (mean ± std over seeds), its gap to central (mean), the predicted
 positive rate beside the truth, rounds and fit seconds.
 
@@ -35,7 +37,8 @@ from skfedkt.datasets import load_federated
 
 CENTRAL = "central XGBoost (not federated)"
 CEILING = "public size, true labels (not federated)"
-METHODS = [CENTRAL, CEILING, "DS-FL (default: the parties' vote)", "DS-FL, distilled",
+PAPER = "DS-FL, the paper's averaging (the parties' vote)"
+METHODS = [CENTRAL, CEILING, "DS-FL (default: the parties' vote)", "DS-FL, distilled", PAPER,
            "FedCT (the parties' vote)", "FedCT, distilled", "FedKT (default)",
            "one-shot ensemble (all parties)"]
 
@@ -51,10 +54,12 @@ def make(method, n_trees, seed):
         CEILING: lambda: clone(base).set_params(random_state=seed),
         METHODS[2]: lambda: DSFLClassifier(base, random_state=seed),
         METHODS[3]: lambda: DSFLClassifier(base, distill=True, random_state=seed),
-        METHODS[4]: lambda: FedCTClassifier(base, random_state=seed),
-        METHODS[5]: lambda: FedCTClassifier(base, distill=True, random_state=seed),
-        METHODS[6]: lambda: FedKTClassifier(base, random_state=seed),
-        METHODS[7]: lambda: OneShotEnsembleClassifier(base, selection="all",
+        PAPER: lambda: DSFLClassifier(base, public_weight=1.0, party_weight="equal",
+                                      match_shares=False, random_state=seed),
+        METHODS[5]: lambda: FedCTClassifier(base, random_state=seed),
+        METHODS[6]: lambda: FedCTClassifier(base, distill=True, random_state=seed),
+        METHODS[7]: lambda: FedKTClassifier(base, random_state=seed),
+        METHODS[8]: lambda: OneShotEnsembleClassifier(base, selection="all",
                                                       random_state=seed),
     }[method]()
 
