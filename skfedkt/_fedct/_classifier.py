@@ -233,7 +233,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         party shared: its one-hot label matrix, one bit per public example and class).
     upload_bytes_ : ndarray of int of shape (n_parties,)
         Bytes each party sent over all rounds, aligned with ``parties_``: with `fit`,
-        the arrays of its sums (its one-hot labels, a byte per public example and
+        the arrays of its sums (its one-hot labels, 8 bytes per public example and
         class, and its training accuracy; its final model and the consensus broadcast
         back are not counted); with `fit_server`, the size of each party's final upload
         file. Under secure aggregation, the keys, sealed shares, masked counts and
