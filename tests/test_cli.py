@@ -126,8 +126,8 @@ def test_defaults_match_the_documented_main_job():
     assert args.parties is None and "digits" not in DEFAULT_PARTIES
     assert DEFAULT_PARTIES["adult"] == DEFAULT_PARTIES["cod-rna"] == 50
     # the averaged local models: the simple baseline FedKT is measured against
-    assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "oneshot", "ensemble",
-                               "solo", "pate", "central", "majority"]
+    assert args.algorithms == ["fedkt", "fedkt-paper", "fedct", "dsfl", "oneshot",
+                               "ensemble", "solo", "pate", "central", "majority"]
 
 
 @pytest.mark.parametrize("argv, teachers", [([], "auto"), (["--teachers", "auto"], "auto"),

@@ -278,7 +278,7 @@ def summary_table(results, algorithms):
             "attack: membership-inference AUC (0.5 is a guess; skfedkt.privacy."
             "membership_audit, the test rows as non-members), mean over parties: 'party' "
             "the most revealing of a party's own releases (its upload, its shared labels "
-            "or local model), 'final' the final model."
+            "or probabilities, or its local model), 'final' the final model."
         )
         lines += [f"{algorithm}: its parties release nothing of their own, so there is no "
                   "party release to attack ('-')." for algorithm in algorithms

@@ -59,5 +59,6 @@ register(Algorithm(
     methods=(Method(
         "dsfl", "DS-FL: rounds of soft labels on the public set, a model per party",
         lambda estimator, options, common: DSFLClassifier(estimator, **options["dsfl"],
-                                                          **common)),),
+                                                          **common),
+        by_default=True),),
 ))
