@@ -5,14 +5,14 @@ The census data does not ship with scikit-learn, so pass a local copy (UCI's
 ``adult.data``, LIBSVM's ``a9a`` or a CSV with the label last). Every seed draws the
 FedKT paper's 75/12.5/12.5 train/public/test split and 50 Dirichlet(beta) parties
 (``load_federated``) and fits, with XGBoost (``--trees`` trees of depth 6) at every
-tier: one model on all training rows (central, not federated); one on as many
-training rows as the public set holds, with their true labels (the ceiling of any model
-distilled on the public set alone, not federated); DS-FL at its defaults (the parties' vote) and distilled into one model, and
-with the paper's averaging (every party weighing the same, each public row weighing
-one, no matching of class shares); FedCT (the parties' vote; distilled); FedKT's
-default; the ensemble of every party's model.
-Prints test accuracy (mean ± std over seeds), its gap to central (mean), the predicted
-positive rate beside the truth, rounds and fit seconds.
+tier: one model on all training rows (central, not federated); one on as many training
+rows as the public set holds, with their true labels (the ceiling of any model distilled
+on the public set alone, not federated); DS-FL at its defaults (the parties' vote) and
+distilled into one model, and with the paper's averaging (every party weighing the same,
+each public row weighing one, no matching of class shares); FedCT (the parties' vote;
+distilled); FedKT's default; the ensemble of every party's model. Prints test accuracy
+(mean ± std over seeds), its gap to central (mean), the predicted positive rate beside
+the truth, rounds and fit seconds.
 
     python benchmarks/bench_soft_rounds.py --path adult.data        # 3 seeds, beta 0.5
         [--parties 50] [--beta 0.5] [--trees 100] [--n-jobs 2] [--methods ...]

@@ -2,7 +2,8 @@
 Soft labels round by round: DS-FL against FedCT
 ===============================================
 
-Ten parties hold skewed shares of the ``digits`` classes and want one model of trees. FedCT shares hard labels of a public set every round; DS-FL
+Ten parties hold skewed shares of the ``digits`` classes and want one model of trees.
+FedCT shares hard labels of a public set every round; DS-FL
 (:class:`~skfedkt.DSFLClassifier`) shares class probabilities, which the server averages
 into *soft labels*, and every party learns its own rows beside them. We follow both,
 round by round, and look at what each round's soft labels teach.
@@ -49,9 +50,9 @@ with warnings.catch_warnings():
             ("FedCT, the parties' vote", FedCTClassifier(model, n_rounds=r,
                                                          n_iter_no_change=100)),
         ):
-            clf.set_params(random_state=0).fit(data.X_train, data.y_train,
-                                                groups=data.groups,
-                                                X_unlabeled=data.X_public)
+            clf.set_params(random_state=0)
+            clf.fit(data.X_train, data.y_train, groups=data.groups,
+                    X_unlabeled=data.X_public)
             scores[name].append(clf.score(data.X_test, data.y_test))
 
 for name, accuracy in scores.items():

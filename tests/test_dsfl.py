@@ -161,8 +161,8 @@ def test_the_server_refuses_probabilities_that_are_not_a_distribution(
         if p == 1:  # a hostile party steers the soft labels toward class 0
             sums = dict(upload.payload["sums"])
             sums["probabilities"] = np.tile(sent, (len(X_public), 1))
-            upload = PartyUpload(manifest=upload.manifest, payload=dict(upload.payload,
-                                                                         sums=sums))
+            upload = PartyUpload(manifest=upload.manifest,
+                                 payload=dict(upload.payload, sums=sums))
         paths.append(tmp_path / f"party-{p}.skfedkt")
         upload.save(paths[-1])
     with pytest.raises(ValueError, match=r"Party 1 \(.*party-1.skfedkt\) refused: "

@@ -95,12 +95,12 @@ class DSFLClassifier(BaseFederatedClassifier):
     In round 0 every party fits its own model on its own rows and sends its class
     probabilities of the public set in the sum. The server averages them (weighted by
     the parties' rows, `party_weight`), matches their class shares to the federation's
-    (`match_shares`) and sharpens them into soft labels (a distribution over the
-    classes per public row, `temperature`), and sends them back; in every later round each party refits its
-    model on its own rows plus every public row once per class, weighted by that
-    class's soft label (the public rows together weighing as much as the party's own,
-    `public_weight`), and sends its new probabilities. The federation's model is the
-    parties' vote (their last models) or one model distilled on the public rows with
+    (`match_shares`) and sharpens them into soft labels (a distribution over the classes
+    per public row, `temperature`), and sends them back; in every later round each party
+    refits its model on its own rows plus every public row once per class, weighted by
+    that class's soft label (the public rows together weighing as much as the party's
+    own, `public_weight`), and sends its new probabilities. The federation's model is
+    the parties' vote (their last models) or one model distilled on the public rows with
     the last soft labels.
 
     Any classifier that takes ``sample_weight`` in ``fit`` works, and each party may use
