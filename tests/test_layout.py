@@ -74,9 +74,9 @@ def test_no_module_of_the_package_imports_itself_back():
 LAYERS = (
     ("bottom", {"_engine", "_privacy", "_secure_sum", "_config", "_version"}),
     ("protocol", {"_deployment"}),
-    ("algorithms", {"_base", "_predict_side", "_declarations", "_shared_docs",
-                    "_agreements", "_registry", "_fedkt", "_fedct", "_oneshot",
-                    "_fedavg"}),
+    ("algorithms", {"_base", "_predict_side", "_party_models", "_declarations",
+                    "_shared_docs", "_agreements", "_registry", "_fedkt", "_fedct",
+                    "_dsfl", "_oneshot", "_fedavg"}),
 )
 
 

@@ -6,8 +6,6 @@ from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from typing import Any
 
-import numpy as np
-
 from .._base import BaseFederatedClassifier, Releases, Uploads, shared_docs
 from .._deployment._party_models import MODEL_FIELDS
 from .._deployment._received import UploadChecker
@@ -21,14 +19,7 @@ from .._engine._context import (
     PartyStepResult,
     ServerContext,
 )
-from .._engine._fitting import ensemble_proba
-from .._engine._party_models import base_estimators
-from .._engine._validation import (
-    _SKEWED_PARTIES_REMEDY,
-    SHIFTED_PUBLIC_SET_REMEDY,
-    FederatedData,
-    warn_if_classes_lost,
-)
+from .._party_models import PartyModelsMixin, nothing_in_the_clear
 from .._privacy._release import Release, final_model_release, models_release
 from ._party import DSFLParty, party_round
 from ._payloads import dsfl_upload
@@ -46,12 +37,6 @@ def _upload_check(context: ServerContext[DSFLPlan],
 def _message_check(context: CheckContext[DSFLPlan]) -> Callable[[UploadChecker], Any]:
     n_public, n_rounds = num_samples(context.X_public), context.plan.n_rounds
     return lambda checker: check_server_message(checker, n_public, n_rounds)
-
-
-def _sent_bytes(clf: DSFLClassifier) -> np.ndarray:
-    # in the clear, nothing but the final model, which is not counted (the base adds
-    # what each party sent in the sum)
-    return np.zeros(len(clf.parties_))
 
 
 FIELDS = (*MODEL_FIELDS, *SUMS)
@@ -89,7 +74,7 @@ def _upload_releases(clf: DSFLClassifier, upload: PartyUpload,
 
 
 @shared_docs
-class DSFLClassifier(BaseFederatedClassifier):
+class DSFLClassifier(PartyModelsMixin, BaseFederatedClassifier):
     """Distillation-based semi-supervised federated learning: soft labels, round after round.
 
     In round 0 every party fits its own model on its own rows and sends its class
@@ -264,7 +249,8 @@ class DSFLClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = DSFLPlan
-    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
+    _party_type = DSFLParty
+    _uploads = Uploads(check=_upload_check, sent_bytes=nothing_in_the_clear,
                        message_check=_message_check, fields=FIELDS,
                        party_weights=party_weights)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
@@ -324,19 +310,7 @@ class DSFLClassifier(BaseFederatedClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _base_estimators(self) -> list[Any]:
-        final = [self.final_estimator] if self.distill and self.final_estimator else []
-        return [*base_estimators(self.estimator), *final]
-
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
-
-    def _parties(self, context: PartyContext[DSFLPlan],
-                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[DSFLParty]:
-        plan, data = context.plan, context.data
-        estimators = (plan.party_estimators(data.parties) if data.pooled
-                      else [plan.own_estimator(data.parties[0])])
-        return [DSFLParty(plan, party, estimator, rows, data.y, random_state_of(party))
-                for party, estimator, rows in zip(data.parties, estimators, data.party_rows)]
 
     def _party_step(self, context: PartyContext[DSFLPlan],
                     parties: Sequence[DSFLParty]) -> PartyStepResult:
@@ -358,25 +332,3 @@ class DSFLClassifier(BaseFederatedClassifier):
         assert context.message is not None  # the rounds end on the server's message
         return finished(context.plan, uploads, context.message, context.known_classes,
                         context.sums, context.X_public, context.root)
-
-    def _after_fit(self, context: ServerContext[DSFLPlan], uploads: Sequence[Message],
-                   data: FederatedData | None) -> None:
-        if data is not None:
-            warn_if_classes_lost(
-                self.classes_, self._predict_codes(context.X_public),
-                ("The final model" if self.distill else "The parties' vote")
-                + " predicts on the public set", data.y, "the training rows",
-                SHIFTED_PUBLIC_SET_REMEDY if data.public_set_shifted
-                else _SKEWED_PARTIES_REMEDY,
-            )
-
-    def _proba(self, X: Any) -> np.ndarray:
-        # the final model's probabilities, or the averaged probabilities (soft voting)
-        # or vote shares of the parties' models
-        if self.distill:
-            return self._final_model.predict_proba(X, len(self.classes_))
-        return ensemble_proba(self._models, X, len(self.classes_), self.voting)
-
-    def _predict_codes(self, X: Any) -> np.ndarray:
-        # the argmax of predict_proba, as scikit-learn requires
-        return self._proba(X).argmax(axis=1)

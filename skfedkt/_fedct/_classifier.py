@@ -21,16 +21,9 @@ from .._engine._context import (
     ServerContext,
 )
 from .._engine._class_codes import GlobalLabelClassifier
-from .._engine._fitting import ensemble_proba
-from .._engine._party_models import base_estimators
-from .._engine._validation import (
-    _SKEWED_PARTIES_REMEDY,
-    SHIFTED_PUBLIC_SET_REMEDY,
-    FederatedData,
-    warn_if_classes_lost,
-)
 from .._engine._voting import count_votes
 from .._privacy._mechanisms import BitFlips, TeacherVotes, add_noise
+from .._party_models import PartyModelsMixin, nothing_in_the_clear
 from .._privacy._release import Release, final_model_release, models_release
 from ._party import FedCTParty, party_round, share_labels
 from ._payloads import fedct_upload
@@ -53,12 +46,6 @@ def _upload_check(context: ServerContext[FedCTPlan],
 def _message_check(context: CheckContext[FedCTPlan]) -> Callable[[UploadChecker], Any]:
     n_public, n_rounds = num_samples(context.X_public), context.plan.n_rounds
     return lambda checker: check_server_message(checker, n_public, n_rounds)
-
-
-def _sent_bytes(clf: FedCTClassifier) -> np.ndarray:
-    # in the clear, nothing but the final model, which is not counted (the base adds
-    # what each party sent in the sum)
-    return np.zeros(len(clf.parties_))
 
 
 FIELDS = (*MODEL_FIELDS, *SUMS)
@@ -143,7 +130,7 @@ def _teacher_votes_release(privacy: TeacherVotes, party: Any, teachers: list[Any
 
 
 @shared_docs
-class FedCTClassifier(BaseFederatedClassifier):
+class FedCTClassifier(PartyModelsMixin, BaseFederatedClassifier):
     """Federated co-training: parties agree on labels for a public set, round after round.
 
     In round 0 every party fits its own model on its own rows. In every round after,
@@ -311,7 +298,8 @@ class FedCTClassifier(BaseFederatedClassifier):
     """
 
     _plan_type = FedCTPlan
-    _uploads = Uploads(check=_upload_check, sent_bytes=_sent_bytes,
+    _party_type = FedCTParty
+    _uploads = Uploads(check=_upload_check, sent_bytes=nothing_in_the_clear,
                        message_check=_message_check, fields=FIELDS)
     _releases = Releases(of_fit=_fit_releases, of_upload=_upload_releases)
 
@@ -362,19 +350,7 @@ class FedCTClassifier(BaseFederatedClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _base_estimators(self) -> list[Any]:
-        final = [self.final_estimator] if self.distill and self.final_estimator else []
-        return [*base_estimators(self.estimator), *final]
-
     # --- the algorithm's steps (see BaseFederatedClassifier) ---------------------------
-
-    def _parties(self, context: PartyContext[FedCTPlan],
-                 random_state_of: Callable[[Any], np.random.RandomState]) -> list[FedCTParty]:
-        plan, data = context.plan, context.data
-        estimators = (plan.party_estimators(data.parties) if data.pooled
-                      else [plan.own_estimator(data.parties[0])])
-        return [FedCTParty(plan, party, estimator, rows, data.y, random_state_of(party))
-                for party, estimator, rows in zip(data.parties, estimators, data.party_rows)]
 
     def _party_step(self, context: PartyContext[FedCTPlan],
                     parties: Sequence[FedCTParty]) -> PartyStepResult:
@@ -397,25 +373,3 @@ class FedCTClassifier(BaseFederatedClassifier):
         assert context.message is not None  # the rounds end on the server's message
         return finished(context.plan, uploads, context.message, context.known_classes,
                         context.sums, context.X_public, context.root)
-
-    def _after_fit(self, context: ServerContext[FedCTPlan], uploads: Sequence[Message],
-                   data: FederatedData | None) -> None:
-        if data is not None:
-            warn_if_classes_lost(
-                self.classes_, self._predict_codes(context.X_public),
-                ("The final model" if self.distill else "The parties' vote")
-                + " predicts on the public set", data.y, "the training rows",
-                SHIFTED_PUBLIC_SET_REMEDY if data.public_set_shifted
-                else _SKEWED_PARTIES_REMEDY,
-            )
-
-    def _proba(self, X: Any) -> np.ndarray:
-        # the final model's probabilities, or the vote shares (hard voting) or averaged
-        # probabilities of the parties' models
-        if self.distill:
-            return self._final_model.predict_proba(X, len(self.classes_))
-        return ensemble_proba(self._models, X, len(self.classes_), self.voting)
-
-    def _predict_codes(self, X: Any) -> np.ndarray:
-        # the argmax of predict_proba, as scikit-learn requires
-        return self._proba(X).argmax(axis=1)
