@@ -24,7 +24,7 @@ from bench_label_skew import BETAS, PARTIES, PARTIES_AT, load
 
 import skfedkt._fedkt._sums as fedkt_sums
 from skfedkt import FedKTClassifier, PartyUpload
-from skfedkt._engine._voting import prior_corrected_terms
+from skfedkt._engine._voting import bounded_party_counts, capped_rows, prior_corrected_terms
 from skfedkt._fedkt._plan import FedKTPlan
 
 
@@ -63,20 +63,17 @@ def run(dataset, n_parties, beta, seed, lie, factor, bounded, n_trees=50):
         manifest["n_teachers"] = FedKTPlan.of(clf).teachers_for(manifest["n_rows"])
         sums.update(prior_corrected_terms(sums["proba"], manifest["class_counts"]))
     files = [PartyUpload(u.manifest, u.payload).to_bytes() for u in uploads]
-    fedkt_sums.bounded_party_counts = bound if bounded else no_bound
+    fedkt_sums.capped_rows = capped_rows if bounded else uncapped_rows
     try:
         server = clf.fit_server(files, data.X_public)
     finally:
-        fedkt_sums.bounded_party_counts = bound
+        fedkt_sums.capped_rows = capped_rows
     predictions = server.predict(data.X_test)
     return np.mean(predictions == data.y_test), np.mean(predictions == classes[-1])
 
 
-bound = fedkt_sums.bounded_party_counts
-
-
-def no_bound(class_counts):
-    return np.asarray(class_counts, dtype=float), np.array([], dtype=int)
+def uncapped_rows(parties, rows, claimed):
+    return np.asarray(rows, dtype=float)
 
 
 def honest_partitions_bound(n_seeds):
@@ -89,7 +86,7 @@ def honest_partitions_bound(n_seeds):
                 counts = [np.bincount(data.y_train[data.groups == p],
                                       minlength=data.y_train.max() + 1)
                           for p in np.unique(data.groups)]
-                if bound(counts)[1].size:
+                if bounded_party_counts(counts)[1].size:
                     capped.append(f"{dataset} beta={beta} seed={seed}")
     total = len(PARTIES) * len(BETAS) * n_seeds
     return (f"honest partitions of bench_label_skew.py where the bound caps a party: "

@@ -87,7 +87,8 @@ def algorithm_options(args):
         for name, declared in owners.items():
             names = [owner.name for owner, _ in declared]
             if getattr(args, declared[0][1].key) is not None and args.algorithm not in names:
-                raise OptionError(f"{name} is a flag of {' and '.join(names)}, not of "
+                owned_by = " and ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+                raise OptionError(f"{name} is a flag of {owned_by}, not of "
                                   f"{args.algorithm}: leave it out, or run {names[0]}")
     options = {}
     for algorithm in algorithms(deployed=deployed):
