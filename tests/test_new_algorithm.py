@@ -218,7 +218,8 @@ def test_the_command_line_runs_it(tmp_path, capsys):
     assert main(["party", "fedkt", *common[:4], "--data", str(tmp_path / "party-0.csv"),
                  "--classes", "0", "1", "--name", "a", "--out", str(tmp_path / "u"),
                  "--rounds", "3"]) == 2
-    assert "--rounds is a flag of fedct, dsfl and consensus, not of fedkt" in capsys.readouterr().err
+    assert ("--rounds is a flag of fedct, dsfl and consensus, not of fedkt"
+            in capsys.readouterr().err)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

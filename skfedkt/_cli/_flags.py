@@ -87,8 +87,9 @@ def algorithm_options(args):
         for name, declared in owners.items():
             names = [owner.name for owner, _ in declared]
             if getattr(args, declared[0][1].key) is not None and args.algorithm not in names:
-                owned_by = " and ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
-                raise OptionError(f"{name} is a flag of {owned_by}, not of "
+                owners_in_words = (f"{', '.join(names[:-1])} and {names[-1]}"
+                                   if len(names) > 1 else names[0])
+                raise OptionError(f"{name} is a flag of {owners_in_words}, not of "
                                   f"{args.algorithm}: leave it out, or run {names[0]}")
     options = {}
     for algorithm in algorithms(deployed=deployed):
