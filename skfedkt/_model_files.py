@@ -5,7 +5,8 @@ them (`skfedkt._registry.trusted_model_types`): this module lists none."""
 
 import zipfile
 
-from ._deployment._archive import check_limits, read_file, write_atomically
+from ._deployment._archive import check_limits, read_file
+from ._deployment._local_files import write_atomically
 from ._deployment._upload import _load_skops, _type_names
 from ._engine._class_codes import ClassCodeModel
 from ._registry import trusted_model_types

@@ -170,17 +170,16 @@ def _ledger(ledger, context):
 
 def _secure_answer(session, identity, ledger, data, context):
     """The node's answer to the server's message `data` of the secure sum: its state
-    loaded from ``context.state`` and saved back, answered or refused, its `ledger`
-    consulted before it unmasks."""
+    loaded from ``context.state`` and saved back once it answers (a refused message
+    changes nothing), its `ledger` consulted before it unmasks."""
     if session is None or _SECURE_STATE not in context.state:
         raise ValueError("A stage of a secure sum reached a node without a secure "
                          "session or an upload of this round: pass secure_session to "
                          "client_app, as to server_app.")
     state = SecureParty.from_bytes(session, context.state[_SECURE_STATE]["state"], identity)
-    try:
-        return state.answer(data, ledger)
-    finally:  # a stage is answered once, even when refused
-        context.state[_SECURE_STATE] = ConfigRecord({"state": state.to_bytes()})
+    answer = state.answer(data, ledger)
+    context.state[_SECURE_STATE] = ConfigRecord({"state": state.to_bytes()})
+    return answer
 
 
 def _last_line(reason):

@@ -225,3 +225,17 @@ def test_a_deployment_s_stderr_in_a_file_holds_a_line_per_stage(consortium, tmp_
     # no refresh of one stage glued onto another's, and each stage whole
     assert all(line.count("fedkt's server step") <= 1 for line in written.splitlines())
     assert "…" not in written
+
+
+def test_the_command_lines_schema_cap_is_the_file_cap():
+    # FedCT's final model of the command line's four forests of 100 trees has a skops
+    # schema over UploadLimits' 16 MiB: --max-upload-mb (48 by default) raises the cap
+    from argparse import Namespace
+
+    from skfedkt import UploadLimits
+    from skfedkt._cli._deploy import _limits
+
+    assert UploadLimits().max_schema_bytes == 16 * 2**20
+    for mib in (48, 100):
+        assert _limits(Namespace(max_upload_mb=mib)).max_schema_bytes == mib * 2**20
+    assert _limits(Namespace(max_upload_mb=1)).max_schema_bytes == 16 * 2**20

@@ -199,8 +199,10 @@ def test_every_honest_party_refuses_a_request_for_both_shares_of_one_party(
         printed = secure.answer(name, hostile, status=1)
         assert (f"refused by party '{name}'" in printed and "asks for both the self-mask "
                 "share and the mask-key share of party 'h1'" in printed)
-        # refused, the stage is not answered again, even to the honest request
-        printed = secure.answer(name, files[name], status=1)
+        # refused, nothing changed: the honest request is answered, the hostile one
+        # still refused
+        secure.answer(name, files[name])
+        printed = secure.answer(name, hostile, status=1)
         assert "done with the round's secure sum" in printed
 
 
@@ -664,8 +666,10 @@ def test_through_flower_every_honest_node_refuses_a_hostile_servers_requests(flo
         with pytest.raises(SecureSumError, match=f"refused by party '{name}'.*asks for both "
                            "the self-mask share and the mask-key share of party 'h2'"):
             ask(name, hostile)
+        # refused, nothing changed: the honest request is answered, then no other
+        ask(name, out[name])
         with pytest.raises(SecureSumError, match="done with the round's secure sum"):
-            ask(name, out[name])
+            ask(name, hostile)
 
 
 def test_through_flower_every_honest_node_refuses_the_shares_of_a_node_told_another_roster(
@@ -696,24 +700,36 @@ def test_through_flower_a_node_refuses_a_roster_of_parties_the_server_made_up(fl
                        "'h1', roster: its keys are not signed by the identity the "
                        "consortium agreed for it"):
         ask("h0", _made_up_roster(out["h0"], coordinator.agreement))
-    # refused, the stage is not answered again, even to the honest roster
+    # refused, nothing changed: the honest roster is answered, then no other
+    ask("h0", out["h0"])
     with pytest.raises(SecureSumError, match="not the routed this party waits for"):
-        ask("h0", out["h0"])
+        ask("h0", _made_up_roster(out["h0"], coordinator.agreement))
 
 
 def test_a_party_starts_each_round_of_a_session_once(consortium, tmp_path, capsys,
                                                      flower_task):
     # a coordinator that asked twice, dropping the party in one sum, would learn its input
     secure = _Round(consortium, tmp_path, capsys)
-    printed = _run(["party", *FEDKT, "--data", consortium / "party-0.csv", "--public",
-                    consortium / "public.csv", "--classes", 0, 1, "--name", "h0", "--out",
-                    tmp_path / "again.skfedkt", "--secure-session", secure.session,
-                    "--secure-state", secure.state("h0"), "--identity", secure.key("h0")],
-                   capsys, 1)
-    assert "Party 'h0' already started round 0 of this secure session" in printed
+    again = ["party", *FEDKT, "--data", consortium / "party-0.csv", "--public",
+             consortium / "public.csv", "--classes", 0, 1, "--name", "h0", "--out",
+             tmp_path / "again.skfedkt", "--secure-session", secure.session,
+             "--secure-state", secure.state("h0"), "--identity", secure.key("h0")]
+    # before it answers the coordinator, only its keys may have left: a rerun after a
+    # crash starts the round again, with new keys
+    _run(again, capsys)
+    files = secure.coordinator("--uploads", secure.uploads["h0"].with_name("again.skfedkt"),
+                               *list(secure.uploads.values())[1:])[1]
+    secure.answer("h0", files["h0"])
+    (tmp_path / "again.skfedkt").unlink()
+    printed = _run(again, capsys, 1)
+    assert ("Party 'h0' already started round 0 of this secure session, and answered the "
+            "coordinator" in printed)
     assert not (tmp_path / "again.skfedkt").exists()
-    ask = _node_of_party(_session(FEDKT_HARD))
-    ask("h1", b"", secure_stage=False)
+    # a node likewise, once it answered the coordinator
+    session = _session(FEDKT_HARD)
+    ask = _node_of_party(session)
+    _, out = _rosters(session, ask)
+    ask("h1", out["h1"])
     with pytest.raises(ValueError, match="already started round 0"):
         ask("h1", b"", secure_stage=False)
 
@@ -772,16 +788,27 @@ def test_the_coordinator_refuses_hostile_manifests_naming_the_field(field, value
 def test_files_mixed_up_are_refused_saying_what_to_do(consortium, tmp_path, capsys):
     secure = _Round(consortium, tmp_path, capsys)
     files = secure.coordinator("--uploads", *secure.uploads.values())[1]
-    # a round's sum starts once: the parties are past their keys
-    printed = _run(["secure-coordinator", "--session", secure.session, "--state",
-                    tmp_path / "coordinator.json", "--uploads", *secure.uploads.values(),
-                    "--out-dir", tmp_path / "again"], capsys, 1)
-    assert "round 0 of this secure session started already" in printed
+    start_again = ["secure-coordinator", "--session", secure.session, "--state",
+                   tmp_path / "coordinator.json", "--uploads", *secure.uploads.values(),
+                   "--out-dir", tmp_path / "again"]
+    # the same command again (after a crash) writes the same rosters again
+    assert "took these uploads of round 0 before" in _run(start_again, capsys)
+    assert all((tmp_path / "again" / path.name).read_bytes() == path.read_bytes()
+               for path in files.values())
+    old_roster = tmp_path / "old-roster-h0.json"
+    old_roster.write_bytes(files["h0"].read_bytes())
     routed = secure.stage(files, NAMES)
+    # a round's sum starts once: the parties are past their keys
+    printed = _run(start_again, capsys, 1)
+    assert "round 0 of this secure session started already" in printed
     printed = secure.answer("h0", routed["h1"], status=1)  # another party's file
     assert "shares from this party itself: the shares routed to another party" in printed
-    printed = secure.answer("h0", routed["h0"], status=1)
-    assert "not the survivors this party waits for: it answered, or refused" in printed
+    # refused, nothing changed: its own file is then answered, and again byte for byte
+    answer = secure.answer("h0", routed["h0"]).read_bytes()
+    assert secure.answer("h0", routed["h0"]).read_bytes() == answer
+    printed = secure.answer("h0", old_roster, status=1)
+    assert ("not the survivors this party waits for: it answered each stage before once"
+            in printed)
     answers = [secure.answer(name, routed[name]) for name in NAMES[1:]]
     printed, _ = secure.coordinator("--answers", *answers, secure.uploads["h0"], status=1)
     assert f"{secure.uploads['h0']}: Secure sum refused by the coordinator" in printed
@@ -893,6 +920,7 @@ def test_through_flower_an_altered_share_is_named_and_the_model_is_the_honest_on
         reply = client(message, context)
         stage = message.content["skfedkt"]["secure_stage"]
         if stage and context.node_config["partition-id"] == 2 and reply is not None:
+            from skfedkt._secure_sum._wire import _digest as content_digest
             from skfedkt.flower import _bytes_of, _payload
 
             agreement = session.agreement(0, 1)
@@ -909,6 +937,7 @@ def test_through_flower_an_altered_share_is_named_and_the_model_is_the_honest_on
             share = bytearray(base64.b64decode(content["seed_shares"]["0"]))
             share[0] ^= 1
             content["seed_shares"]["0"] = base64.b64encode(bytes(share)).decode()
+            answer["digest"] = content_digest(content)  # a hostile sender's own digest
             reply = type(reply)(content=_payload(json.dumps(answer).encode(),
                                                  secure_stage=True), reply_to=message)
         return reply

@@ -24,6 +24,7 @@ from skfedkt._secure_sum import (
 )
 from skfedkt._secure_sum import _primitives as crypto
 from skfedkt._secure_sum._wire import SEALED_BYTES, TO_COORDINATOR
+from skfedkt._secure_sum._wire import _digest as content_digest
 
 SESSION = b"a test session of the secure sum"
 PARTIES = range(5)
@@ -142,7 +143,7 @@ def _request_with_party_2_lost():
     return deployment, deployment.request(staying, deployment.survivors(staying, routed))
 
 
-def test_loaded_parties_refuse_to_give_both_shares_of_one_party_and_to_answer_again():
+def test_loaded_parties_refuse_to_give_both_shares_of_one_party_and_to_answer_twice():
     deployment, request = _request_with_party_2_lost()
     hostile = message_to_bytes("request", dict(deployment.heard("request", request, 0),
                                                dropped=[2, 3]), deployment.agreement)
@@ -152,7 +153,10 @@ def test_loaded_parties_refuse_to_give_both_shares_of_one_party_and_to_answer_ag
     answer = message_from_bytes("unmask", deployment.unmask(1, request),
                                 deployment.agreement)
     assert set(answer["mask_shares"]) == {2} and set(answer["seed_shares"]) == {0, 1, 3, 4}
-    for index in (0, 1):  # refused or answered, a stage is not answered again
+    # refused, nothing changed: party 0 answers the honest request; answered, a stage
+    # is not answered again
+    deployment.unmask(0, request)
+    for index in (0, 1):
         with pytest.raises(SecureSumError, match="out of order"):
             deployment.unmask(index, request)
 
@@ -183,8 +187,11 @@ def sent():
 
 
 def _edited(data, edit):
+    """`data` edited as a hostile sender would: its content's digest written anew."""
     document = json.loads(data)
     edit(document)
+    if isinstance(document.get("content"), (dict, list)):
+        document["digest"] = content_digest(document["content"])
     return json.dumps(document, separators=(",", ":")).encode()
 
 
@@ -372,5 +379,5 @@ def test_each_message_holds_its_new_fields_at_their_sizes(sent):
     assert SEALED_BYTES == 2 * 66 + 12 + 16
     assert {len(base64.b64decode(box)) for box in content["shares"]["sealed"].values()} == {
         SEALED_BYTES}
-    assert all(json.loads(data[0])["format"] == "skfedkt secure sum message 3"
+    assert all(json.loads(data[0])["format"] == "skfedkt secure sum message 4"
                for data in sent.sent.values())

@@ -8,17 +8,20 @@ are the registered ones that declare themselves deployed (`skfedkt._registry`).
 """
 
 import argparse
+import io
 import sys
 import time
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, nullcontext, redirect_stdout
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
+from .._deployment._local_files import step_lock, write_atomically
 from .._config import config_context
 from .._deployment._secure_coordinator import SecureCoordinator
+from .._deployment._secure_stages import SecureParty
 from .._deployment._upload import read_upload
 from .._engine._validation import parties_in_words
 from .._model_files import load_model, save_model
@@ -202,7 +205,8 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
 def _add_size_limit(command):
     command.add_argument(
         "--max-upload-mb", type=float, default=DEFAULT_LIMITS.max_file_bytes / 2**20,
-        help="the largest file read, in MiB; its members may inflate to twice that",
+        help="the largest file read, in MiB; its members may inflate to twice that, "
+        "and its skops schema to as much",
     )
 
 
@@ -225,13 +229,16 @@ def _limits(args):
     if size < 1:
         raise ValueError(f"--max-upload-mb must be positive, got {args.max_upload_mb}.")
     return UploadLimits(max_file_bytes=size,
-                        max_inflated_bytes=max(2 * size, DEFAULT_LIMITS.max_manifest_bytes))
+                        max_inflated_bytes=max(2 * size, DEFAULT_LIMITS.max_manifest_bytes),
+                        max_schema_bytes=max(size, DEFAULT_LIMITS.max_schema_bytes))
 
 
 def _csv(path, X, y=None):
     header = [f"x{j}" for j in range(X.shape[1])] + ([] if y is None else ["label"])
     table = X if y is None else np.column_stack([X, y])
-    np.savetxt(path, table, delimiter=",", header=",".join(header), comments="", fmt="%.10g")
+    text = io.StringIO()
+    np.savetxt(text, table, delimiter=",", header=",".join(header), comments="", fmt="%.10g")
+    write_atomically(path, text.getvalue().encode())
 
 
 def run_split(args):
@@ -357,16 +364,21 @@ def run_party(args):
     elif args.message is not None:
         raise ValueError(f"--message is for algorithms with rounds; {args.algorithm} runs "
                          "one.")
-    if session is not None:
-        refuse_a_started_round(session, state_path, args.name, args.message)
-    start = time.perf_counter()
-    with (_showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"),
-          config_context(secure_aggregation=session is not None)):
-        upload = clf.fit_party(X, y, secure_session=session, identity=identity, **options)
-    seconds = time.perf_counter() - start
-    if session is not None:  # kept before the upload leaves: it answers the next stages
-        upload.secure_state.save(state_path)
-    size = upload.save(args.out)
+    # one step at a time on a party's secure state
+    with (nullcontext() if session is None
+          else step_lock(state_path, f"skfedkt party --secure-state {state_path}")):
+        previous = (None if session is None else
+                    refuse_a_started_round(session, state_path, args.name, args.message))
+        start = time.perf_counter()
+        with (_showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"),
+              config_context(secure_aggregation=session is not None)):
+            upload = clf.fit_party(X, y, secure_session=session, identity=identity,
+                                   **options)
+        seconds = time.perf_counter() - start
+        if session is not None:  # kept before the upload leaves: it answers the next stages
+            upload = SecureParty.resumed(upload, previous, identity)
+            upload.secure_state.save(state_path)
+        size = upload.save(args.out)
     round_ = upload.manifest.get("round")
     print(f"party {args.name!r}: {len(y)} rows, {_describe_upload(args, clf, upload)}"
           + ("" if round_ is None else f" of round {round_}")

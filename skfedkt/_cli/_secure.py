@@ -18,9 +18,10 @@ import math
 import re
 from pathlib import Path
 
-from .._deployment._archive import UploadLimits, read_file, write_atomically
+from .._deployment._archive import UploadLimits, read_file
+from .._deployment._local_files import step_lock, write_atomically
 from .._deployment._identity import PartyIdentity
-from .._deployment._secure_coordinator import SecureCoordinator
+from .._deployment._secure_coordinator import SENT_BEFORE, SecureCoordinator
 from .._deployment._ledger import InputLedger
 from .._deployment._secure_stages import SecureParty, SecureSession
 from .._deployment._upload import read_upload
@@ -28,14 +29,11 @@ from .._deployment._upload import read_upload
 # what a party answers to each of the coordinator's messages, as `secure-party` says it
 _ANSWERS = {"roster": "its shares", "routed": "its masked sums",
             "survivors": "its confirmation", "request": "its unmasking shares"}
-# what the coordinator sent before each stage it waits at
-_SENT_BEFORE = {"shares": "roster", "masked": "routed", "confirm": "survivors",
-                "unmask": "request"}
 # the parties' messages of each stage, and the coordinator's, in words
 _IN_WORDS = {"keys": "keys", "shares": "sealed shares", "masked": "masked sums",
              "confirm": "confirmations", "unmask": "unmasking shares",
              "roster": "roster", "routed": "routed shares", "survivors": "survivors",
-             "request": "unmasking request"}
+             "request": "unmasking request", "uploads": "uploads", "answers": "answers"}
 # a message of the largest sum a session allows: its words in base64, and room
 _MESSAGE_LIMITS = UploadLimits(max_file_bytes=1 << 30)
 
@@ -102,7 +100,8 @@ def add_secure_commands(commands, algorithm_command, formatter, positive, label)
         help="answer one stage of the secure sum, at a party",
         description="Read the coordinator's file for this party, check it, and write "
         "the party's answer; the state file keeps the party's progress (a stage is "
-        "answered once, and a refused one is not answered again).",
+        "answered once; a refused file changes nothing; the file answered last is "
+        "answered again with the same bytes, as after a crash).",
     )
     party.add_argument("--session", required=True, help="the secure session")
     party.add_argument("--state", required=True,
@@ -202,46 +201,73 @@ def party_identity(args, session):
 
 def refuse_a_started_round(session, state_path, party, message):
     """``skfedkt party --secure-state``: refuse a round this party's state file shows it
-    started already (`SecureParty.refuse_a_started_round`), before any work."""
+    started already (`SecureParty.refuse_a_started_round`), before any work; the saved
+    state (None: none), which a step run again after a crash resumes
+    (`SecureParty.resumed`)."""
     previous = (read_file(state_path, str(state_path), _MESSAGE_LIMITS)
                 if Path(state_path).exists() else None)
     round_ = 0 if message is None else read_upload(message).manifest.get("round", 0)
     SecureParty.refuse_a_started_round(session, previous, round_, party)
+    return previous
 
 
 def run_secure_party(args):
     session = SecureSession.load(args.session)
     identity = PartyIdentity.load(args.identity)
-    state = SecureParty.load(session, args.state, identity)
-    # one ledger per identity, wherever the party keeps its states
-    ledger = InputLedger(args.ledger or Path(args.state).with_name(
-        f"skfedkt-ledger-{identity.public_bytes.hex()[:16]}.json"))
-    reads = state.stage
-    try:
-        answer = state.answer(_message(args.message), ledger)
-    finally:  # answered or refused, a stage is not answered again
-        state.save(args.state)
-    write_atomically(args.out, answer)
-    print(f"party {state.party!r}: read the {_IN_WORDS[reads]} of round {state.round}, "
-          f"wrote {_ANSWERS[reads]} to {args.out}")
+    message = _message(args.message)
+    with step_lock(args.state, f"skfedkt secure-party --state {args.state}"):
+        state = SecureParty.load(session, args.state, identity)
+        # one ledger per identity, wherever the party keeps its states
+        ledger = InputLedger(args.ledger or Path(args.state).with_name(
+            f"skfedkt-ledger-{identity.public_bytes.hex()[:16]}.json"))
+        reads = state.stage
+        # a refused message changes nothing; an answer is kept before it leaves, so that
+        # the same command after a crash writes it again
+        answer = state.answer(message, ledger)
+        again = state.stage == reads
+        if not again:
+            state.save(args.state)
+        write_atomically(args.out, answer)
+    if again:
+        print(f"party {state.party!r}: answered this message of round {state.round} "
+              f"before; wrote the same answer again to {args.out}")
+    else:
+        print(f"party {state.party!r}: read the {_IN_WORDS[reads]} of round "
+              f"{state.round}, wrote {_ANSWERS[reads]} to {args.out}")
     return 0
 
 
 def run_secure_coordinator(args):
     session = SecureSession.load(args.session)
+    with step_lock(args.state, f"skfedkt secure-coordinator --state {args.state}"):
+        return _coordinator_stage(args, session)
+
+
+def _coordinator_stage(args, session):
+    previous = _message(args.state) if Path(args.state).exists() else None
     if args.uploads is not None:
         read = "keys"
         uploads = [read_upload(path, trusted=args.trust) for path in args.uploads]
         coordinator, out = SecureCoordinator.start(session, [u.manifest for u in uploads])
-        coordinator.refuse_a_started_round(
-            _message(args.state) if Path(args.state).exists() else None)
+        # the same uploads again start the same sum: a rerun after a crash
+        again = previous == coordinator.to_bytes()
+        if not again:
+            coordinator.refuse_a_started_round(previous)
     else:
         coordinator = SecureCoordinator.load(session, args.state)
         read = coordinator.stage
         out = coordinator.advance([_message(path) for path in args.answers],
                                   sources=args.answers)
-    coordinator.save(args.state)
-    if coordinator.stage == "done":
+        again = coordinator.stage == read
+    kind = SENT_BEFORE.get(coordinator.stage)  # None once the sum is done
+    paths = {} if kind is None else _message_paths(args.out_dir, kind, out)
+    if not again:  # kept before its messages leave: the same command sends them again
+        coordinator.save(args.state)
+    else:  # what it read is the stage before the one its state is at
+        read = "uploads" if args.uploads is not None else "answers"
+        print(f"coordinator: took these {read} of round {coordinator.round} before; "
+              "what it sent then is written again")
+    if kind is None:
         print(f"coordinator: the secure sum of round {coordinator.round} is done, over "
               f"{len(coordinator.survivors)} parties "
               f"({', '.join(map(str, coordinator.survivors))}); run the server step with "
@@ -249,22 +275,27 @@ def run_secure_coordinator(args):
         for party, why in coordinator.refused_shares.items():
             print(f"coordinator: party {party!r} {why}")
         return 0
-    if args.out_dir is None:
+    for party, data in out.items():
+        write_atomically(paths[party], data)
+    print(f"coordinator: round {coordinator.round}, read the {_IN_WORDS[read]}; wrote the "
+          f"{_IN_WORDS[kind]} for {len(out)} parties to {args.out_dir}: send each its file "
+          f"({kind}-<party>.json)")
+    return 0
+
+
+def _message_paths(out_dir, kind, out):
+    """The file of the coordinator's message `kind` for each party of `out`, in
+    `out_dir` (made where missing)."""
+    if out_dir is None:
         raise ValueError("--out-dir is required: the files of the next stage go there.")
-    folder = Path(args.out_dir)
+    folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    kind = _SENT_BEFORE[coordinator.stage]
     paths = {party: folder / f"{kind}-{re.sub(r'[^A-Za-z0-9._-]', '_', str(party))}.json"
              for party in out}
     if len(set(paths.values())) < len(paths):
         raise ValueError("Two party names give one file name: name the parties with "
                          "letters, digits, '.', '_' and '-'.")
-    for party, data in out.items():
-        write_atomically(paths[party], data)
-    print(f"coordinator: round {coordinator.round}, read the {_IN_WORDS[read]}; wrote the "
-          f"{_IN_WORDS[kind]} for {len(out)} parties to {folder}: send each its file "
-          f"({kind}-<party>.json)")
-    return 0
+    return paths
 
 
 def _message(path):

@@ -74,7 +74,9 @@ class UploadLimits:
         refused at the cap before it is parsed: parsing holds about six times its
         size, and a schema of references to one object inflates from a few hundred kB
         to tens of MB. An honest one holds about 19 kB per tree (two forests of 100
-        trees: 3.3-3.8 MB), so the default serves some 800 trees; raise it for more.
+        trees: 3.3-3.8 MB), so the default serves some 800 trees; raise it for more
+        (the command line's ``--max-upload-mb`` raises it to the file's cap: FedCT's
+        final model of four forests of 100 trees needs more).
     max_members : int, default=10,000
         Members of an archive, counted in its directory's last record before the
         directory is read: each costs about 600 bytes once read, and a file of empty
@@ -316,32 +318,3 @@ def check_skops_payload(payload, who, limits):
         raise UploadError(f"{who}: the payload has no skops schema.", field="payload")
     return parse_json(members["schema.json"], who, "payload's schema", limits,
                       max_nodes=limits.max_payload_nodes), members
-
-
-def write_atomically(path, data):
-    """Write `data` to `path` through a temporary file in the same folder, renamed
-    into place: a failed write leaves no partial file, and a reader never sees one."""
-    import os
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    # refused naming the path asked for, not the temporary file's name
-    if not os.path.isdir(folder):
-        kind = NotADirectoryError if os.path.exists(folder) else FileNotFoundError
-        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
-        raise kind(f"cannot write {os.fspath(path)}: the folder {folder} {what}; create "
-                   "it first, or choose another path")
-    try:
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".skfedkt-", suffix=".part")
-    except OSError as exc:
-        raise type(exc)(f"cannot write {os.fspath(path)}: {exc.strerror or exc} in the "
-                        f"folder {folder}") from exc
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    return len(data)

@@ -16,7 +16,8 @@ from typing import Any
 
 from .._secure_sum import _primitives as crypto
 from .._secure_sum._primitives import Ed25519PrivateKey
-from ._archive import UploadLimits, read_file, write_atomically
+from ._archive import UploadLimits, read_file
+from ._local_files import write_atomically
 from ._secure_documents import Document
 
 # an Ed25519 key's PEM takes some 120 bytes: room for line endings and a comment, no more
@@ -72,7 +73,7 @@ class PartyIdentity:
     def save(self, path: str | PathLike[str]) -> int:
         """Write the private key to `path` as PEM (PKCS #8), readable by this user alone
         (mode 0600); returns its size in bytes. Never send it."""
-        return write_atomically(path, crypto.identity_to_pem(self.key))
+        return write_atomically(path, crypto.identity_to_pem(self.key), private=True)
 
     def save_public(self, path: str | PathLike[str]) -> int:
         """Write the public key to `path` as PEM (SubjectPublicKeyInfo), to send to the

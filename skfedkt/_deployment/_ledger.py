@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ._archive import UploadLimits, read_file, write_atomically
+from ._archive import UploadLimits, read_file
+from ._local_files import write_atomically
 from ._secure_documents import Document, dumps, is_hex32
 from ._upload import fingerprint
 
@@ -121,7 +122,7 @@ class InputLedger:
                 f"{last['round']}.")
         document["inputs"][input_] = survivors
         document["sessions"][session] = dict(round=round_, survivors=survivors)
-        write_atomically(self.path, dumps(document))
+        write_atomically(self.path, dumps(document), private=True)
 
     def _read(self) -> dict[str, Any]:
         """The ledger's document, read as hostile; an empty one where there is no file."""

@@ -20,13 +20,16 @@ from .._secure_sum import (
     message_from_bytes,
     message_to_bytes,
 )
-from ._archive import read_file, write_atomically
+from .._secure_sum._primitives import digest
+from ._archive import read_file
+from ._local_files import write_atomically
 from ._channel import Layout, layout_length
 from ._secure import decoded
 from ._secure_documents import (
     Document,
     b64,
     dumps,
+    is_hex32,
     layout_json,
     layout_read,
     started_round,
@@ -34,10 +37,13 @@ from ._secure_documents import (
 from ._secure_stages import STATE_LIMITS, SECURE, SecureSession
 from ._upload import PartyUpload
 
-_COORDINATOR_FORMAT = "skfedkt secure coordinator 2"
+_COORDINATOR_FORMAT = "skfedkt secure coordinator 3"
 # the coordinator's stages: the parties' message it reads, the one it sends, the next
 _COORDINATOR_STAGES = {"shares": ("routed", "masked"), "masked": ("survivors", "confirm"),
                        "confirm": ("request", "unmask"), "unmask": (None, "done")}
+# what the coordinator sent before each stage it waits at
+SENT_BEFORE = {"shares": "roster", "masked": "routed", "confirm": "survivors",
+               "unmask": "request"}
 
 
 class SecureCoordinator:
@@ -46,7 +52,10 @@ class SecureCoordinator:
     stage's answers; once done, `sums` and `survivors` are what `fit_server` and
     `server_round` take (``secure_sum=``).
 
-    Between stages, save it (`save`) on the coordinator's machine.
+    Between stages, save it (`save`) on the coordinator's machine, before sending what
+    `advance` returned: it keeps the messages of its last stage and returns them again,
+    byte for byte, for the same answers (a coordinator whose messages were lost in a
+    crash sends them again with the same command).
 
     Examples
     --------
@@ -91,9 +100,12 @@ class SecureCoordinator:
 
     def __init__(self, session: SecureSession, round_: int, layout: Layout,
                  coordinator: SecureSumCoordinator, stage: str = "shares",
-                 total: np.ndarray | None = None):
+                 total: np.ndarray | None = None,
+                 sent: tuple[str, dict[Hashable, bytes]] | None = None):
         self.session, self.round, self.layout = session, round_, layout
         self._coordinator, self.stage, self._total = coordinator, stage, total
+        # the digest of the answers its last stage took (hex), and what it sent then
+        self._sent = sent
         # the parties whose uploads or answers failed a check, and why (not saved)
         self.left_out: dict[Any, str] = {}
         # the parties that gave back altered shares, left out of the sum's last stage,
@@ -174,7 +186,12 @@ class SecureCoordinator:
         With `senders` (the party each answer came from, where the transport knows it,
         as Flower's nodes), an answer that is malformed or speaks for another party is
         its sender's dropping out (in ``left_out``); without, it is refused, naming its
-        source (`sources`: where each answer came from, such as its file)."""
+        source (`sources`: where each answer came from, such as its file), and nothing
+        changes. The answers its last stage took, in any order, return that stage's
+        messages again."""
+        received = _answers_digest(answers)
+        if self._sent is not None and self._sent[0] == received:
+            return dict(self._sent[1])
         if self.stage not in _COORDINATOR_STAGES:
             raise SecureSumError(None, None, "stage", "the round's secure sum is done")
         _, following = _COORDINATOR_STAGES[self.stage]
@@ -188,7 +205,8 @@ class SecureCoordinator:
                                          "answers for another party")
             except (SecureSumError, ValueError) as error:
                 if senders is None and sources is not None:
-                    raise ValueError(f"{sources[index]}: {error}") from None
+                    raise ValueError(f"{sources[index]}: {error}{self._stale_hint(error)}"
+                                     ) from None
                 if senders is None:
                     raise
                 self.left_out[senders[index]] = str(error)
@@ -215,8 +233,19 @@ class SecureCoordinator:
                               "altered shares some parties gave back: " + "; ".join(
                                   f"{party!r} {why}"
                                   for party, why in self.refused_shares.items()), UserWarning)
-        self.stage = following
+        self.stage, self._sent = following, (received, dict(out))
         return out
+
+    def _stale_hint(self, error: Exception) -> str:
+        """What to do about an answer file of another stage: most often one left from
+        the stage before, where its party has not answered this one yet."""
+        if getattr(error, "field", None) != "stage":
+            return ""
+        sent = SENT_BEFORE[self.stage]
+        return (f". The coordinator waits for the answers to the {sent} it sent last: an "
+                "answer of an earlier stage, or another round, is a file left from before. "
+                f"Give the party's answer to its {sent} file (secure-party --message "
+                f"{sent}-<party>.json), or leave the file out if that party has dropped")
 
     @property
     def survivors(self) -> tuple[Hashable, ...]:
@@ -241,11 +270,15 @@ class SecureCoordinator:
             format=_COORDINATOR_FORMAT, session=self.session.session.hex(),
             round=self.round, stage=self.stage, sums=layout_json(self.layout),
             secure_sum=self._coordinator.to_bytes().decode(),
-            total=None if self._total is None else b64(self._total.tobytes())))
+            total=None if self._total is None else b64(self._total.tobytes()),
+            sent=None if self._sent is None else dict(
+                answers=self._sent[0],
+                messages={json.dumps(party): b64(message)
+                          for party, message in self._sent[1].items()})))
 
     def save(self, path: str | PathLike[str]) -> int:
         """Write the coordinator's state to `path` (mode 0600)."""
-        return write_atomically(path, self.to_bytes())
+        return write_atomically(path, self.to_bytes(), private=True)
 
     @classmethod
     def from_bytes(cls, session: SecureSession, data: bytes,
@@ -253,7 +286,7 @@ class SecureCoordinator:
         reader = Document(f"Secure coordinator state refused ({name})")
         document = reader.parse(data, STATE_LIMITS.max_file_bytes, _COORDINATOR_FORMAT)
         reader.fields(document, ("format", "session", "round", "stage", "sums",
-                                 "secure_sum", "total"))
+                                 "secure_sum", "total", "sent"))
         if document["session"] != session.session.hex():
             raise reader.refuse("session", "not this secure session's")
         round_ = reader.count(document["round"], "round", 0, 2 ** 31)
@@ -272,7 +305,8 @@ class SecureCoordinator:
             raise reader.refuse("total", "the sum is only there once done")
         total = None if total is None else np.frombuffer(
             reader.raw(total, "total", 8 * length), dtype="<u8").copy()
-        return cls(session, round_, layout, coordinator, stage, total)
+        return cls(session, round_, layout, coordinator, stage, total,
+                   _sent(session, document["sent"], reader))
 
     def refuse_a_started_round(self, previous: bytes | None) -> None:
         """Refuse this round where the coordinator's saved state `previous` (None:
@@ -291,6 +325,32 @@ class SecureCoordinator:
     def load(cls, session: SecureSession, path: str | PathLike[str]) -> SecureCoordinator:
         return cls.from_bytes(session, read_file(path, f"The secure state {path}",
                                                  STATE_LIMITS), str(path))
+
+
+def _answers_digest(answers: Sequence[bytes]) -> str:
+    """The digest of a stage's answers (hex), in any order."""
+    return digest(*sorted(digest(answer) for answer in answers)).hex()
+
+
+def _sent(session: SecureSession, value: Any, reader: Document,
+          ) -> tuple[str, dict[Hashable, bytes]] | None:
+    """A coordinator state's last stage (`SecureCoordinator`), checked: None, or the
+    digest of the answers it took and the messages it sent, by party."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"answers", "messages"}:
+        raise reader.refuse("sent", "not the answers taken last and the messages sent")
+    if not is_hex32(value["answers"]) or not isinstance(value["messages"], dict):
+        raise reader.refuse("sent", "not a digest of the answers and a mapping of messages")
+    messages = {}
+    for name, message in value["messages"].items():
+        try:
+            party = json.loads(name)
+        except ValueError:
+            party = None
+        session.index_of(party, "The coordinator's secure state, sent.messages")
+        messages[party] = reader.raw(message, "sent.messages")
+    return value["answers"], messages
 
 
 def _majority(values: list[Any]) -> Any:

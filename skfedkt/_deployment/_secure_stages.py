@@ -16,6 +16,7 @@ strictly, its refusals naming the field (and the party, where one sent it).
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
@@ -38,7 +39,8 @@ from .._secure_sum import (
     message_to_bytes,
 )
 from .._secure_sum._primitives import Ed25519PrivateKey, digest, public_bytes
-from ._archive import UploadLimits, read_file, write_atomically
+from ._archive import UploadLimits, read_file
+from ._local_files import write_atomically
 from ._ledger import InputLedger
 from ._identity import identity_key
 from ._protocol import _check_party_name
@@ -52,7 +54,7 @@ from ._upload import SUMS, PartyUpload
 # layout of the sums, and the party's keys (the secure sum's first message)
 SECURE = "secure"
 _SESSION_FORMAT = "skfedkt secure session 3"
-_PARTY_FORMAT = "skfedkt secure party 3"
+_PARTY_FORMAT = "skfedkt secure party 4"
 # a session names each party once: a few hundred bytes each at most
 _MAX_SESSION_BYTES = 2 ** 20
 # a party's or the coordinator's state holds its words (8 bytes each, in base64)
@@ -247,17 +249,21 @@ class SecureParty:
     `fit_party` makes it under secure aggregation (``upload.secure_state``) and sends
     the party's keys, signed by its identity, in the upload's manifest; `answer` then
     answers each of the coordinator's messages. Save it (`save`, a file only this user
-    can read) after each stage, before sending the answer: it is never sent. It holds
-    no identity key: `load` takes it again.
+    can read) after each stage it answers, before sending the answer: it is never sent.
+    It holds no identity key: `load` takes it again. It keeps its last answer, which it
+    gives again, byte for byte, for the same message: a party whose answer was lost
+    in a crash answers again with the same command.
     """
 
     def __init__(self, session: SecureSession, round_: int, party: Hashable,
                  layout: Layout, words: np.ndarray, sum_party: SecureSumParty,
-                 input_: str, noisy: bool):
+                 input_: str, noisy: bool, answered: tuple[str, bytes] | None = None):
         self.session, self.round, self.party = session, round_, party
         self.layout, self.words, self._sum_party = layout, words, sum_party
         # what its ledger knows this sum by (`InputLedger`)
         self.input, self.noisy = input_, noisy
+        # the digest of the last message it answered (hex), and its answer
+        self._answered = answered
 
     @classmethod
     def start(cls, session: SecureSession, upload: Any, identity: Any, *, input_: str,
@@ -283,6 +289,28 @@ class SecureParty:
             keys=keys.decode())})
         return replace(without_sums(upload), manifest=manifest), state
 
+    @staticmethod
+    def resumed(upload: PartyUpload, previous: bytes | None, identity: Any) -> PartyUpload:
+        """`upload`, of a party step under secure aggregation, with the keys and the
+        state of the party's saved state `previous` (None: none) where that state
+        started this very round on the same sums and answered nothing yet: the step run
+        again after a crash then writes the upload and the state it wrote before. With
+        any other state, `upload` as it is."""
+        state = upload.secure_state
+        if previous is None or json.loads(previous).get("session") != (
+                state.session.session.hex()):
+            return upload
+        kept = SecureParty.from_bytes(state.session, previous, identity)
+        if (kept.round, kept.input, kept.noisy, kept.layout, kept._answered) != (
+                state.round, state.input, state.noisy, state.layout, None) or not (
+                np.array_equal(kept.words, state.words)):
+            return upload
+        keys = message_to_bytes("keys", kept._sum_party.advertised(),
+                                kept._sum_party.agreement)
+        manifest = dict(upload.manifest, **{SECURE: dict(upload.manifest[SECURE],
+                                                         keys=keys.decode())})
+        return replace(upload, manifest=manifest, secure_state=kept)
+
     @property
     def stage(self) -> str:
         """The coordinator's message this party answers next: ``roster``, ``routed``,
@@ -296,12 +324,15 @@ class SecureParty:
         party, survivors other than those it confirmed); before it gives its unmasking
         shares, its `ledger` (an `InputLedger`, kept across sessions) refuses a second
         sum of its input with other survivors, or a round whose survivors are not the
-        last round's. Save the state after it, answered or refused: a refused stage is
-        not answered again."""
+        last round's. A refused message changes nothing: the intact message is then
+        answered. The message it answered last is answered again with the same bytes
+        (its answer was lost). Save the state after it answers, before sending."""
+        received = digest(data).hex()
+        if self._answered is not None and self._answered[0] == received:
+            return self._answered[1]
         if self._sum_party.stage not in _PARTY_STAGES:
             raise SecureSumError(self.party, None, "stage", "this party is done with the "
-                                 "round's secure sum: it answered, or refused, its last "
-                                 "stage")
+                                 "round's secure sum: it answered its last stage")
         reads, answers = _PARTY_STAGES[self._sum_party.stage]
         agreement = self._sum_party.agreement
         try:
@@ -311,8 +342,9 @@ class SecureParty:
             if error.field != "stage":
                 raise
             raise SecureSumError(self.party, None, "stage", f"not the {reads} this party "
-                                 "waits for: it answered, or refused, each stage before "
-                                 "once (where its answer was lost, send that again)") from None
+                                 "waits for: it answered each stage before once, and "
+                                 "gives its last answer again only for the message it "
+                                 "answered last") from None
         sum_party = self._sum_party
         if reads == "request":
             survivors = message["survivors"]
@@ -322,11 +354,13 @@ class SecureParty:
                              [self.session.parties[i] for i in survivors], self.noisy)
             except ValueError as error:
                 raise SecureSumError(self.party, None, "survivors", str(error)) from None
-        answer = (sum_party.share_keys(message) if reads == "roster"
-                  else sum_party.masked_input(message, self.words) if reads == "routed"
-                  else sum_party.confirm(message) if reads == "survivors"
-                  else sum_party.unmask(**message))
-        return message_to_bytes(answers, answer, agreement)
+        answer = message_to_bytes(answers, (
+            sum_party.share_keys(message) if reads == "roster"
+            else sum_party.masked_input(message, self.words) if reads == "routed"
+            else sum_party.confirm(message) if reads == "survivors"
+            else sum_party.unmask(**message)), agreement)
+        self._answered = (received, answer)
+        return answer
 
     def to_bytes(self) -> bytes:
         """The state's bytes: UTF-8 JSON holding the party's secrets."""
@@ -334,11 +368,13 @@ class SecureParty:
             format=_PARTY_FORMAT, session=self.session.session.hex(), round=self.round,
             party=self.party, sums=layout_json(self.layout),
             words=b64(self.words.tobytes()), input=self.input, noisy=self.noisy,
-            secure_sum=self._sum_party.to_bytes().decode()))
+            secure_sum=self._sum_party.to_bytes().decode(),
+            answered=None if self._answered is None else dict(
+                message=self._answered[0], answer=b64(self._answered[1]))))
 
     def save(self, path: str | PathLike[str]) -> int:
         """Write the state to `path`, readable by this user alone (mode 0600)."""
-        return write_atomically(path, self.to_bytes())
+        return write_atomically(path, self.to_bytes(), private=True)
 
     @classmethod
     def from_bytes(cls, session: SecureSession, data: bytes, identity: Any,
@@ -348,7 +384,7 @@ class SecureParty:
         reader = Document(f"Secure party state refused ({name})")
         document = reader.parse(data, STATE_LIMITS.max_file_bytes, _PARTY_FORMAT)
         reader.fields(document, ("format", "session", "round", "party", "sums", "words",
-                                 "input", "noisy", "secure_sum"))
+                                 "input", "noisy", "secure_sum", "answered"))
         if not is_hex32(document["input"]):
             raise reader.refuse("input", "not a digest of 32 bytes in hexadecimal")
         if not isinstance(document["noisy"], bool):
@@ -369,7 +405,7 @@ class SecureParty:
         sum_party = SecureSumParty.from_bytes(session.agreement(round_, length), index,
                                               secure_sum.encode(), key)
         return cls(session, round_, party, layout, words, sum_party, document["input"],
-                   document["noisy"])
+                   document["noisy"], _answered(document["answered"], reader))
 
     @classmethod
     def load(cls, session: SecureSession, path: str | PathLike[str], identity: Any,
@@ -385,18 +421,36 @@ class SecureParty:
         saved state `previous` (None: none) shows it already started that round of
         `session`, or a later one: its sums would come out the same, and a coordinator
         that ran two sums of them with other survivors would learn them from the
-        difference. Each round of a session is started once, in order."""
+        difference. Each round of a session is started once, in order; a round whose
+        state answered no stage yet may start again (a step rerun after a crash: only
+        its keys may have left, and the new state answers for new ones)."""
         if type(round_) is not int:
             raise ValueError(f"Party {party!r} refuses a step of round {round_!r}: the "
                              "server's message names no round.")
         started = None if previous is None else started_round(
             previous, _PARTY_FORMAT, session.session.hex(), f"Party {party!r}")
+        if started == round_ and previous is not None and json.loads(previous).get(
+                "answered") is None:
+            return
         if started is not None and round_ <= started:
             raise ValueError(
-                f"Party {party!r} already started round {started} of this secure session: "
+                f"Party {party!r} already started round {started} of this secure session, "
+                "and answered the coordinator: "
                 f"a party starts each round once, in order, so it refuses round {round_}. "
                 "Two sums of the same input with other survivors would give it away. A new "
                 "deployment needs a new secure session.")
+
+
+def _answered(value: Any, reader: Document) -> tuple[str, bytes] | None:
+    """A party state's last answer (`SecureParty`), checked: None, or the digest of
+    the message it answered and the answer."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"message", "answer"}:
+        raise reader.refuse("answered", "not the message answered last and its answer")
+    if not is_hex32(value["message"]):
+        raise reader.refuse("answered.message", "not a digest of 32 bytes in hexadecimal")
+    return value["message"], reader.raw(value["answer"], "answered.answer")
 
 
 def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,

@@ -36,8 +36,8 @@ from ._archive import (
     parse_json,
     read_file,
     read_members,
-    write_atomically,
 )
+from ._local_files import write_atomically
 from ._native import check_native_structures
 from ._schema import HONEST_LOADERS, check_constructions
 

@@ -26,7 +26,7 @@ from ._agreement import Agreement, SecureSumError
 from ._encoding import WORD
 from ._shamir import SHARE_BYTES, combine
 
-_STATE_HEADER = dict(format="skfedkt secure sum coordinator state 3")
+_STATE_HEADER = dict(format="skfedkt secure sum coordinator state 4")
 _STATE = wire.Record(dict(roster=wire.ByParty(wire.ROSTER_ENTRY),
                           sharing=wire.Indices(tuple),
                           digests=wire.ByParty(wire.ByParty(wire.DIGESTS)),

@@ -9,7 +9,9 @@ each holder its shares' digests. A party checks every message of the coordinator
 it answers, and answers each stage once: a coordinator that puts in the roster keys no
 identity signed (parties it made up), sends the parties different rosters, asks for both
 shares of one party, or asks twice is refused, as is a party that deals shares other
-than the ones it signed.
+than the ones it signed. A refused message changes nothing in the party: the stage's
+intact message, where one comes, is answered as if the refused one never came (a
+message altered on the way is refused whole; its intact copy is then accepted).
 
 Between stages a party may be saved (`SecureSumParty.to_bytes`) and loaded in another
 process (`SecureSumParty.from_bytes`, given its identity key again), answering as it
@@ -31,7 +33,7 @@ from ._primitives import Ed25519PrivateKey
 from ._shamir import SHARE_BYTES, split
 
 _STAGES = ("advertise", "share", "mask", "confirm", "unmask", "done")
-_STATE_HEADER = dict(format="skfedkt secure sum party state 3")
+_STATE_HEADER = dict(format="skfedkt secure sum party state 4")
 _SECRET = wire.Bytes(crypto.KEY_BYTES)
 # the identity key is not in the state: `from_bytes` takes it again
 _STATE = wire.Record(dict(
@@ -100,9 +102,8 @@ class SecureSumParty:
         The state holds the party's secrets (its private keys of the sum, its self-mask
         seed, the shares the others sent it), though not its identity key: it stays on
         the party's machine, readable by the party alone (a file of mode 0600, say), and
-        is never sent. Save it after each stage, answered or refused, and before
-        sending that stage's message, so that a party loaded again refuses to answer a
-        stage twice.
+        is never sent. Save it after each stage it answers, before sending that
+        stage's message, so that a party loaded again refuses to answer a stage twice.
 
         Returns
         -------
@@ -162,16 +163,22 @@ class SecureSumParty:
     def _refuse(self, party: Any, field: str, reason: str) -> SecureSumError:
         return SecureSumError(self.name, party, field, reason)
 
-    def _advance(self, stage: str, following: str) -> None:
+    def _check_stage(self, stage: str) -> None:
         if self._stage != stage:
             raise self._refuse(None, stage, f"asked for out of order (this party is at "
                                f"{self._stage!r}): each stage is answered once")
-        self._stage = following
 
     def advertise(self) -> dict[str, Any]:
         """Stage 1: the public keys and the commitment to the self-mask seed, signed by
         the identity key, for the coordinator to pass on to every party."""
-        self._advance("advertise", "share")
+        self._check_stage("advertise")
+        self._stage = "share"
+        return self.advertised()
+
+    def advertised(self) -> dict[str, Any]:
+        """Stage 1's message again, the same (Ed25519 signs alike each time), while no
+        roster has come: a party step run again after a crash sends the keys it kept."""
+        self._check_stage("share")
         return dict(party=self.index, **self._entry())
 
     def share_keys(self, roster: Mapping[int, Mapping[str, bytes]]) -> dict[str, Any]:
@@ -179,7 +186,7 @@ class SecureSumParty:
         its identity, the shares of this party's mask key and self-mask seed sealed for
         each other party, their digests by holder, and this party's signature of the
         digests."""
-        self._advance("share", "mask")
+        self._check_stage("share")
         self._set_roster(self._checked_roster(roster))
         points = {index: self.agreement.point(index) for index in self._roster}
         secrets = dict(mask=crypto.private_bytes(self._mask_key), seed=self._self_seed)
@@ -196,6 +203,7 @@ class SecureSumParty:
                                             self._share_tag(self.index, index))
         signature = self._signing_key.sign(signed.dealt_message(
             self.agreement, self._roster_tag, self.index, digests))
+        self._stage = "mask"
         return dict(party=self.index, sealed=sealed, digests=digests, signature=signature)
 
     def _set_roster(self, roster: dict[int, dict[str, bytes]]) -> None:
@@ -213,11 +221,13 @@ class SecureSumParty:
         with their digests that each dealer signed (the coordinator checked the
         signatures and passes both on), `values` (words) masked: its self-mask plus one
         pairwise mask with each of those parties, which cancel in the sum."""
-        self._advance("mask", "confirm")
+        self._check_stage("mask")
         if not (isinstance(routed, Mapping) and all(
                 isinstance(item, Mapping) for item in routed.values())):
             raise self._refuse(None, "sealed", "not a mapping of party to sealed shares "
                                "and their digests")
+        # kept once the whole message passed its checks: a refused one changes nothing
+        received: dict[int, Dealt] = {}
         for sender, item in routed.items():
             box = item.get("sealed")
             if sender == self.index:
@@ -239,8 +249,8 @@ class SecureSumParty:
                                    "its shares are not the ones whose digests it signed: "
                                    "it dealt shares it would not stand by, which could "
                                    "spoil the unmasking with no one to blame")
-            self._shares[sender] = dealt
-        sharing = sorted(self._shares)
+            received[sender] = dealt
+        sharing = sorted({**self._shares, **received})
         self._need(len(sharing), "sealed", "parties shared their keys")
         values = np.asarray(values)
         if values.dtype != WORD or values.shape != (self.agreement.length,):
@@ -252,25 +262,28 @@ class SecureSumParty:
             if other != self.index:
                 # each pair's mask cancels: the party that sorts first adds it
                 masker.add(masked, self._pair_seed(other), subtract=self.index > other)
+        self._shares.update(received)
+        self._stage = "confirm"
         return dict(party=self.index, masked=masked)
 
     def confirm(self, survivors) -> dict[str, Any]:
         """Stage 4: given the parties whose masked input reached the coordinator, this
         party's signature of that list, which every party checks before unmasking."""
-        self._advance("confirm", "unmask")
-        self._survivors = self._checked_parties(survivors, "survivors")
-        if self.index not in self._survivors:
+        self._check_stage("confirm")
+        survivors = self._checked_parties(survivors, "survivors")
+        if self.index not in survivors:
             raise self._refuse(None, "survivors", "this party's masked input is missing")
-        self._need(len(self._survivors), "survivors", "masked inputs reached the coordinator")
+        self._need(len(survivors), "survivors", "masked inputs reached the coordinator")
+        self._survivors, self._stage = survivors, "unmask"
         return dict(party=self.index, signature=self._signing_key.sign(
-            self._survivors_message(self._survivors)))
+            self._survivors_message(survivors)))
 
     def unmask(self, survivors, dropped, signatures: Mapping[int, bytes]) -> dict[str, Any]:
         """Stage 5: the shares that unmask the sum: of each survivor's self-mask seed
         and each dropped party's mask key, never both of one party, once the
         signatures show that at least the threshold of survivors confirmed the same
         survivors as this party."""
-        self._advance("unmask", "done")
+        self._check_stage("unmask")
         survivors = self._checked_parties(survivors, "survivors")
         dropped = self._checked_parties(dropped, "dropped")
         both = sorted(set(survivors) & set(dropped))
@@ -286,6 +299,7 @@ class SecureSumParty:
                                "parties that shared their keys")
         self._need(self._confirmations(signatures, survivors), "signatures",
                    "survivors confirmed these survivors")
+        self._stage = "done"
         return dict(party=self.index,
                     seed_shares={index: self._shares[index]["seed"] for index in survivors},
                     mask_shares={index: self._shares[index]["mask"] for index in dropped})

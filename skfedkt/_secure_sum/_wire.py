@@ -1,6 +1,9 @@
 """The bytes of the secure sum's messages, and of the documents that keep a party's or the
 coordinator's state between stages: UTF-8 JSON that names its format, its stage and the
-session, byte strings and words in base64.
+session, byte strings and words in base64, and the digest of its content, so that bytes
+changed on the way (a file cut short, a flipped bit) are refused before anything is read
+of them (a check against accidents: what a hostile sender could alter is the signatures'
+and the sealed shares' to catch).
 
 Reading takes the bytes as hostile: their size is bounded from the agreement before they
 are parsed (a message's by the largest message of the sum, a state's by its shape), and
@@ -39,7 +42,7 @@ from ._encoding import WORD
 from ._shamir import SHARE_BYTES
 from ._signed import ENTRY, KEYS, SHARED
 
-MESSAGE_FORMAT = "skfedkt secure sum message 3"
+MESSAGE_FORMAT = "skfedkt secure sum message 4"
 # what a party seals for another: a share of each of its secrets
 SEALED_PLAINTEXT_BYTES = len(SHARED) * SHARE_BYTES
 SEALED_BYTES = SEALED_PLAINTEXT_BYTES + crypto.SEAL_OVERHEAD
@@ -296,8 +299,13 @@ TO_COORDINATOR = ("keys", "shares", "masked", "confirm", "unmask")
 
 
 def _document(header: Mapping[str, str], agreement: Agreement, content: Any) -> bytes:
-    return json.dumps(dict(header, session=agreement.session.hex(), content=content),
-                      separators=(",", ":")).encode()
+    return json.dumps(dict(header, session=agreement.session.hex(), content=content,
+                           digest=_digest(content)), separators=(",", ":")).encode()
+
+
+def _digest(content: Any) -> str:
+    """The digest of a document's content, as JSON of its writing (hex)."""
+    return crypto.digest(json.dumps(content, separators=(",", ":")).encode()).hex()
 
 
 def dump(header: Mapping[str, str], shape: Shape, value: Any, agreement: Agreement,
@@ -334,10 +342,14 @@ def parse(header: Mapping[str, str], content_bound: int, data: Any, agreement: A
         if document.get(name) != value:
             raise refuse(name, f"not {value!r}")
     for name in document:
-        if name not in expected and name != "content":
+        if name not in expected and name not in ("content", "digest"):
             raise refuse(_brief(name), "not a field of this document")
     if "content" not in document:
         raise refuse("content", "missing")
+    if document.get("digest") != _digest(document["content"]):
+        raise refuse("digest", "not the digest of its content: its bytes changed after "
+                     "they were written (cut short, or altered on the way); ask for the "
+                     "intact file")
     return document["content"]
 
 
