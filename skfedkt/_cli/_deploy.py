@@ -18,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
-from .._deployment._local_files import step_lock, write_atomically
+from .._deployment._local_files import remove_leftovers, step_lock, write_atomically
 from .._config import config_context
 from .._deployment._secure_coordinator import SecureCoordinator
 from .._deployment._secure_stages import SecureParty
@@ -378,6 +378,7 @@ def run_party(args):
         if session is not None:  # kept before the upload leaves: it answers the next stages
             upload = SecureParty.resumed(upload, previous, identity)
             upload.secure_state.save(state_path)
+            remove_leftovers(args.out)
         size = upload.save(args.out)
     round_ = upload.manifest.get("round")
     print(f"party {args.name!r}: {len(y)} rows, {_describe_upload(args, clf, upload)}"

@@ -19,11 +19,12 @@ import re
 from pathlib import Path
 
 from .._deployment._archive import UploadLimits, read_file
-from .._deployment._local_files import step_lock, write_atomically
+from .._deployment._local_files import remove_leftovers, step_lock, write_atomically
 from .._deployment._identity import PartyIdentity
 from .._deployment._secure_coordinator import SENT_BEFORE, SecureCoordinator
 from .._deployment._ledger import InputLedger
 from .._deployment._secure_stages import SecureParty, SecureSession
+from .._secure_sum import SecureSumError
 from .._deployment._upload import read_upload
 
 # what a party answers to each of the coordinator's messages, as `secure-party` says it
@@ -215,18 +216,25 @@ def run_secure_party(args):
     session = SecureSession.load(args.session)
     identity = PartyIdentity.load(args.identity)
     message = _message(args.message)
-    with step_lock(args.state, f"skfedkt secure-party --state {args.state}"):
+    # one ledger per identity, wherever the party keeps its states, read and written by
+    # one step at a time too
+    ledger_path = args.ledger or Path(args.state).with_name(
+        f"skfedkt-ledger-{identity.public_bytes.hex()[:16]}.json")
+    step = f"skfedkt secure-party --state {args.state}"
+    with step_lock(args.state, step), step_lock(ledger_path, step):
         state = SecureParty.load(session, args.state, identity)
-        # one ledger per identity, wherever the party keeps its states
-        ledger = InputLedger(args.ledger or Path(args.state).with_name(
-            f"skfedkt-ledger-{identity.public_bytes.hex()[:16]}.json"))
+        ledger = InputLedger(ledger_path)
         reads = state.stage
         # a refused message changes nothing; an answer is kept before it leaves, so that
         # the same command after a crash writes it again
-        answer = state.answer(message, ledger)
+        try:
+            answer = state.answer(message, ledger)
+        except SecureSumError as error:
+            raise ValueError(f"{args.message}: {error}") from None
         again = state.stage == reads
         if not again:
             state.save(args.state)
+        remove_leftovers(args.out)
         write_atomically(args.out, answer)
     if again:
         print(f"party {state.party!r}: answered this message of round {state.round} "
@@ -276,6 +284,7 @@ def _coordinator_stage(args, session):
             print(f"coordinator: party {party!r} {why}")
         return 0
     for party, data in out.items():
+        remove_leftovers(paths[party])
         write_atomically(paths[party], data)
     print(f"coordinator: round {coordinator.round}, read the {_IN_WORDS[read]}; wrote the "
           f"{_IN_WORDS[kind]} for {len(out)} parties to {args.out_dir}: send each its file "

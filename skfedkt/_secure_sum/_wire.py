@@ -334,7 +334,8 @@ def parse(header: Mapping[str, str], content_bound: int, data: Any, agreement: A
         document = json.loads(data.decode("utf-8"), object_pairs_hook=_each_key_once,
                               parse_constant=_no_constant)
     except (ValueError, RecursionError) as error:
-        raise refuse("bytes", f"not UTF-8 JSON ({_brief(str(error))})") from None
+        raise refuse("bytes", f"not UTF-8 JSON ({_brief(str(error))}): cut short, or "
+                     "not a file of the secure sum; ask for the intact file") from None
     if not isinstance(document, dict):
         raise refuse("bytes", "not a JSON object")
     expected = dict(header, session=agreement.session.hex())
