@@ -9,6 +9,10 @@ step's process ending at once (``os._exit``, which runs no ``finally`` and no
 place. The rerun's files are compared with the uninterrupted run's; where they differ
 (a step that draws fresh keys or shares), the rest of the block runs on them and its
 model must predict the same probabilities.
+
+The README's command kills the first step of each kind (the first party's of each
+stage, each coordinator's and server's step); ``SKFEDKT_TEST_EVERY_CRASH=1``, which
+``.ci/run`` sets for its suites with torch, kills every step.
 """
 
 import contextlib
@@ -82,6 +86,25 @@ def _fedct_loop(rounds):
     steps.append(("final server step", [
         "server", *fedct, "--out", "fedct.skops", "labels-*.skfedkt", *message]))
     return steps
+
+
+def _kind(what):
+    """A step's kind: what it does, whichever party does it."""
+    return re.sub(r"h[0-9]|hospital-[0-9]", "party", what)
+
+
+def _killed_steps(steps):
+    """The indices of the steps to kill: each one's with ``SKFEDKT_TEST_EVERY_CRASH=1``,
+    the first of each kind otherwise."""
+    kinds = [_kind(what) for what, _ in steps]
+    return [index for index, kind in enumerate(kinds)
+            if os.environ.get("SKFEDKT_TEST_EVERY_CRASH") == "1"
+            or kinds.index(kind) == index]
+
+
+def _killed(steps):
+    indices = _killed_steps(steps)
+    return pytest.mark.parametrize("index", indices, ids=[steps[i][0] for i in indices])
 
 
 def _expanded(argv):
@@ -172,8 +195,7 @@ class _Reference:
 
     def __init__(self, root, setup, steps, model):
         self.steps, self.model = steps, model
-        # the first step of each kind: the same command but for the party's name
-        kinds = [re.sub(r"h[0-9]", "h", what) for what, _ in steps]
+        kinds = [_kind(what) for what, _ in steps]
         self.first_of_kind = {kinds.index(kind) for kind in kinds}
         self.start = root / "start"
         setup(self.start)
@@ -266,15 +288,13 @@ def fedct_loop(tmp_path_factory):
                       "fedct.skops")
 
 
-@pytest.mark.parametrize("index", range(len(_secure_block())),
-                         ids=[what for what, _ in _secure_block()])
+@_killed(_secure_block())
 def test_each_secure_step_killed_at_each_write_reruns_to_the_same_model(
         secure_block, index, tmp_path):
     assert _crash_every_write(secure_block, index, tmp_path) >= 1
 
 
-@pytest.mark.parametrize("index", range(len(_fedct_loop(2))),
-                         ids=[what for what, _ in _fedct_loop(2)])
+@_killed(_fedct_loop(2))
 def test_each_fedct_step_killed_at_each_write_reruns_to_the_same_model(
         fedct_loop, index, tmp_path):
     assert _crash_every_write(fedct_loop, index, tmp_path) >= 1
