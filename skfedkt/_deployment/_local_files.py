@@ -13,8 +13,8 @@ starts of one step never interleave, and removes the temporary files a crash lef
 import contextlib
 import glob
 import os
+import secrets
 import sys
-import tempfile
 
 # what a file meant to be sent may be read as (the user's umask still applies); keys
 # and states stay readable by their user alone
@@ -34,9 +34,11 @@ def write_atomically(path, data, *, private=False):
         what = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
         raise kind(f"cannot write {os.fspath(path)}: the folder {folder} {what}; create "
                    "it first, or choose another path")
-    try:
-        handle, temporary = tempfile.mkstemp(
-            dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".part")
+    temporary = os.path.join(
+        folder, f".{os.path.basename(path)}.{secrets.token_hex(8)}.part")
+    try:  # the operating system applies the user's umask to a shared file's mode
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                         | getattr(os, "O_BINARY", 0), 0o600 if private else _SHARED_MODE)
     except OSError as exc:
         raise type(exc)(f"cannot write {os.fspath(path)}: {exc.strerror or exc} in the "
                         f"folder {folder}") from exc
@@ -45,8 +47,6 @@ def write_atomically(path, data, *, private=False):
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
-        if not private:  # mkstemp made it 0600
-            os.chmod(temporary, _SHARED_MODE & ~_umask())
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
@@ -54,12 +54,6 @@ def write_atomically(path, data, *, private=False):
         raise
     _sync_folder(folder)
     return len(data)
-
-
-def _umask():
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _sync_folder(folder):

@@ -41,9 +41,10 @@ _COORDINATOR_FORMAT = "skfedkt secure coordinator 3"
 # the coordinator's stages: the parties' message it reads, the one it sends, the next
 _COORDINATOR_STAGES = {"shares": ("routed", "masked"), "masked": ("survivors", "confirm"),
                        "confirm": ("request", "unmask"), "unmask": (None, "done")}
-# what the coordinator sent before each stage it waits at
-SENT_BEFORE = {"shares": "roster", "masked": "routed", "confirm": "survivors",
-               "unmask": "request"}
+# what the coordinator sent before each stage it waits at: the roster at the start,
+# then what each stage sends
+SENT_BEFORE = {"shares": "roster", **{following: sent for sent, following
+                                      in _COORDINATOR_STAGES.values() if sent}}
 
 
 class SecureCoordinator:
