@@ -72,7 +72,8 @@ def test_no_module_of_the_package_imports_itself_back():
 # and modules; everything else (the command line, Flower, model files, the audit, the
 # public namespaces) is the top
 LAYERS = (
-    ("bottom", {"_engine", "_privacy", "_secure_sum", "_config", "_version"}),
+    ("bottom", {"_engine", "_privacy", "_secure_sum", "_validated_sum", "_config",
+                "_version"}),
     ("protocol", {"_deployment"}),
     ("algorithms", {"_base", "_predict_side", "_party_models", "_declarations",
                     "_shared_docs", "_agreements", "_registry", "_fedkt", "_fedct",
