@@ -304,8 +304,8 @@ class BaseFederatedClassifier(ConsortiumAgreements, PredictSide, ClassifierMixin
         root = root_seed(self.random_state)
         secure = get_config()["secure_aggregation"]
         channel = self._uploads.channel(plan)
-        sum_parties, bound = (secure_parties(channel, plan, data) if secure
-                              else (None, 0.0))
+        sum_parties, bound = (secure_parties(channel, plan, data, secure == "validated")
+                              if secure else (None, 0.0))
         party_context = PartyContext(
             plan, data, root, [dict(party=party, n_rows=len(rows))
                                for party, rows in zip(data.parties, data.party_rows)],

@@ -22,9 +22,20 @@ def _environment_switch(name, default):
     return default if not value else value not in ("0", "false", "no", "off")
 
 
+_SECURE_MODES = (False, True, "masked", "validated")
+
+
+def _secure_mode(value: str):
+    """SKFEDKT_SECURE_AGGREGATION's setting: "validated" or "masked" by name, else the
+    switch's (unset, empty, 0, false, no, off: off; anything else: on, masked)."""
+    value = value.strip().lower()
+    return value if value in ("masked", "validated") else (
+        bool(value) and value not in ("0", "false", "no", "off"))
+
+
 _DEFAULTS = {
     "stack_networks": _environment_switch("SKFEDKT_STACK_NETWORKS", True),
-    "secure_aggregation": _environment_switch("SKFEDKT_SECURE_AGGREGATION", False),
+    "secure_aggregation": _secure_mode(os.environ.get("SKFEDKT_SECURE_AGGREGATION", "")),
 }
 _local = threading.local()
 
@@ -63,18 +74,27 @@ def set_config(stack_networks=None, secure_aggregation=None):
         one by one, each through skorch's own loop. It changes how the networks train,
         not what they learn: stacked networks differ from separate fits by rounding.
         Every fitted estimator's ``tier_fits_`` says which path each tier took.
-    secure_aggregation : bool, default=None
+    secure_aggregation : {False, True, "masked", "validated"}, default=None
         Whether ``fit`` hands the server only the sums of what the parties send
         (False, the default: each party's upload). Under it, what the algorithm's
         server needs in sum only (votes, label and class counts, weights times rows)
-        leaves each party masked, in a secure sum (Bonawitz et al., 2017) that the
-        simulated server unmasks only as a total, no model of a party reaches the
-        server, and at FedKT's L1 the parties add the noise in shares. An
-        algorithm or option that needs more than sums is refused before any work,
-        naming why. The deployed steps (``fit_party``, ``fit_server``) do not run the
-        secure sum's stages, and refuse to run under it. Workers that another library
+        leaves each party hidden, no model of a party reaches the server, and at
+        FedKT's L1 the parties add the noise in shares. An algorithm or option that
+        needs more than sums is refused before any work, naming why. How the sum
+        hides them is the mode: ``"masked"`` (or True), a secure sum (Bonawitz et al.,
+        2017) that the simulated server unmasks only as a total, which checks nothing
+        of a party's input beyond what the total shows; ``"validated"``, two
+        aggregators that must not collude, each holding a share of every input, check
+        each party's proofs that its values are what their declaration allows (counts
+        in range, rows that add up; Prio3 of draft-irtf-cfrg-vdaf) and add those that
+        pass, so that one party cannot steer the sums beyond its own valid input; a
+        party whose proof fails is named in a warning and left out. Floats are
+        validated in fixed point of 2**-16. Validated sums run in ``fit`` only so far:
+        the deployed steps (``fit_party``, ``fit_server``, the command line, Flower)
+        run the masked sum, and refuse "validated". Workers that another library
         starts (``GridSearchCV(n_jobs=2)``) begin from the defaults: set
-        ``SKFEDKT_SECURE_AGGREGATION=1`` in the environment for them.
+        ``SKFEDKT_SECURE_AGGREGATION=1`` (or ``validated``) in the environment for
+        them.
 
     Examples
     --------
@@ -84,12 +104,17 @@ def set_config(stack_networks=None, secure_aggregation=None):
     False
     >>> skfedkt.set_config(stack_networks=True)
     """
-    for name, value in (("stack_networks", stack_networks),
-                        ("secure_aggregation", secure_aggregation)):
-        if value is not None:
-            if not isinstance(value, bool):
-                raise TypeError(f"{name} must be True or False, got {value!r}.")
-            _thread_config()[name] = value
+    if stack_networks is not None:
+        if not isinstance(stack_networks, bool):
+            raise TypeError(f"stack_networks must be True or False, got {stack_networks!r}.")
+        _thread_config()["stack_networks"] = stack_networks
+    if secure_aggregation is not None:
+        if not any(secure_aggregation is mode or (isinstance(mode, str) and
+                                                  secure_aggregation == mode)
+                   for mode in _SECURE_MODES):
+            raise TypeError(f"secure_aggregation must be True, False, 'masked' or "
+                            f"'validated', got {secure_aggregation!r}.")
+        _thread_config()["secure_aggregation"] = secure_aggregation
 
 
 @contextmanager
@@ -99,7 +124,9 @@ def config_context(*, stack_networks=None, secure_aggregation=None):
 
     Parameters
     ----------
-    stack_networks, secure_aggregation : bool, default=None
+    stack_networks : bool, default=None
+        See `set_config`.
+    secure_aggregation : {False, True, "masked", "validated"}, default=None
         See `set_config`.
 
     Examples

@@ -6,8 +6,9 @@ finds, by job:
 
 **The contract.** `BaseFederatedClassifier`, the class to extend (its hooks and
 declarations), with `Uploads` and `Releases` (what its class declares: every field a
-party sends, `InClear` or `InSum`, with the validity checks of sums `nonnegative`,
-`rows_summing_to` and `one_hot_rows`),
+party sends, `InClear` or `InSum`, with the validity of sums, `Validity`, checked in the
+clear and proved under validated sums: `nonnegative`, `rows_summing_to` and
+`one_hot_rows`),
 `shared_docs` (the parameter descriptions of ``fit``'s docstring), `Plan` (the frozen
 parameters its steps read, with `CloneFitting`), the contexts its steps take
 (`PartyContext`, `ServerContext`, and `CheckContext`, the one both sides' checks of
@@ -61,6 +62,7 @@ from ._declarations import Releases, Uploads
 from ._deployment._fields import (
     InClear,
     InSum,
+    Validity,
     nonnegative,
     one_hot_rows,
     rows_summing_to,
@@ -143,6 +145,7 @@ __all__ = [
     "TierJob",
     "UploadChecker",
     "Uploads",
+    "Validity",
     "algorithms",
     "derived_random_state",
     "draw_seeds",

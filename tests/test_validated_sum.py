@@ -113,3 +113,104 @@ def test_the_xof_matches_the_drafts_test_vector():
     assert Xof.derive_seed(seed, dst, binder).hex() == vector["derived_seed"]
     expanded = Xof.expand(FIELD128, seed, dst, binder, vector["length"])
     assert FIELD128.encode(expanded).hex() == vector["expanded_vec_field128"]
+
+
+# --- validated sums in fit ------------------------------------------------------------
+
+import warnings  # noqa: E402
+
+from sklearn.datasets import load_breast_cancer  # noqa: E402
+from sklearn.tree import DecisionTreeClassifier  # noqa: E402
+
+import skfedkt  # noqa: E402
+from skfedkt import FedCTClassifier, FedKTClassifier, OneShotEnsembleClassifier  # noqa: E402
+from skfedkt._deployment import _validated  # noqa: E402
+from skfedkt._deployment._validated import RefusedPartyWarning  # noqa: E402
+from skfedkt._validated_sum import _circuits  # noqa: E402
+from skfedkt._validated_sum._sums import SumSpec  # noqa: E402
+
+X, Y = load_breast_cancer(return_X_y=True)
+PUBLIC = np.arange(len(Y)) < 150
+GROUPS = np.arange(len(Y)) % 5
+
+
+def _fit(estimator, mode, keep=None):
+    keep = ~PUBLIC if keep is None else ~PUBLIC & keep
+    with skfedkt.config_context(secure_aggregation=mode):
+        estimator.fit(X[keep], Y[keep], groups=GROUPS[keep], X_unlabeled=X[PUBLIC])
+    return estimator.predict_proba(X)
+
+
+@pytest.mark.parametrize("estimator", [
+    FedKTClassifier(DecisionTreeClassifier(), n_teachers=3, n_students=3, voting="hard",
+                    random_state=0),
+    OneShotEnsembleClassifier(DecisionTreeClassifier(), distill=True, random_state=0),
+    FedCTClassifier(DecisionTreeClassifier(), distill=True, random_state=0),
+], ids=["fedkt-hard", "oneshot", "fedct"])
+def test_honest_parties_give_the_plain_model(estimator):
+    assert np.array_equal(_fit(estimator, "validated"), _fit(estimator, False))
+
+
+def _hostile_encoding(monkeypatch, party):
+    """Party `party`'s client adds 1,000 votes to its rows' first class and takes them
+    from the second, in the bits it proves (its honest encoder refuses such values)."""
+    honest_encode, honest_reports = _circuits.RowSumVec.encode, _validated.party_reports
+    editing = {"on": False}
+
+    def encode(self, measurement):
+        meas = honest_encode(self, measurement)
+        if not editing["on"]:
+            return meas
+        bits = meas.reshape(-1, self.row_length, self.max_measurement.bit_length()).copy()
+        p = FIELD64.modulus
+        bits[:, 0, 0] = (bits[:, 0, 0].astype(object) + 1000) % p
+        bits[:, 1, 0] = (bits[:, 1, 0].astype(object) - 1000) % p
+        return bits.astype(np.uint64).ravel()
+
+    def reports(agreement, index, values):
+        editing["on"] = agreement.parties[index] == party
+        try:
+            return honest_reports(agreement, index, values)
+        finally:
+            editing["on"] = False
+
+    monkeypatch.setattr(_circuits.RowSumVec, "encode", encode)
+    monkeypatch.setattr(_validated, "party_reports", reports)
+
+
+def test_a_party_that_edits_its_votes_is_refused_by_name_and_left_out(monkeypatch):
+    estimator = FedKTClassifier(DecisionTreeClassifier(), n_teachers=3, n_students=3,
+                                voting="hard", random_state=0)
+    four = _fit(estimator, False, keep=GROUPS != 4)
+    _hostile_encoding(monkeypatch, party=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        attacked = _fit(estimator, "validated")
+    refusals = [str(w.message) for w in caught if w.category is RefusedPartyWarning]
+    assert len(refusals) == 1 and "party 4" in refusals[0]
+    assert "proof verifier check failed" in refusals[0]
+    assert np.array_equal(attacked, four)
+
+
+def test_a_party_refuses_to_prove_values_outside_their_range():
+    spec = SumSpec("votes", (2, 2), 1, 0, 3, row_totals=(3,))
+    assert spec.units(np.array([[1, 2], [3, 0]]), 0).tolist() == [1, 2, 3, 0]
+    with pytest.raises(ValueError, match="outside its agreed range"):
+        spec.units(np.array([[4, -1], [3, 0]]), 0)
+
+
+def test_rows_of_floats_are_rounded_to_their_exact_total():
+    spec = SumSpec("proba", (3, 3), 2 ** 4, 0, 16, row_totals=(16,))
+    rows = np.array([[1 / 3] * 3, [0.5, 0.25, 0.25], [0.9, 0.05, 0.05]])
+    units = spec.units(rows, 0).reshape(3, 3)
+    assert (units.sum(axis=1) == 16).all() and np.abs(units / 16 - rows).max() <= 1 / 16
+
+
+def test_the_mode_is_checked_and_deployed_steps_refuse_validated_sums():
+    with pytest.raises(TypeError, match="'masked' or 'validated'"):
+        skfedkt.set_config(secure_aggregation="checked")
+    estimator = FedKTClassifier(DecisionTreeClassifier(), random_state=0)
+    with skfedkt.config_context(secure_aggregation="validated"), \
+            pytest.raises(ValueError, match="runs in fit only so far"):
+        estimator.fit_party(X[:60], Y[:60], party="h0", classes=[0, 1],
+                            X_unlabeled=X[PUBLIC])

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._engine._context import Message
 from ._archive import UploadError
-from ._fields import Field, InClear, InSum, sum_field, withheld_fields
+from ._fields import Field, InClear, InSum, Validity, sum_field, withheld_fields
 from ._received import UploadChecker
 from ._upload import SUMS, PartyUpload
 
@@ -110,7 +110,8 @@ def _with_plan(field: Field, plan: Any) -> Field:
     if isinstance(field, InSum):
         bound, valid = field.bound, field.valid
         return replace(field, bound=lambda _, rows: bound(plan, rows),
-                       valid=lambda _, values: valid(plan, values))
+                       valid=(valid.with_plan(plan) if isinstance(valid, Validity)
+                              else lambda _, values: valid(plan, values)))
     needed_when = field.needed_when
     return replace(field, needed_when=lambda _: needed_when(plan))
 

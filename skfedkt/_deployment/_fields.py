@@ -18,12 +18,51 @@ before any training (`InClear.needed_when`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 
 def _never(plan: Any) -> tuple[str, str] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Validity:
+    """What an honest party's values of a sum are beyond their bound: checked in the
+    clear by calling it (``validity(plan, values)``: why they are not, in words, or
+    None), and proved on shares, under validated sums, as the circuit its attributes
+    describe (each value in [0, bound] or [-bound, bound], each row's total).
+
+    Attributes
+    ----------
+    check : callable
+        ``check(plan, values)``: the check in the clear, which may say more than the
+        proof can (votes that are multiples of the students).
+    nonnegative : bool
+        Whether the values lie in [0, bound] rather than [-bound, bound].
+    row_total : callable or None
+        ``row_total(plan)``: the total of each row (the last axis), or None.
+    at_most : bool
+        Whether that total is a ceiling (one-hot or empty rows) rather than exact.
+    """
+
+    check: Callable[[Any, Any], str | None]
+    nonnegative: bool = False
+    row_total: Callable[[Any], float] | None = None
+    at_most: bool = False
+
+    def __call__(self, plan: Any, values: Any) -> str | None:
+        return self.check(plan, values)
+
+    def with_plan(self, plan: Any) -> Validity:
+        """This validity reading `plan` whatever plan it is handed."""
+        check, total = self.check, self.row_total
+        return replace(self, check=lambda _, values: check(plan, values),
+                       row_total=None if total is None else lambda _: total(plan))
+
+
+def _anything(plan: Any, values: Any) -> str | None:
     return None
 
 
@@ -82,11 +121,13 @@ class InSum:
     weighted : bool
         Whether the party's weight in the sum (``Uploads.party_weights``) scales it
         before it is added.
-    valid : callable
+    valid : Validity or callable
         ``valid(plan, values)``: why one party's `values` are not what an honest party
         sends beyond the bound (a negative count, a row of votes that does not sum to
         the students), in words, or None. The party checks its own before sending;
-        without secure aggregation the server checks each party's.
+        without secure aggregation the server checks each party's. A `Validity` also
+        says what validated sums prove on shares; a plain callable proves the bound
+        alone there.
     """
 
     name: str
@@ -94,7 +135,7 @@ class InSum:
     kind: Literal["int", "float"]
     bound: Callable[[Any, int], float]
     weighted: bool = False
-    valid: Callable[[Any, Any], str | None] = lambda plan, values: None
+    valid: Callable[[Any, Any], str | None] = Validity(_anything)
 
     def matches(self, name: str) -> bool:
         return fnmatchcase(name, self.name)
@@ -103,31 +144,41 @@ class InSum:
 Field = InClear | InSum
 
 
-def nonnegative(plan: Any, values: Any) -> str | None:
-    """`InSum.valid` of counts: none negative."""
+def _nonnegative(plan: Any, values: Any) -> str | None:
     return None if (values >= 0).all() else "a negative value"
 
 
-def rows_summing_to(total: Callable[[Any], float]) -> Callable[[Any, Any], str | None]:
+#: `InSum.valid` of counts: none negative
+nonnegative = Validity(_nonnegative, nonnegative=True)
+
+
+def rows_summing_to(total: Callable[[Any], float], *, at_most: bool = False,
+                    check: Callable[[Any, Any], str | None] | None = None) -> Validity:
     """`InSum.valid` of votes: non-negative, each row (the last axis) summing to
-    ``total(plan)`` (floats within their rounding)."""
+    ``total(plan)`` (floats within their rounding); with `at_most`, to at most that
+    (`check`, where given, is the check in the clear instead)."""
 
     def valid(plan: Any, values: Any) -> str | None:
         expected = total(plan)
         sums = values.sum(axis=-1)
         tolerance = 1e-6 * max(1.0, expected) if values.dtype.kind == "f" else 0
-        if (values < 0).any() or (abs(sums - expected) > tolerance).any():
-            return f"rows that are not non-negative and summing to {expected:g}"
+        beyond = sums - expected > tolerance if at_most else abs(sums - expected) > tolerance
+        if (values < 0).any() or beyond.any():
+            return (f"rows that are not non-negative and summing to "
+                    f"{'at most ' if at_most else ''}{expected:g}")
         return None
 
-    return valid
+    return Validity(check or valid, nonnegative=True, row_total=total, at_most=at_most)
 
 
-def one_hot_rows(plan: Any, values: Any) -> str | None:
-    """`InSum.valid` of labels as counts: zeros and ones, at most one one a row."""
+def _one_hot(plan: Any, values: Any) -> str | None:
     if not ((values == 0) | (values == 1)).all() or (values.sum(axis=-1) > 1).any():
         return "rows that are not one-hot (or empty)"
     return None
+
+
+#: `InSum.valid` of labels as counts: zeros and ones, at most one one a row
+one_hot_rows = rows_summing_to(lambda plan: 1.0, at_most=True, check=_one_hot)
 
 
 def sum_field(fields: Sequence[Field], name: str) -> InSum | None:

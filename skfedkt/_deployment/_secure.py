@@ -45,11 +45,13 @@ def fixed_point_for(n_parties: int, bound: float) -> FixedPoint:
                       parties=n_parties)
 
 
-def secure_parties(channel: Channel, plan: Any, data: Any) -> tuple[SumParties, float]:
+def secure_parties(channel: Channel, plan: Any, data: Any,
+                   validated: bool = False) -> tuple[SumParties, float]:
     """The parties of `data` (`FederatedData`) as one secure sum holds them (the
-    default threshold, and as many colluding parties as it withstands), and the bound
-    on the floats they sum, which the algorithm's `channel` gives for `plan`; refused,
-    before any work, for fewer than 3 parties."""
+    default threshold, and as many colluding parties as it withstands; `validated`:
+    the sum that checks each party's proofs), and the bound on the floats they sum,
+    which the algorithm's `channel` gives for `plan`; refused, before any work, for
+    fewer than 3 parties."""
     if len(data.parties) < 3:
         raise ValueError(f"secure_aggregation needs at least 3 parties, got "
                          f"{len(data.parties)}: with two, each learns the other's input "
@@ -59,7 +61,7 @@ def secure_parties(channel: Channel, plan: Any, data: Any) -> tuple[SumParties, 
     channel.check_fits(plan, len(rows), max(rows))
     threshold = default_threshold(len(rows))
     return (SumParties(tuple(data.parties), rows, threshold,
-                       default_colluding(len(rows), threshold)),
+                       default_colluding(len(rows), threshold), validated),
             channel.float_bound(plan, max(rows)))
 
 

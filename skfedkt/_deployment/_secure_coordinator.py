@@ -35,6 +35,7 @@ from ._secure_documents import (
     started_round,
 )
 from ._secure_stages import STATE_LIMITS, SECURE, SecureSession
+from ._validated import refuse_validated_in_deployment
 from ._upload import PartyUpload
 
 _COORDINATOR_FORMAT = "skfedkt secure coordinator 3"
@@ -410,6 +411,7 @@ def _secure_field(manifest: Mapping[str, Any]) -> dict[str, Any]:
 def round_sums(coordinator: SecureCoordinator | None) -> dict[str, np.ndarray] | None:
     """Under secure aggregation, the sums of the finished `coordinator` (a server step
     without it is refused); None otherwise."""
+    refuse_validated_in_deployment()
     if not get_config()["secure_aggregation"]:
         if coordinator is not None:
             raise ValueError("secure_sum is given, but secure_aggregation is off: run the "

@@ -48,6 +48,7 @@ from ._secure_documents import (Document, b64, dumps, is_hex32, layout_json, lay
                                 started_round)
 from ._channel import Layout, layout_length, sums_layout, without_sums
 from ._secure import encoded, fixed_point_for
+from ._validated import refuse_validated_in_deployment
 from ._upload import SUMS, PartyUpload
 
 # the manifest field of an upload under secure aggregation: the round's session, the
@@ -458,6 +459,7 @@ def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
     """The parties of a deployed party step's secure sum: under secure aggregation,
     those of `session`, which must name `party` with its `n_rows` and its `identity`;
     None otherwise (and no identity)."""
+    refuse_validated_in_deployment()
     if not get_config()["secure_aggregation"]:
         for given, name in ((session, "secure_session"), (identity, "identity")):
             if given is not None:

@@ -28,6 +28,7 @@ from ._secure import securely_summed
 from ._secure_coordinator import SecureCoordinator, round_sums, surviving_uploads
 from ._secure_stages import SecureParty, SecureSession
 from ._upload import SUMS, PartyUpload
+from ._validated import validated_summed
 
 
 def summed_in_fit(uploads: Sequence[PartyUpload], channel: Channel, plan: Any,
@@ -37,6 +38,8 @@ def summed_in_fit(uploads: Sequence[PartyUpload], channel: Channel, plan: Any,
     bytes each party sent of them: its sums' arrays in the clear, or under secure
     aggregation (`sum_parties`, of floats within `float_bound`) its secure sum's
     messages."""
+    if sum_parties is not None and sum_parties.validated:
+        return validated_summed(uploads, sum_parties, channel, plan)
     if sum_parties is not None:
         return securely_summed(uploads, sum_parties, float_bound, channel, plan)
     kept, sums, odd = summed_in_clear(uploads, channel, plan, claimed=False)

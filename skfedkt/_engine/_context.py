@@ -103,6 +103,9 @@ class SumParties(NamedTuple):
     #: the most parties that may collude with the coordinator, against whom the
     #: parties' noise in shares is sized (`DistributedNoise`)
     colluding: int = 0
+    #: whether the sum is validated (two aggregators check each party's proofs) rather
+    #: than masked
+    validated: bool = False
 
     @property
     def honest_shares(self) -> int:

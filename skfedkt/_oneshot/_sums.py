@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._deployment._fields import InSum, nonnegative, one_hot_rows
+from .._deployment._fields import InSum, nonnegative, one_hot_rows, rows_summing_to
 from .._engine._class_codes import ClassCodeModel
 from .._engine._compat import num_samples
 from ._plan import OneShotPlan
@@ -30,7 +30,8 @@ def _votes(plan: OneShotPlan, values: np.ndarray) -> str | None:
 SUMS = (
     InSum("votes", "where the server distils every party's model: its model's votes on "
           "the public rows (probabilities, or one-hot hard votes)", "float",
-          lambda plan, max_rows: 1.0, valid=_votes),
+          lambda plan, max_rows: 1.0,
+          valid=rows_summing_to(lambda plan: 1.0, at_most=True, check=_votes)),
     InSum("trained", "whether it trained a model", "int", lambda plan, max_rows: 1.0,
           valid=nonnegative),
     InSum("class_counts", "its rows of each class", "int", lambda plan, max_rows: max_rows,

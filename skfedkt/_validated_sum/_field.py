@@ -67,6 +67,10 @@ class Field(ABC):
         return self.sub(self.zeros(np.shape(a)), a)
 
     def power(self, a: np.ndarray, exponent: int) -> np.ndarray:
+        if np.ndim(a) == 0 or np.size(a) <= 64:  # Python's pow beats ~100 numpy calls
+            return self.array(np.array([pow(int(value), exponent, self.modulus)
+                                        for value in np.ravel(a)], dtype=object)
+                              ).reshape(np.shape(a))
         result = self.array(np.ones(np.shape(a), dtype=np.int64))
         base = a
         while exponent:
@@ -109,10 +113,10 @@ class Field(ABC):
         """The draft's root of unity of ``order`` (a power of two): gen^(GEN_ORDER/order)."""
         return _root(self, order)
 
-    def root_powers(self, order: int, count: int | None = None, *, start=None) -> np.ndarray:
-        """``start * w^i`` for i < count (count defaults to the order)."""
-        count = order if count is None else count
-        return self.geometric(self.root(order), count, start=start)
+    def root_powers(self, order: int, count: int | None = None) -> np.ndarray:
+        """``w^i`` for i < count (count defaults to the order), w the root of `order`
+        (read-only: shared by every caller)."""
+        return _root_powers(self, order, order if count is None else count)
 
     def geometric(self, ratio: np.ndarray, count: int, *, start=None) -> np.ndarray:
         """``start * ratio^i`` for i < count, each ``ratio`` of a vector along the last
@@ -176,6 +180,13 @@ class Field(ABC):
         partial = self.sum(self.mul(values, nodes[:-1]), axis=-1)
         last = self.neg(self.mul(partial, self.inv(nodes[-1])))
         return np.concatenate([values, last[..., None]], axis=-1)
+
+
+@cache
+def _root_powers(field: Field, order: int, count: int) -> np.ndarray:
+    powers = field.geometric(field.root(order), count)
+    powers.flags.writeable = False
+    return powers
 
 
 @cache

@@ -1,0 +1,148 @@
+"""What the parties send in the sum, validated in `fit`'s one process: each party's
+``"sums"`` leave it as shares for two aggregators with proofs that every value is what
+its declaration allows (`InSum.bound` and `Validity`: ranges, rows that add up); the
+aggregators check the proofs on their shares, and the server receives the total of the
+parties whose proofs all passed, and their uploads without the sums. A party whose
+proof fails is named, warned of, and left out of the round."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._config import get_config
+from .._engine._context import SumParties
+from .._validated_sum._field import FIELD64
+from .._validated_sum._sums import (
+    HELPER,
+    LEADER,
+    Aggregator,
+    SumSpec,
+    ValidatedSum,
+    ValidatedSumError,
+    decoded_totals,
+    new_verify_key,
+    party_reports,
+    verifier_message,
+)
+from ._channel import Channel, Layout, sums_layout, weighted_terms, without_sums
+from ._fields import InSum, Validity, sum_field
+from ._upload import SUMS, PartyUpload
+
+# fixed-point fraction bits of floats under validated sums, fewer only where the field
+# would overflow: each bit is a bit of every value a party proves in range
+FRACTION_BITS = 16
+
+
+def refuse_validated_in_deployment() -> None:
+    """Refuse a deployed step under validated sums, which run in ``fit`` only so far."""
+    if get_config()["secure_aggregation"] == "validated":
+        raise ValueError("secure_aggregation='validated' runs in fit only so far: the "
+                         "deployed steps (fit_party, fit_server, the command line, "
+                         "Flower) run the masked sum. Deploy under "
+                         "skfedkt.config_context(secure_aggregation=True).")
+
+
+class RefusedPartyWarning(UserWarning):
+    """A party's proof failed under validated sums: it is left out of the round."""
+
+
+def sum_specs(channel: Channel, plan: Any, layout: Layout, weights: np.ndarray,
+              max_rows: int) -> tuple[SumSpec, ...]:
+    """What each sum of `layout` must hold at every party, from its declaration: its
+    range in fixed point (floats) or exactly (integers), and the total of its rows,
+    scaled by each party's weight where the sum is weighted."""
+    n_parties, specs = len(weights), []
+    for name, shape, kind in layout:
+        field = sum_field(channel.fields, name)
+        assert isinstance(field, InSum), f"{name} is a declared sum"
+        validity = field.valid if isinstance(field.valid, Validity) else None
+        bound = float(field.bound(plan, max_rows))
+        scale = 1 if kind == "i" else _scale(bound, n_parties)
+        high = math.ceil(bound * scale)
+        nonnegative = validity is not None and validity.nonnegative
+        totals = None
+        if validity is not None and validity.row_total is not None:
+            total = validity.row_total(plan) * scale
+            party_weights = weights if field.weighted else np.ones(n_parties)
+            totals = tuple(int(round(total * weight)) for weight in party_weights)
+            high = max(high, max(totals))
+        specs.append(SumSpec(name, tuple(shape), scale, 0 if nonnegative else high,
+                             high if nonnegative else 2 * high, totals,
+                             validity is not None and validity.at_most))
+    return tuple(specs)
+
+
+def _scale(bound: float, n_parties: int) -> int:
+    """2 ** FRACTION_BITS, or less where `n_parties` values in [-bound, bound] in that
+    fixed point would not add up within the field."""
+    room = math.floor(math.log2(FIELD64.modulus / (n_parties * (2 * bound + 1)))) - 1
+    if room < 0:
+        raise ValueError(f"{n_parties} parties' values up to {bound:g} do not fit a "
+                         "validated sum's field even as integers.")
+    return 2 ** min(FRACTION_BITS, room)
+
+
+def validated_summed(uploads: Sequence[PartyUpload], parties: SumParties, channel: Channel,
+                     plan: Any) -> tuple[list[PartyUpload], dict[str, np.ndarray], np.ndarray]:
+    """The uploads of the parties whose proofs passed, without their ``"sums"``, the
+    total of those parties' sums by name, and the bytes each party sent the two
+    aggregators; each refused party named in a `RefusedPartyWarning`."""
+    names = parties.parties
+    weights = channel.weights(plan, names, parties.party_rows, claimed=False)
+    terms = [weighted_terms(upload.payload.get(SUMS) or {}, channel.fields, weight)
+             for upload, weight in zip(uploads, weights)]
+    stripped = [without_sums(upload) for upload in uploads]
+    sent = np.zeros(len(names), dtype=np.int64)
+    if not any(terms):
+        return stripped, {}, sent
+    layout = sums_layout(terms[0])
+    agreement = ValidatedSum(secrets.token_bytes(32), tuple(names),
+                             sum_specs(channel, plan, layout, weights,
+                                       max(parties.party_rows)))
+    # one process: both aggregators are here, sharing the key no party knows
+    verify_key = new_verify_key()
+    leader = Aggregator(agreement, LEADER, verify_key)
+    helper = Aggregator(agreement, HELPER, verify_key)
+    outputs: tuple[dict[int, Any], dict[int, Any]] = ({}, {})
+    for index, party_terms in enumerate(terms):
+        if sums_layout(party_terms) != layout:
+            raise ValueError(f"Party {names[index]!r}'s sums are not the others': every "
+                             "party sends the same names, shapes and kinds of numbers.")
+        to_leader, to_helper = party_reports(agreement, index, party_terms)
+        sent[index] = sum(len(report.parts) + len(report.share)
+                          for reports in (to_leader, to_helper) for report in reports.values())
+        try:
+            checked = _checked(agreement, leader, helper, index, to_leader, to_helper)
+        except ValidatedSumError as refusal:
+            warnings.warn(f"{refusal} It is left out of this round's sums and uploads.",
+                          RefusedPartyWarning, stacklevel=2)
+            continue
+        for side, shares in zip(outputs, checked):
+            side[index] = shares
+    if len(outputs[0]) < parties.threshold:
+        raise ValueError(f"Validated sum: {len(outputs[0])} of {len(names)} parties' proofs "
+                         f"passed, fewer than the {parties.threshold} agreed.")
+    sums = decoded_totals(agreement, leader.aggregate(outputs[0]),
+                          helper.aggregate(outputs[1]), len(outputs[0]))
+    sums = {name: sums[name].astype(np.int64) if kind == "i" else sums[name]
+            for name, _, kind in layout}
+    return [stripped[index] for index in sorted(outputs[0])], sums, sent
+
+
+def _checked(agreement: ValidatedSum, leader: Aggregator, helper: Aggregator, index: int,
+             to_leader: Any, to_helper: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One party's output shares at each aggregator, once every proof passed."""
+    from_leader = leader.verifier_shares(index, to_leader)
+    from_helper = helper.verifier_shares(index, to_helper)
+    messages = {name: verifier_message(agreement, index, name, from_leader[name],
+                                       from_helper[name]) for name in from_leader}
+    return ({name: leader.output_share(index, name, message)
+             for name, message in messages.items()},
+            {name: helper.output_share(index, name, message)
+             for name, message in messages.items()})
