@@ -128,6 +128,10 @@ class InSum:
         without secure aggregation the server checks each party's. A `Validity` also
         says what validated sums prove on shares; a plain callable proves the bound
         alone there.
+    units : int or None
+        Where every value (weighted, where `weighted`) is a multiple of ``1 / units``
+        (DS-FL's probabilities), validated sums prove it in those units, exactly; None:
+        in their default fixed point.
     """
 
     name: str
@@ -136,6 +140,7 @@ class InSum:
     bound: Callable[[Any, int], float]
     weighted: bool = False
     valid: Callable[[Any, Any], str | None] = Validity(_anything)
+    units: int | None = None
 
     def matches(self, name: str) -> bool:
         return fnmatchcase(name, self.name)

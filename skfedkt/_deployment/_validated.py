@@ -63,7 +63,7 @@ def sum_specs(channel: Channel, plan: Any, layout: Layout, weights: np.ndarray,
         assert isinstance(field, InSum), f"{name} is a declared sum"
         validity = field.valid if isinstance(field.valid, Validity) else None
         bound = float(field.bound(plan, max_rows))
-        scale = 1 if kind == "i" else _scale(bound, n_parties)
+        scale = 1 if kind == "i" else field.units or _scale(bound, n_parties)
         high = math.ceil(bound * scale)
         nonnegative = validity is not None and validity.nonnegative
         totals = None

@@ -14,23 +14,24 @@ from .._deployment._party_models import ACCURACY, SUM_MARGIN, accuracy_sum
 from .._engine._voting import capped_rows
 from ._plan import DSFLPlan
 
-SUMS = (
-    ACCURACY,
-    InSum("probabilities", "its model's class probabilities of the public rows, "
-          "weighted by its rows", "float", lambda plan, max_rows: 1.0, weighted=True,
-          valid=rows_summing_to(lambda plan: 1.0)),
-    InSum("class_counts", "its rows of each class", "int",
-          lambda plan, max_rows: float(max_rows), valid=nonnegative),
-)
 # a party's weight in the average is a multiple of 1 / WEIGHT_UNITS: times its
-# probabilities' units (`PROBABILITY_UNITS`), a multiple of 2**-30, which both sums add
-# exactly
+# probabilities' units (`PROBABILITY_UNITS`), a multiple of 2**-30 (the sum's declared
+# units), which both sums add exactly
 WEIGHT_UNITS = 2 ** 10
 
 # a party's probabilities are multiples of 1 / PROBABILITY_UNITS, which the fixed point
 # of a secure sum (2**32 units of one at most 2**30 parties) and a float64 sum both add
 # exactly: secure aggregation gives the plain fit's soft labels bit for bit
 PROBABILITY_UNITS = 2 ** 20
+
+SUMS = (
+    ACCURACY,
+    InSum("probabilities", "its model's class probabilities of the public rows, "
+          "weighted by its rows", "float", lambda plan, max_rows: 1.0, weighted=True,
+          valid=rows_summing_to(lambda plan: 1.0), units=PROBABILITY_UNITS * WEIGHT_UNITS),
+    InSum("class_counts", "its rows of each class", "int",
+          lambda plan, max_rows: float(max_rows), valid=nonnegative),
+)
 
 
 def in_units(probabilities: np.ndarray) -> np.ndarray:
