@@ -286,3 +286,26 @@ def test_the_mode_is_checked_and_deployed_steps_refuse_validated_sums():
             pytest.raises(ValueError, match="runs in fit only so far"):
         estimator.fit_party(X[:60], Y[:60], party="h0", classes=[0, 1],
                             X_unlabeled=X[PUBLIC])
+
+
+def test_a_report_that_is_no_share_is_refused_by_name(monkeypatch):
+    honest_reports = _validated.party_reports
+
+    def reports(agreement, index, values):
+        to_leader, to_helper = honest_reports(agreement, index, values)
+        if agreement.parties[index] == 2:
+            to_leader = {name: replace(report, share=report.share[:-8])
+                         for name, report in to_leader.items()}
+        return to_leader, to_helper
+
+    monkeypatch.setattr(_validated, "party_reports", reports)
+    estimator = _fedkt("hard")
+    with pytest.warns(RefusedPartyWarning, match=r"party 2 for '\w+' was refused: an "
+                                                 r"input share of \d+ bytes, not \d+"):
+        attacked = _fit(estimator, "validated")
+    assert np.array_equal(attacked, _fit(estimator, False, keep=GROUPS != 2))
+
+
+def test_parties_and_aggregators_in_parallel_give_the_same_model():
+    estimator = _fedkt("hard").set_params(n_jobs=2)
+    assert np.array_equal(_fit(estimator, "validated"), _fit(estimator, False))

@@ -16,7 +16,7 @@ import hashlib
 import math
 import secrets
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache, cached_property
 
 import numpy as np
@@ -34,7 +34,7 @@ class ValidatedSumError(ValueError):
     """A party's share refused: its proof failed, or it is not a share of this sum."""
 
     def __init__(self, party: Hashable, name: str, reason: str):
-        self.party, self.sum_name = party, name
+        self.party, self.sum_name, self.reason = party, name, reason
         super().__init__(f"Validated sum: the share of party {party!r} for {name!r} was "
                          f"refused: {reason}.")
 
@@ -173,7 +173,7 @@ def party_reports(agreement: ValidatedSum, index: int,
     return to_leader, to_helper
 
 
-@dataclass
+@dataclass(frozen=True)
 class Aggregator:
     """One of the two aggregators: it checks each party's proofs on its shares (with
     the other's verifier shares), then adds the output shares of the parties that
@@ -182,32 +182,33 @@ class Aggregator:
     agreement: ValidatedSum
     agg_id: int
     verify_key: bytes
-    states: dict[tuple[int, str], VerifyState] = field(default_factory=dict)
 
-    def verifier_shares(self, index: int, reports: Mapping[str, Report]) -> dict[str, bytes]:
-        """This aggregator's verifier share of each of a party's reports."""
+    def checked(self, index: int, reports: Mapping[str, Report],
+                ) -> tuple[dict[str, VerifyState], dict[str, bytes]]:
+        """This aggregator's state and verifier share of each of a party's reports."""
         party = self.agreement.parties[index]
         if set(reports) != {spec.name for spec in self.agreement.specs}:
             raise ValidatedSumError(party, ", ".join(sorted(reports)) or "(none)",
                                     "not the agreed sums")
-        shares = {}
+        states, shares = {}, {}
         for spec in self.agreement.specs:
             prio, report = self.agreement.prio3(spec, index), reports[spec.name]
             try:
                 share = prio.decode_input_share(self.agg_id, report.share)
                 public = _parts(report.parts, prio)
-                state, verifier = prio.verify_init(
+                states[spec.name], verifier = prio.verify_init(
                     self.verify_key, self.agreement.context, self.agg_id,
                     self.agreement.nonce(spec, index), public, share)
             except ValueError as error:
                 raise ValidatedSumError(party, spec.name, str(error)) from None
-            self.states[index, spec.name] = state
             shares[spec.name] = prio.encode_verifier_share(verifier)
-        return shares
+        return states, shares
 
-    def output_share(self, index: int, name: str, message: bytes | None) -> np.ndarray:
+    def output_share(self, state: VerifyState, index: int, name: str,
+                     message: bytes | None) -> np.ndarray:
+        """A report's output share, once the decision's message matches its state."""
         try:
-            return Prio3.verify_next(self.states.pop((index, name)), message)
+            return Prio3.verify_next(state, message)
         except ValueError as error:
             raise ValidatedSumError(self.agreement.parties[index], name, str(error)) from None
 
