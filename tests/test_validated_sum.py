@@ -133,7 +133,7 @@ from skfedkt import (  # noqa: E402
     OneShotEnsembleClassifier,
     SoftVotes,
 )
-from skfedkt._deployment import _validated  # noqa: E402
+from skfedkt._validated_sum import _simulation  # noqa: E402
 from skfedkt._deployment._validated import RefusedPartyWarning  # noqa: E402
 from skfedkt._validated_sum import _circuits  # noqa: E402
 from skfedkt._validated_sum._sums import SumSpec  # noqa: E402
@@ -204,7 +204,7 @@ def _rows_doubled(meas, circuit, spec):
 
 def _hostile(monkeypatch, party, name, edit):
     """Party `party`'s client edits what it proves of sum `name` by `edit`."""
-    honest_encode, honest_reports = _circuits.SumVec.encode, _validated.party_reports
+    honest_encode, honest_reports = _circuits.SumVec.encode, _simulation.party_reports
     editing = {}
 
     def encode(self, measurement):
@@ -226,7 +226,7 @@ def _hostile(monkeypatch, party, name, edit):
         return to_leader, to_helper
 
     monkeypatch.setattr(_circuits.SumVec, "encode", encode)
-    monkeypatch.setattr(_validated, "party_reports", reports)
+    monkeypatch.setattr(_simulation, "party_reports", reports)
 
 
 
@@ -289,7 +289,7 @@ def test_the_mode_is_checked_and_deployed_steps_refuse_validated_sums():
 
 
 def test_a_report_that_is_no_share_is_refused_by_name(monkeypatch):
-    honest_reports = _validated.party_reports
+    honest_reports = _simulation.party_reports
 
     def reports(agreement, index, values):
         to_leader, to_helper = honest_reports(agreement, index, values)
@@ -298,7 +298,7 @@ def test_a_report_that_is_no_share_is_refused_by_name(monkeypatch):
                          for name, report in to_leader.items()}
         return to_leader, to_helper
 
-    monkeypatch.setattr(_validated, "party_reports", reports)
+    monkeypatch.setattr(_simulation, "party_reports", reports)
     estimator = _fedkt("hard")
     with pytest.warns(RefusedPartyWarning, match=r"party 2 for '\w+' was refused: an "
                                                  r"input share of \d+ bytes, not \d+"):

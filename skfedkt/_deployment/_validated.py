@@ -11,27 +11,15 @@ import math
 import secrets
 import warnings
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .._config import get_config
 from .._engine._context import SumParties
-from .._engine._transport import map_in_parallel
 from .._validated_sum._field import FIELD64
-from .._validated_sum._sums import (
-    HELPER,
-    LEADER,
-    Aggregator,
-    SumSpec,
-    ValidatedSum,
-    ValidatedSumError,
-    decoded_totals,
-    new_verify_key,
-    party_reports,
-    verifier_message,
-)
+from .._validated_sum._simulation import run_validated_sum
+from .._validated_sum._sums import SumSpec, ValidatedSum
 from ._channel import Channel, Layout, sums_layout, weighted_terms, without_sums
 from ._fields import InSum, Validity, sum_field
 from ._upload import SUMS, PartyUpload
@@ -100,78 +88,23 @@ def validated_summed(uploads: Sequence[PartyUpload], parties: SumParties, channe
     terms = [weighted_terms(upload.payload.get(SUMS) or {}, channel.fields, weight)
              for upload, weight in zip(uploads, weights)]
     stripped = [without_sums(upload) for upload in uploads]
-    sent = np.zeros(len(names), dtype=np.int64)
     if not any(terms):
-        return stripped, {}, sent
+        return stripped, {}, np.zeros(len(names), dtype=np.int64)
     layout = sums_layout(terms[0])
     agreement = ValidatedSum(secrets.token_bytes(32), tuple(names),
                              sum_specs(channel, plan, layout, weights,
                                        max(parties.party_rows)))
-    # one process: both aggregators are here, sharing the key no party knows
-    verify_key = new_verify_key()
-    aggregators = (Aggregator(agreement, LEADER, verify_key),
-                   Aggregator(agreement, HELPER, verify_key))
     for index, party_terms in enumerate(terms):
         if sums_layout(party_terms) != layout:
             raise ValueError(f"Party {names[index]!r}'s sums are not the others': every "
                              "party sends the same names, shapes and kinds of numbers.")
-    # each party's shares and proofs, then both aggregators' checks: a flat batch each
-    reports = map_in_parallel(partial(_party_reports, agreement), list(enumerate(terms)),
-                              n_jobs=getattr(plan, "n_jobs", None))
-    for index, (to_leader, to_helper) in enumerate(reports):
-        sent[index] = sum(len(report.parts) + len(report.share)
-                          for side in (to_leader, to_helper) for report in side.values())
-    checks = map_in_parallel(partial(_checked, aggregators), list(enumerate(reports)),
-                             n_jobs=getattr(plan, "n_jobs", None))
-    outputs: tuple[dict[int, Any], dict[int, Any]] = ({}, {})
-    for index, checked in enumerate(checks):
-        try:
-            shares = _output_shares(aggregators, index, checked)
-        except ValidatedSumError as refusal:
-            warnings.warn(f"{refusal} It is left out of this round's sums and uploads.",
-                          RefusedPartyWarning, stacklevel=2)
-            continue
-        for side, side_shares in zip(outputs, shares):
-            side[index] = side_shares
-    if len(outputs[0]) < parties.threshold:
-        raise ValueError(f"Validated sum: {len(outputs[0])} of {len(names)} parties' proofs "
-                         f"passed, fewer than the {parties.threshold} agreed.")
-    sums = decoded_totals(agreement, aggregators[LEADER].aggregate(outputs[LEADER]),
-                          aggregators[HELPER].aggregate(outputs[HELPER]), len(outputs[0]))
-    sums = {name: sums[name].astype(np.int64) if kind == "i" else sums[name]
+    run = run_validated_sum(agreement, terms, n_jobs=getattr(plan, "n_jobs", None))
+    for refusal in run.refused.values():
+        warnings.warn(f"{refusal} It is left out of this round's sums and uploads.",
+                      RefusedPartyWarning, stacklevel=2)
+    if len(run.accepted) < parties.threshold:
+        raise ValueError(f"Validated sum: {len(run.accepted)} of {len(names)} parties' "
+                         f"proofs passed, fewer than the {parties.threshold} agreed.")
+    sums = {name: run.totals[name].astype(np.int64) if kind == "i" else run.totals[name]
             for name, _, kind in layout}
-    return [stripped[index] for index in sorted(outputs[0])], sums, sent
-
-
-def _party_reports(agreement: ValidatedSum, item: tuple[int, dict[str, Any]]) -> Any:
-    """A party's step: its reports to the leader and the helper."""
-    index, party_terms = item
-    return party_reports(agreement, index, party_terms)
-
-
-def _checked(aggregators: tuple[Aggregator, Aggregator], item: tuple[int, Any]) -> Any:
-    """Each aggregator's states and verifier shares of one party's reports, or the sum
-    and the reason of a report refused as no share (plain values: they cross from a
-    worker process)."""
-    index, reports = item
-    try:
-        return [aggregator.checked(index, side)
-                for aggregator, side in zip(aggregators, reports)]
-    except ValidatedSumError as refusal:
-        return refusal.sum_name, refusal.reason
-
-
-def _output_shares(aggregators: tuple[Aggregator, Aggregator], index: int,
-                   checked: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One party's output shares at each aggregator, once every proof passed: the
-    leader decides from both verifier shares, and both finish with its message."""
-    leader, helper = aggregators
-    if isinstance(checked, tuple):
-        raise ValidatedSumError(leader.agreement.parties[index], *checked)
-    (leader_states, leader_shares), (helper_states, helper_shares) = checked
-    messages = {name: verifier_message(leader.agreement, index, name, leader_shares[name],
-                                       helper_shares[name]) for name in leader_shares}
-    return ({name: leader.output_share(leader_states[name], index, name, message)
-             for name, message in messages.items()},
-            {name: helper.output_share(helper_states[name], index, name, message)
-             for name, message in messages.items()})
+    return [stripped[index] for index in run.accepted], sums, run.sent

@@ -6,4 +6,7 @@ they add it; together they learn the sum and nothing else (Prio3 of draft-irtf-c
 - `_circuits`: what makes an input valid, as arithmetic a proof checks on shares.
 - `_flp`: the fully linear proof (Boneh et al., CRYPTO 2019) of one circuit.
 - `_prio3`: a client's shares and proofs, each aggregator's check, with TurboSHAKE128.
+- `_sums`: named arrays as what a party proves (ranges, fixed point, rows' totals), its
+  reports to the two aggregators, each aggregator's check and total, the refusals.
+- `_simulation`: one validated sum run in one process.
 """
