@@ -220,38 +220,48 @@ class Field64(Field):
     def array(self, values) -> np.ndarray:
         return np.asarray(values).astype(np.uint64)
 
-    # conditional corrections are added as a comparison times a constant: np.where
-    # costs about ten of these passes
-    def _canonical(self, a: np.ndarray) -> np.ndarray:
-        return a - (a >= self._P) * self._P
-
+    # conditional corrections are added as a comparison times a constant (np.where costs
+    # about ten of these passes), in place on the temporaries each operation makes
     @_wrapping
     def add(self, a, b):
         total = a + b
-        return self._canonical(total + (total < a) * self._EPSILON)
+        total += (total < a) * self._EPSILON
+        total -= (total >= self._P) * self._P
+        return total
 
     @_wrapping
     def sub(self, a, b):
-        return (a - b) - (a < b) * self._EPSILON
+        difference = a - b
+        difference -= (a < b) * self._EPSILON
+        return difference
 
     @_wrapping
     def mul(self, a, b):
+        """The product's 128 bits from 32-bit halves, then reduced: high * 2^64 + low
+        with 2^64 = 2^32 - 1 and 2^96 = -1 (mod p)."""
+        a, b = np.broadcast_arrays(a, b)  # the in-place steps write the result's shape
         a_low, a_high = a & _LOW32, a >> _SHIFT32
         b_low, b_high = b & _LOW32, b >> _SHIFT32
-        low_low, high_high = a_low * b_low, a_high * b_high
-        cross_1 = a_low * b_high
-        cross = cross_1 + a_high * b_low
-        low = low_low + (cross << _SHIFT32)
-        high = (high_high + (cross >> _SHIFT32) + (cross < cross_1) * _CARRY32
-                + (low < low_low))
-        return self._reduce(high, low)
-
-    def _reduce(self, high, low):
-        """high * 2^64 + low mod p, with 2^64 = 2^32 - 1 and 2^96 = -1."""
-        high_high, high_low = high >> _SHIFT32, high & _LOW32
-        first = (low - high_high) - (low < high_high) * self._EPSILON
-        total = first + high_low * self._EPSILON
-        return self._canonical(total + (total < first) * self._EPSILON)
+        low_low, high = a_low * b_low, a_high * b_high
+        a_low *= b_high  # the cross products
+        a_high *= b_low
+        cross = a_high
+        cross += a_low
+        high += (cross < a_low) * _CARRY32
+        high += cross >> _SHIFT32
+        low = cross
+        low <<= _SHIFT32
+        low += low_low
+        high += low < low_low
+        high_high = high >> _SHIFT32
+        high &= _LOW32
+        first = low - high_high
+        first -= (low < high_high) * self._EPSILON
+        high *= self._EPSILON
+        high += first
+        high += (high < first) * self._EPSILON
+        high -= (high >= self._P) * self._P
+        return high
 
     def sum(self, a, axis=-1):
         a = np.moveaxis(np.asarray(a), axis, -1)
