@@ -1,6 +1,7 @@
-"""A validated sum run in one process: every party's reports, then both aggregators'
-checks (each a flat parallel batch, as parties and aggregators run side by side in a
-deployment), the leader's decisions, and the total of the parties that passed."""
+"""A validated sum run in one process: every party's reports and both aggregators'
+checks of them (one flat parallel batch, party by party, as parties and aggregators run
+side by side in a deployment), the leader's decisions, and the total of the parties that
+passed."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from ._sums import (
     HELPER,
     LEADER,
     Aggregator,
-    Report,
     ValidatedSum,
     ValidatedSumError,
     decoded_totals,
@@ -44,12 +44,12 @@ def run_validated_sum(agreement: ValidatedSum, inputs: Sequence[Mapping[str, np.
     verify_key = new_verify_key()  # both aggregators' alone: one process holds both here
     aggregators = (Aggregator(agreement, LEADER, verify_key),
                    Aggregator(agreement, HELPER, verify_key))
-    reports = map_in_parallel(partial(_party_reports, agreement), list(enumerate(inputs)),
-                              n_jobs=n_jobs)
-    sent = np.array([sum(len(report.parts) + len(report.share) for side in sides
-                         for report in side.values()) for sides in reports], dtype=np.int64)
-    checks = map_in_parallel(partial(_checked, aggregators), list(enumerate(reports)),
-                             n_jobs=n_jobs)
+    # a party's reports go to the aggregators' checks in the same worker: megabytes a
+    # party that would cross between processes twice
+    rounds = map_in_parallel(partial(_reported_and_checked, aggregators),
+                             list(enumerate(inputs)), n_jobs=n_jobs)
+    sent = np.array([sent for sent, _ in rounds], dtype=np.int64)
+    checks = [checked for _, checked in rounds]
     outputs: tuple[dict[int, Any], dict[int, Any]] = ({}, {})
     refused = {}
     for index, checked in enumerate(checks):
@@ -66,11 +66,15 @@ def run_validated_sum(agreement: ValidatedSum, inputs: Sequence[Mapping[str, np.
     return ValidatedRun(totals, accepted, refused, sent)
 
 
-def _party_reports(agreement: ValidatedSum, item: tuple[int, Mapping[str, np.ndarray]],
-                   ) -> tuple[dict[str, Report], dict[str, Report]]:
-    """A party's step: its reports to the leader and the helper."""
+def _reported_and_checked(aggregators: tuple[Aggregator, Aggregator],
+                          item: tuple[int, Mapping[str, np.ndarray]]) -> tuple[int, Any]:
+    """A party's step, its reports to the leader and the helper, then each aggregator's
+    check of its own: the bytes the party sent them, and the checks (`_checked`)."""
     index, values = item
-    return party_reports(agreement, index, values)
+    reports = party_reports(aggregators[LEADER].agreement, index, values)
+    sent = sum(len(report.parts) + len(report.share) for side in reports
+               for report in side.values())
+    return sent, _checked(aggregators, (index, reports))
 
 
 def _checked(aggregators: tuple[Aggregator, Aggregator], item: tuple[int, Any]) -> Any:
