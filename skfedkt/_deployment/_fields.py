@@ -45,21 +45,26 @@ class Validity:
         ``row_total(plan)``: the total of each row (the last axis), or None.
     at_most : bool
         Whether that total is a ceiling (one-hot or empty rows) rather than exact.
+    multiple_of : callable or None
+        ``multiple_of(plan)``: the integer every value is a multiple of (FedKT's
+        consistent votes: its students), or None.
     """
 
     check: Callable[[Any, Any], str | None]
     nonnegative: bool = False
     row_total: Callable[[Any], float] | None = None
     at_most: bool = False
+    multiple_of: Callable[[Any], int] | None = None
 
     def __call__(self, plan: Any, values: Any) -> str | None:
         return self.check(plan, values)
 
     def with_plan(self, plan: Any) -> Validity:
         """This validity reading `plan` whatever plan it is handed."""
-        check, total = self.check, self.row_total
+        check, total, multiple = self.check, self.row_total, self.multiple_of
         return replace(self, check=lambda _, values: check(plan, values),
-                       row_total=None if total is None else lambda _: total(plan))
+                       row_total=None if total is None else lambda _: total(plan),
+                       multiple_of=None if multiple is None else lambda _: multiple(plan))
 
 
 def _anything(plan: Any, values: Any) -> str | None:
@@ -158,10 +163,12 @@ nonnegative = Validity(_nonnegative, nonnegative=True)
 
 
 def rows_summing_to(total: Callable[[Any], float], *, at_most: bool = False,
-                    check: Callable[[Any, Any], str | None] | None = None) -> Validity:
+                    check: Callable[[Any, Any], str | None] | None = None,
+                    multiple_of: Callable[[Any], int] | None = None) -> Validity:
     """`InSum.valid` of votes: non-negative, each row (the last axis) summing to
     ``total(plan)`` (floats within their rounding); with `at_most`, to at most that
-    (`check`, where given, is the check in the clear instead)."""
+    (`check`, where given, is the check in the clear instead; `multiple_of`, what every
+    value is a multiple of)."""
 
     def valid(plan: Any, values: Any) -> str | None:
         expected = total(plan)
@@ -173,7 +180,8 @@ def rows_summing_to(total: Callable[[Any], float], *, at_most: bool = False,
                     f"{'at most ' if at_most else ''}{expected:g}")
         return None
 
-    return Validity(check or valid, nonnegative=True, row_total=total, at_most=at_most)
+    return Validity(check or valid, nonnegative=True, row_total=total, at_most=at_most,
+                    multiple_of=multiple_of)
 
 
 def _one_hot(plan: Any, values: Any) -> str | None:

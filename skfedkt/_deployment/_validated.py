@@ -54,17 +54,19 @@ def sum_specs(channel: Channel, plan: Any, layout: Layout, weights: np.ndarray,
         validity = field.valid if isinstance(field.valid, Validity) else None
         bound = float(field.bound(plan, max_rows))
         scale = 1 if kind == "i" else field.units or _scale(bound, n_parties)
-        high = math.ceil(bound * scale)
+        multiple = (validity.multiple_of(plan) if validity is not None and kind == "i"
+                    and validity.multiple_of is not None else 1)
+        high = math.ceil(bound * scale / multiple)
         nonnegative = validity is not None and validity.nonnegative
         totals = None
         if validity is not None and validity.row_total is not None:
-            total = validity.row_total(plan) * scale
+            total = validity.row_total(plan) * scale / multiple
             party_weights = weights if field.weighted else np.ones(n_parties)
             totals = tuple(int(round(total * weight)) for weight in party_weights)
             high = max(high, max(totals))
         specs.append(SumSpec(name, tuple(shape), scale, 0 if nonnegative else high,
                              high if nonnegative else 2 * high, totals,
-                             validity is not None and validity.at_most))
+                             validity is not None and validity.at_most, multiple))
     return tuple(specs)
 
 

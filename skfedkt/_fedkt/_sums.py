@@ -76,7 +76,8 @@ SUMS: tuple[InSum, ...] = (
           valid=rows_summing_to(lambda plan: plan.n_students)),
     InSum("consistent", "hard votes: its students' votes where all agree", "int",
           _students, valid=rows_summing_to(lambda plan: plan.n_students, at_most=True,
-                                           check=_consistent)),
+                                           check=_consistent,
+                                           multiple_of=lambda plan: plan.n_students)),
     InSum("soft_votes", "soft votes: its students' probabilities summed", "float",
           _students, valid=rows_summing_to(lambda plan: plan.n_students)),
     # the probabilities first: the terms are computed from them

@@ -43,6 +43,9 @@ class ValidatedSumError(ValueError):
 class SumSpec:
     """One summed array as every party and both aggregators agree on it.
 
+    A value v is proved as the integer ``v * scale / multiple + offset``, in [0,
+    max_measurement]: ``scale`` the fixed point of floats, ``multiple`` where every
+    value is a multiple of it (a row of consistent votes: the students, or none).
     ``row_totals``: where each row (the last axis) adds up to an agreed total, that
     total in units, one per party (a party's weight may scale it); ``at_most``: the
     total is a ceiling (one-hot or empty rows), made up by a slack entry."""
@@ -54,6 +57,7 @@ class SumSpec:
     max_measurement: int
     row_totals: tuple[int, ...] | None = None
     at_most: bool = False
+    multiple: int = 1
 
     @property
     def row_length(self) -> int:
@@ -67,7 +71,10 @@ class SumSpec:
     def units(self, values: np.ndarray, index: int) -> np.ndarray:
         """A party's values as the integers it proves valid (refused where they are not)."""
         values = np.asarray(values, dtype=float).reshape(self.shape)
-        scaled = values * self.scale
+        scaled = values * self.scale / self.multiple
+        if self.multiple != 1 and np.any(scaled != np.rint(scaled)):
+            raise ValueError(f"{self.name!r} holds a value that is no multiple of "
+                             f"{self.multiple}")
         if self.row_totals is None:
             units = np.rint(scaled).astype(np.int64) + self.offset
         else:
@@ -82,7 +89,7 @@ class SumSpec:
         units = total.astype(np.int64)
         if self.row_totals is not None:
             units = units.reshape(-1, self.row_length)[:, :self.row_length - self.at_most]
-        values = (units.astype(float) - n_parties * self.offset) / self.scale
+        values = (units.astype(float) - n_parties * self.offset) * self.multiple / self.scale
         return values.reshape(self.shape)
 
 
