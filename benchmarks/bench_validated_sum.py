@@ -32,7 +32,8 @@ import secrets
 import time
 
 import numpy as np
-from _common import mean_std, parser, print_table, progress
+from _common import cell_number, cell_spread, log_axis, mean_std, new_figure, parser, \
+    print_table, progress
 from bench_secure_aggregation import make_data, mean_upload_bytes, secure_sum, timed_fit
 
 from skfedkt import FedKTClassifier
@@ -136,6 +137,34 @@ def main(argv=None):
     args = command.parse_args(argv)
     fits(args)
     sums(args)
+
+
+def figure(results):
+    """FedKT's fit seconds by sum, and the validated sum's seconds per party against
+    the parties (log x) beside the masked sum's, from the stored tables of `main`."""
+    fit, sweep = (table["rows"] for table in results["tables"])
+    fig, axes = new_figure(1, 2, width=9, height=3.6)
+    seconds, spreads = zip(*(cell_spread(row[1]) for row in fit))
+    ax = axes[0][0]
+    ax.bar(range(len(fit)), seconds, yerr=spreads, capsize=3)
+    ax.set(xticks=range(len(fit)), xticklabels=[row[0] for row in fit],
+           xlabel="FedKT's fit, the paper's hard votes", ylabel="wall seconds")
+    ax = axes[0][1]
+    # the sweep over parties: the public rows and classes most rows hold
+    size = max({(row[1], row[2]) for row in sweep},
+               key=lambda shape: sum((row[1], row[2]) == shape for row in sweep))
+    rows = sorted((row for row in sweep if (row[1], row[2]) == size),
+                  key=lambda row: cell_number(row[0]))
+    parties = [cell_number(row[0]) for row in rows]
+    ax.plot(parties, [cell_number(row[4]) for row in rows], marker="o", label="validated")
+    masked = [(count, cell_number(row[7]) / count)
+              for count, row in zip(parties, rows) if row[7] != "-"]
+    if masked:
+        ax.plot(*zip(*masked), marker="s", label="masked")
+    log_axis(ax, "x", f"parties ({size[0]} public rows x {size[1]} classes)")
+    ax.set(ylabel="seconds per party of the sum alone", ylim=(0, None))
+    ax.legend(fontsize="small")
+    return fig
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ NEEDS_TORCH = {"bench_networks", "bench_busy_machine"}
 # the scripts whose tables a results page shows, with a figure drawn from them
 DRAWN = {"bench_choosing", "bench_label_skew", "bench_main_job", "bench_final_model",
          "bench_networks", "bench_scaling", "bench_deployment", "bench_fedct_privacy",
-         "bench_secure_aggregation"}
+         "bench_secure_aggregation", "bench_validated_sum"}
 
 
 @pytest.mark.parametrize("script", sorted(TINY))
