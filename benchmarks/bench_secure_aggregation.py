@@ -184,12 +184,17 @@ def sums(args):
         for drop in drops for dropped, stage in [drop]])
 
 
-def main(argv=None):
-    command = parser(__doc__, n_jobs=2, trees=5)
+def data_arguments(command):
+    """The options of `make_data`'s parties, rows, public rows and classes."""
     command.add_argument("--parties", type=int, default=50)
     command.add_argument("--rows", type=int, default=20000, help="training rows in all")
     command.add_argument("--public", type=int, default=5000, help="public rows")
     command.add_argument("--classes", type=int, default=10)
+
+
+def main(argv=None):
+    command = parser(__doc__, n_jobs=2, trees=5)
+    data_arguments(command)
     command.add_argument("--repeats", type=int, default=5)
     command.add_argument("--votings", nargs="+", choices=["hard", "soft"],
                          default=["hard", "soft"])

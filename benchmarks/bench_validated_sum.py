@@ -34,7 +34,13 @@ import time
 import numpy as np
 from _common import cell_number, cell_spread, log_axis, mean_std, new_figure, parser, \
     print_table, progress
-from bench_secure_aggregation import make_data, mean_upload_bytes, secure_sum, timed_fit
+from bench_secure_aggregation import (
+    data_arguments,
+    make_data,
+    mean_upload_bytes,
+    secure_sum,
+    timed_fit,
+)
 
 from skfedkt import FedKTClassifier
 from skfedkt._validated_sum._simulation import run_validated_sum
@@ -121,10 +127,7 @@ def sums(args):
 
 def main(argv=None):
     command = parser(__doc__, n_jobs=2, trees=5)
-    command.add_argument("--parties", type=int, default=50)
-    command.add_argument("--rows", type=int, default=20000, help="training rows in all")
-    command.add_argument("--public", type=int, default=5000, help="public rows")
-    command.add_argument("--classes", type=int, default=10)
+    data_arguments(command)
     command.add_argument("--repeats", type=int, default=3)
     command.add_argument("--sweep-parties", type=int, nargs="*",
                          default=[5, 10, 20, 50, 100, 200, 500, 1000])
