@@ -17,6 +17,7 @@ from ._deployment._identity import PartyIdentity
 from ._config import config_context, get_config
 from ._deployment._secure_stages import SecureSession
 from ._deployment._upload import honest_limits, read_upload
+from ._deployment._validated import refuse_validated_in_deployment
 
 
 class ConsortiumAgreements:
@@ -121,6 +122,7 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
     `classes` (trees grow as large as rows allow)."""
     if not margin >= 1:
         raise ValueError(f"margin must be at least 1, got {margin!r}.")
+    refuse_validated_in_deployment()
     X_public, classes = X_unlabeled, np.asarray(classes)
     n_rows = num_samples(X_public) if party_rows is None else party_rows
     if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < len(
@@ -167,7 +169,9 @@ def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
                        threshold: int | None, identities: Any,
                        colluding: int | None = None) -> SecureSession:
     """`estimator`'s secure session of `parties` (`ConsortiumAgreements.secure_session`),
-    refused where the algorithm cannot run under secure aggregation."""
+    refused where the algorithm cannot run under secure aggregation, and under validated
+    sums, which deployed steps do not run yet."""
+    refuse_validated_in_deployment()
     plan = estimator._plan()
     estimator._uploads.refuse_in_mode(type(estimator).__name__, plan, True)
     rows = list(party_rows)

@@ -282,10 +282,15 @@ def test_the_mode_is_checked_and_deployed_steps_refuse_validated_sums():
     with pytest.raises(TypeError, match="'masked' or 'validated'"):
         skfedkt.set_config(secure_aggregation="checked")
     estimator = FedKTClassifier(DecisionTreeClassifier(), random_state=0)
-    with skfedkt.config_context(secure_aggregation="validated"), \
-            pytest.raises(ValueError, match="runs in fit only so far"):
-        estimator.fit_party(X[:60], Y[:60], party="h0", classes=[0, 1],
-                            X_unlabeled=X[PUBLIC])
+    with skfedkt.config_context(secure_aggregation="validated"):
+        for deployed in (
+                lambda: estimator.fit_party(X[:60], Y[:60], party="h0", classes=[0, 1],
+                                            X_unlabeled=X[PUBLIC]),
+                lambda: estimator.agreed_upload_limits(X[PUBLIC], [0, 1]),
+                lambda: estimator.secure_session(["h0", "h1", "h2"], [60, 60, 60],
+                                                 identities=None)):
+            with pytest.raises(ValueError, match="runs in fit only so far"):
+                deployed()
 
 
 def test_a_report_that_is_no_share_is_refused_by_name(monkeypatch):
