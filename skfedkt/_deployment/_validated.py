@@ -100,7 +100,7 @@ def validated_summed(uploads: Sequence[PartyUpload], parties: SumParties, channe
         if sums_layout(party_terms) != layout:
             raise ValueError(f"Party {names[index]!r}'s sums are not the others': every "
                              "party sends the same names, shapes and kinds of numbers.")
-    run = run_validated_sum(agreement, terms, n_jobs=getattr(plan, "n_jobs", None))
+    run = run_validated_sum(agreement, terms, n_jobs=plan.n_jobs)
     for refusal in run.refused.values():
         warnings.warn(f"{refusal} It is left out of this round's sums and uploads.",
                       RefusedPartyWarning, stacklevel=2)
