@@ -7,11 +7,13 @@ data, exchanging models or labels on a public set instead.
 from . import baselines, datasets, privacy
 from ._config import config_context, get_config, set_config
 from ._deployment._archive import UploadLimits
-from ._deployment._identity import PartyIdentity
+from ._deployment._identity import HelperKey, PartyIdentity
 from ._deployment._ledger import InputLedger
 from ._deployment._secure_coordinator import SecureCoordinator
 from ._deployment._secure_stages import SecureParty, SecureSession
 from ._deployment._upload import PartyUpload, UploadError, read_upload
+from ._deployment._validated_coordinator import ValidatedCoordinator
+from ._deployment._validated_helper import HelperLedger, ValidatedHelper
 from ._engine._validation import AssumptionWarning, LabelCollapseWarning, PublicSet
 from ._dsfl import DSFLClassifier
 from ._fedavg import FedAvgClassifier
@@ -29,6 +31,8 @@ __all__ = [
     "FedCTClassifier",
     "FedKTClassifier",
     "HardVotes",
+    "HelperKey",
+    "HelperLedger",
     "InputLedger",
     "LabelCollapseWarning",
     "OneShotEnsembleClassifier",
@@ -42,6 +46,8 @@ __all__ = [
     "SoftVotes",
     "UploadError",
     "UploadLimits",
+    "ValidatedCoordinator",
+    "ValidatedHelper",
     "baselines",
     "config_context",
     "datasets",

@@ -13,11 +13,10 @@ from sklearn.base import clone
 
 from ._engine._compat import num_samples, safe_indexing
 from ._deployment._archive import UploadLimits
-from ._deployment._identity import PartyIdentity
+from ._deployment._identity import HelperKey, PartyIdentity
 from ._config import config_context, get_config
 from ._deployment._secure_stages import SecureSession
 from ._deployment._upload import honest_limits, read_upload
-from ._deployment._validated import refuse_validated_in_deployment
 
 
 class ConsortiumAgreements:
@@ -67,7 +66,7 @@ class ConsortiumAgreements:
         return reference_party_limits(self, X_unlabeled, classes, party_rows, margin)
 
     def secure_session(self, parties, party_rows, *, identities, threshold=None,
-                       colluding=None):
+                       colluding=None, helper=None):
         """The session of a deployment under secure aggregation, which every party and
         the coordinator hold before the first round (``session.save(path)``).
 
@@ -96,6 +95,11 @@ class ConsortiumAgreements:
             (none where that is negative), the most against whom the secure sum itself
             keeps a party's input hidden from a coordinator that deviates; with more,
             noise would not help the sum it protects.
+        helper : bytes, default=None
+            Under ``secure_aggregation="validated"``, required: the helper's public key
+            (32 raw bytes, ``skfedkt.HelperKey.load_public(path)``), the second
+            aggregator, which must not collude with the coordinator. The session then
+            runs validated sums (:doc:`/validated_sums`); without it, the masked sum.
 
         Returns
         -------
@@ -112,7 +116,7 @@ class ConsortiumAgreements:
         (3, 0, 32)
         """
         return secure_session_for(self, parties, party_rows, threshold, identities,
-                                  colluding)
+                                  colluding, helper)
 
 
 def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
@@ -122,7 +126,6 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
     `classes` (trees grow as large as rows allow)."""
     if not margin >= 1:
         raise ValueError(f"margin must be at least 1, got {margin!r}.")
-    refuse_validated_in_deployment()
     X_public, classes = X_unlabeled, np.asarray(classes)
     n_rows = num_samples(X_public) if party_rows is None else party_rows
     if isinstance(n_rows, bool) or not isinstance(n_rows, Integral) or n_rows < len(
@@ -151,8 +154,10 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
             files.append(party.fit_party(X, y, message=message, **steps).to_bytes())
     if secure:
         identities = [PartyIdentity.generate() for _ in range(3)]
+        helper = HelperKey.generate().public_bytes if secure == "validated" else None
         session = secure_session_for(party, ["reference", "other", "another"], [n_rows] * 3,
-                                     None, [identity.public_bytes for identity in identities])
+                                     None, [identity.public_bytes for identity in identities],
+                                     helper=helper)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             files.append(party.fit_party(X, y, secure_session=session,
@@ -167,11 +172,20 @@ def reference_party_limits(estimator: Any, X_unlabeled: Any, classes: Any,
 
 def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
                        threshold: int | None, identities: Any,
-                       colluding: int | None = None) -> SecureSession:
+                       colluding: int | None = None,
+                       helper: bytes | None = None) -> SecureSession:
     """`estimator`'s secure session of `parties` (`ConsortiumAgreements.secure_session`),
-    refused where the algorithm cannot run under secure aggregation, and under validated
-    sums, which deployed steps do not run yet."""
-    refuse_validated_in_deployment()
+    refused where the algorithm cannot run under secure aggregation; under validated
+    sums, with the `helper`'s public key."""
+    validated = get_config()["secure_aggregation"] == "validated"
+    if validated != (helper is not None):
+        raise ValueError(
+            "helper is the validated sum's second aggregator: give its public key "
+            "(skfedkt.HelperKey.load_public(path)) under secure_aggregation='validated', "
+            "and leave it out otherwise (the masked sum)." if validated else
+            "helper is given, but secure_aggregation is not 'validated': write the "
+            "session under skfedkt.config_context(secure_aggregation='validated'), or "
+            "leave helper out for the masked sum.")
     plan = estimator._plan()
     estimator._uploads.refuse_in_mode(type(estimator).__name__, plan, True)
     rows = list(party_rows)
@@ -183,4 +197,4 @@ def secure_session_for(estimator: Any, parties: Any, party_rows: Any,
     channel = estimator._uploads.channel(plan)
     channel.check_fits(plan, len(rows), max(rows))
     return SecureSession.new(parties, rows, channel.float_bound(plan, max(rows)), threshold,
-                             identities=identities, colluding=colluding)
+                             identities=identities, colluding=colluding, helper=helper)

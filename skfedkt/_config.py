@@ -89,9 +89,10 @@ def set_config(stack_networks=None, secure_aggregation=None):
         in range, rows that add up; Prio3 of draft-irtf-cfrg-vdaf) and add those that
         pass, so that one party cannot steer the sums beyond its own valid input; a
         party whose proof fails is named in a warning and left out. Floats are
-        validated in fixed point of 2**-16. Validated sums run in ``fit`` only so far:
-        the deployed steps (``fit_party``, ``fit_server``, the command line, Flower)
-        run the masked sum, and refuse "validated". Workers that another library
+        validated in fixed point of 2**-16. Deployed steps (``fit_party``,
+        ``fit_server``, the command line, Flower) run the mode their secure session
+        names: a session with a helper is validated, and its steps run under
+        "validated". Workers that another library
         starts (``GridSearchCV(n_jobs=2)``) begin from the defaults: set
         ``SKFEDKT_SECURE_AGGREGATION=1`` (or ``validated``) in the environment for
         them.

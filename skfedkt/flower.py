@@ -54,9 +54,12 @@ except ImportError as exc:  # an optional dependency
 from sklearn.base import clone
 
 from ._config import config_context
-from ._deployment._identity import PartyIdentity
 from ._deployment._secure_coordinator import SecureCoordinator
 from ._deployment._secure_stages import SecureParty
+from ._deployment._identity import HelperKey, PartyIdentity
+from ._deployment._local_files import step_lock
+from ._deployment._validated_coordinator import ValidatedCoordinator
+from ._deployment._validated_helper import HelperLedger, ValidatedHelper
 from ._deployment._ledger import InputLedger
 from ._deployment._upload import read_upload
 
@@ -65,8 +68,11 @@ _RECORD = "skfedkt"
 _SECURE_STATE = "skfedkt-secure-state"
 
 
-def _payload(data=b"", secure_stage=False):
-    return RecordDict({_RECORD: ConfigRecord({"data": data, "secure_stage": secure_stage})})
+def _payload(data=b"", secure_stage=False, helper=False):
+    """A message's record: its bytes, whether it is a stage of a secure sum, and, in a
+    reply, whether its node is the validated sum's helper."""
+    return RecordDict({_RECORD: ConfigRecord({"data": data, "secure_stage": secure_stage,
+                                              "helper": helper})})
 
 
 def _bytes_of(message):
@@ -74,7 +80,7 @@ def _bytes_of(message):
 
 
 def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
-               secure_session=None, identity=None, ledger=None):
+               secure_session=None, identity=None, ledger=None, helper=None):
     """A Flower ClientApp that runs `estimator`'s party step on the SuperNode's data.
 
     Parameters
@@ -111,7 +117,14 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
         `skfedkt.InputLedger` (or ``ledger(context)`` giving it), kept across Flower runs
         and sessions: before the node gives its unmasking shares it refuses a second sum
         of its input with other survivors, and a round whose survivors are not the last
-        round's.
+        round's. Under validated sums (a session that names a helper) a party's node
+        keeps nothing, and needs no ledger.
+    helper : callable, default=None
+        Under validated sums, ``helper(context)``: on the helper's node, its private
+        `skfedkt.HelperKey` (or the path of its file) and the path of its
+        `skfedkt.HelperLedger`; None on the parties' nodes. The helper's node answers
+        the server's request of each round (:doc:`/validated_sums`) and sends no
+        upload; its data are never read.
 
     Returns
     -------
@@ -122,8 +135,17 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
     @app.query()
     def party_step(message: Message, context) -> Message:
         session = _read(secure_session, context)
+        stage = message.content[_RECORD].get("secure_stage", False)
+        helper_of = None if helper is None else helper(context)
+        if helper_of is not None:  # the helper's node: a request, or no upload
+            key, ledger_path = helper_of
+            answer = (_helper_answer(session, key, ledger_path, _bytes_of(message)) if stage
+                      else b"")
+            return Message(content=_payload(answer, secure_stage=stage, helper=True),
+                           reply_to=message)
         key = None if session is None else _identity(identity, context)
-        if message.content[_RECORD].get("secure_stage", False):
+        masked = session is not None and session.helper is None
+        if stage:
             answer = _secure_answer(session, key, _ledger(ledger, context),
                                     _bytes_of(message), context)
             return Message(content=_payload(answer, secure_stage=True), reply_to=message)
@@ -134,16 +156,16 @@ def client_app(estimator, party_data, X_public, classes, *, party_seed=None,
         server_message = _bytes_of(message)
         if estimator_.runs_rounds:  # the server's last message
             options["message"] = server_message or None
-        if session is not None:  # each round of a session is started once
+        if masked:  # each round of a session is started once
             _ledger(ledger, context)  # and no stage is answered without its ledger
             SecureParty.refuse_a_started_round(
                 session, context.state[_SECURE_STATE]["state"]
                 if _SECURE_STATE in context.state else None,
                 read_upload(server_message).manifest.get("round", 0) if server_message
                 else 0, party)
-        with config_context(secure_aggregation=session is not None):
+        with config_context(secure_aggregation=_mode(session)):
             upload = estimator_.fit_party(X, y, **options)
-        if session is not None:  # kept on the node: it answers the secure sum's stages
+        if masked:  # kept on the node: it answers the secure sum's stages
             context.state[_SECURE_STATE] = ConfigRecord(
                 {"state": upload.secure_state.to_bytes()})
         return Message(content=_payload(upload.to_bytes()), reply_to=message)
@@ -190,6 +212,22 @@ def _last_line(reason):
     return lines[-1].strip() if lines else "no reason given"
 
 
+def _mode(session):
+    """The ``secure_aggregation`` of a step with `session` (None: none)."""
+    return False if session is None else session.mode
+
+
+def _helper_answer(session, key, ledger, request):
+    """The helper's answer to the server's `request`, its ledger a file on its node,
+    locked while it answers."""
+    if session is None or session.helper is None:
+        raise ValueError("client_app's helper answers validated sums: pass it the "
+                         "secure_session that names the helper's public key.")
+    key = HelperKey.load(key) if isinstance(key, (str, PathLike)) else key
+    with step_lock(ledger, "the helper's answer"):
+        return ValidatedHelper(session, key).answer(request, HelperLedger(ledger))
+
+
 def _read(data, context):
     return data(context) if callable(data) else data
 
@@ -227,6 +265,7 @@ class _Federation:
         self.grid, self.nodes, self.timeout = grid, list(nodes), timeout
         self.min_parties = min_parties
         self.dropped = {}  # {"SuperNode <id>": why}
+        self.helper = None  # under validated sums, the helper's node
 
     def drop(self, failures, what, tolerated=False):
         """Drop the nodes of `failures` ({node: why}); a RuntimeError if too few stay
@@ -264,17 +303,40 @@ class _Federation:
         sent_to = {message.metadata.message_id: node for node, message in messages.items()}
         replies = {sent_to[reply.metadata.reply_to_message_id]: reply for reply in answers
                    if reply.metadata.reply_to_message_id in sent_to}
-        self.drop({node: (f"replied with an error: {_last_line(replies[node].error.reason)}"
-                          if node in replies else
-                          f"did not answer within {self.timeout} s")
-                   for node in data
-                   if node not in replies or replies[node].has_error()}, what,
-                  tolerated=secure_stage)
-        return [_bytes_of(replies[node]) for node in self.nodes if node in data]
+        failed = {node: (f"replied with an error: {_last_line(replies[node].error.reason)}"
+                         if node in replies else f"did not answer within {self.timeout} s")
+                  for node in data if node not in replies or replies[node].has_error()}
+        if self.helper in failed:
+            raise RuntimeError(f"The validated sum's helper (SuperNode {self.helper}) "
+                               f"{failed[self.helper]} in {what}; no model is written.")
+        helpers = [node for node, reply in replies.items()
+                   if node not in failed and reply.content[_RECORD].get("helper", False)]
+        if helpers and self.helper is None:  # the first step finds the helper's node
+            if len(helpers) > 1:
+                raise RuntimeError(f"SuperNodes {helpers} each answer as the validated "
+                                   "sum's helper: one node is; no model is written.")
+            self.helper, = helpers
+            self.nodes.remove(self.helper)
+        self.drop(failed, what, tolerated=secure_stage)
+        asked = [self.helper] if set(data) == {self.helper} else self.nodes
+        return [_bytes_of(replies[node]) for node in asked if node in data]
 
     def securely_summed(self, session, uploads, what, trusted):
         """The finished secure sum of the round whose `uploads` (bytes, in node order)
-        the nodes sent, its stages run with the nodes that sent them."""
+        the nodes sent, its stages run with the nodes that sent them (under validated
+        sums: the request to the helper's node)."""
+        if session.helper is not None:
+            if self.helper is None:
+                raise RuntimeError("The session names a helper, but no SuperNode answered "
+                                   "as the helper (client_app's helper=): no model is "
+                                   "written.")
+            validated, request = ValidatedCoordinator.start(
+                session, [read_upload(data, trusted=trusted) for data in uploads])
+            (answer,) = self.ask_each({self.helper: request},
+                                      f"{what}'s validated sum (the helper)",
+                                      secure_stage=True)
+            validated.finish(answer)  # the server step warns of the parties left out
+            return validated
         manifests = [read_upload(data, trusted=trusted).manifest for data in uploads]
         node_of = {manifest["party"]: node for manifest, node in zip(manifests, self.nodes)}
         coordinator, out = SecureCoordinator.start(session, manifests,
@@ -331,7 +393,9 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
         -> SecureSession``), the nodes' too: after each round's uploads, the server runs
         the stages of their secure sum with the nodes that sent them, and its steps take
         the sums alone. A node that fails a stage leaves the run; below the session's
-        threshold the round is refused, naming the parties lost.
+        threshold the round is refused, naming the parties lost. A session that names a
+        helper runs validated sums: the server waits for one more SuperNode, the
+        helper's (`client_app`'s ``helper``), and sends it each round's request.
 
     Returns
     -------
@@ -343,15 +407,18 @@ def server_app(estimator, X_public, n_parties, on_fit, *, classes=None, trusted=
     @app.main()
     def server_step(grid: Grid, context) -> None:
         session = _read(secure_session, context)
-        with config_context(secure_aggregation=session is not None):
+        with config_context(secure_aggregation=_mode(session)):
             _serve(grid, context, session)
 
     def _serve(grid, context, session):
         server, public = clone(_read(estimator, context)), _read(X_public, context)
-        nodes = _wait_for_nodes(grid, n_parties, timeout, min_parties)
+        # under validated sums one more node: the helper
+        helper = session is not None and session.helper is not None
+        nodes = _wait_for_nodes(grid, n_parties + helper, timeout,
+                                None if min_parties is None else min_parties + helper)
         federation = _Federation(grid, nodes, timeout, min_parties)
-        if len(nodes) < n_parties:
-            missing = n_parties - len(nodes)
+        if len(nodes) < n_parties + helper:
+            missing = n_parties + helper - len(nodes)
             federation.dropped[f"{missing} SuperNode{'s' * (missing > 1)}"] = (
                 f"did not connect within {timeout} s")
         def uploads_and_sums(data, what):

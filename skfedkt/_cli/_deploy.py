@@ -20,7 +20,6 @@ from tqdm import tqdm
 from .._deployment._archive import DEFAULT_LIMITS, UploadLimits
 from .._deployment._local_files import remove_leftovers, step_lock, write_atomically
 from .._config import config_context
-from .._deployment._secure_coordinator import SecureCoordinator
 from .._deployment._secure_stages import SecureParty
 from .._deployment._upload import read_upload
 from .._engine._validation import parties_in_words
@@ -41,8 +40,11 @@ from ._secure import (
     run_secure_coordinator,
     run_secure_party,
     run_secure_session,
+    load_coordinator,
     secure_options,
+    session_mode,
 )
+from ._validated import add_validated_commands, run_helper_key, run_secure_helper
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -159,6 +161,7 @@ def add_deploy_commands(commands, add_algorithm_arguments, positive):
                         "(default: as many as the public set)")
     add_secure_options(party, server)
     add_secure_commands(commands, algorithm_command, formatter, positive, _label)
+    add_validated_commands(commands, formatter)
 
     audit = algorithm_command(
         "audit", "attack a party's upload by membership inference, before sending it",
@@ -351,7 +354,7 @@ def _describe_upload(args, clf, upload):
 def run_party(args):
     _refuse_overwriting_inputs(args.out, args.data, args.public, args.message,
                                args.secure_session, args.secure_state, args.identity)
-    session, state_path = secure_options(args)
+    session, state_path = secure_options(args, at_party=True)
     identity = party_identity(args, session)
     clf = _estimator(args)
     X, y = load_local_file(args.data)
@@ -365,17 +368,17 @@ def run_party(args):
         raise ValueError(f"--message is for algorithms with rounds; {args.algorithm} runs "
                          "one.")
     # one step at a time on a party's secure state
-    with (nullcontext() if session is None
+    with (nullcontext() if state_path is None
           else step_lock(state_path, f"skfedkt party --secure-state {state_path}")):
-        previous = (None if session is None else
+        previous = (None if state_path is None else
                     refuse_a_started_round(session, state_path, args.name, args.message))
         start = time.perf_counter()
         with (_showing_stages(f"party {args.name!r}: {args.algorithm}'s party step"),
-              config_context(secure_aggregation=session is not None)):
+              config_context(secure_aggregation=session_mode(session))):
             upload = clf.fit_party(X, y, secure_session=session, identity=identity,
                                    **options)
         seconds = time.perf_counter() - start
-        if session is not None:  # kept before the upload leaves: it answers the next stages
+        if state_path is not None:  # kept before the upload leaves: it answers the next stages
             upload = SecureParty.resumed(upload, previous, identity)
             upload.secure_state.save(state_path)
             remove_leftovers(args.out)
@@ -385,7 +388,8 @@ def run_party(args):
           + ("" if round_ is None else f" of round {round_}")
           + f" in {seconds:.1f} s; wrote {args.out} ({size / 1000:.1f} kB)"
           + ("" if session is None else f"; its sums wait in {state_path} for the "
-             "secure sum"))
+             "secure sum" if state_path is not None else "; its sums are in it as a "
+             "validated report"))
     return 0
 
 
@@ -398,20 +402,20 @@ def run_server(args):
     if args.party_rows is not None and not args.agreed_limits:
         raise ValueError("--party-rows sizes the reference party of --agreed-limits: "
                          "add --agreed-limits, or leave --party-rows out.")
-    with config_context(secure_aggregation=session is not None):
+    with config_context(secure_aggregation=session_mode(session)):
         limits = (_agreed_limits(args, clf, X_public) if args.agreed_limits
                   else _limits(args))
     checks = dict(classes=args.classes, trusted=args.trust, min_parties=args.min_parties,
                   limits=limits,
                   secure_sum=None if session is None
-                  else SecureCoordinator.load(session, state_path))
+                  else load_coordinator(session, state_path))
     start = time.perf_counter()
     if clf.runs_rounds:  # rounds until the server's message says done
         done = args.message is not None and read_upload(
             args.message, limits=checks["limits"]).manifest.get("done")
         if not done:
             with (_showing_stages(f"server: {args.algorithm}'s round"),
-                  config_context(secure_aggregation=session is not None)):
+                  config_context(secure_aggregation=session_mode(session))):
                 message = clf.server_round(args.uploads, X_public, message=args.message,
                                            **checks)
             message.save(args.out)
@@ -432,7 +436,7 @@ def run_server(args):
             return 0
         checks["message"] = args.message
     with (_showing_stages(f"server: {args.algorithm}'s server step"),
-          config_context(secure_aggregation=session is not None)):
+          config_context(secure_aggregation=session_mode(session))):
         clf.fit_server(args.uploads, X_public, **checks)
     seconds = time.perf_counter() - start
     size = save_model(clf.set_params(verbose=0), args.out)
@@ -477,4 +481,5 @@ def run_score(args):
 HANDLERS = {"split": run_split, "party": run_party, "server": run_server, "audit": run_audit,
             "score": run_score, "identity": run_identity, "secure-party": run_secure_party,
             "secure-coordinator": run_secure_coordinator,
-            "secure-session": lambda args: run_secure_session(args, _estimator)}
+            "secure-session": lambda args: run_secure_session(args, _estimator),
+            "helper-key": run_helper_key, "secure-helper": run_secure_helper}

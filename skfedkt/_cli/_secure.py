@@ -20,12 +20,15 @@ from pathlib import Path
 
 from .._deployment._archive import UploadLimits, read_file
 from .._deployment._local_files import remove_leftovers, step_lock, write_atomically
-from .._deployment._identity import PartyIdentity
+from .._config import config_context
+from .._deployment._identity import HelperKey, PartyIdentity
 from .._deployment._secure_coordinator import SENT_BEFORE, SecureCoordinator
+from .._deployment._validated_coordinator import ValidatedCoordinator
 from .._deployment._ledger import InputLedger
 from .._deployment._secure_stages import SecureParty, SecureSession
 from .._secure_sum import SecureSumError
 from .._deployment._upload import read_upload
+from ._validated import validated_coordinator_stage
 
 # what a party answers to each of the coordinator's messages, as `secure-party` says it
 _ANSWERS = {"roster": "its shares", "routed": "its masked sums",
@@ -94,6 +97,11 @@ def add_secure_commands(commands, algorithm_command, formatter, positive, label)
                          help="the most parties that may collude with the coordinator, "
                          "against whom noise in shares is sized (default: 2 x threshold "
                          "- parties - 1, the most the secure sum itself withstands)")
+    session.add_argument("--helper", metavar="PUBLIC_KEY",
+                         help="the helper's public key (the .pub file of skfedkt "
+                         "helper-key): the session then runs validated sums, whose two "
+                         "aggregators (the coordinator and this helper) check each "
+                         "party's proofs; without it, the masked sum")
     session.add_argument("--out", required=True, help="the session file to write")
 
     party = commands.add_parser(
@@ -160,11 +168,15 @@ def run_secure_session(args, estimator):
         raise ValueError(f"--identities gives {len(args.identities)} public keys for "
                          f"{len(args.parties)} parties: one per party, in the order of "
                          "--parties.")
-    session = estimator(args).secure_session(
-        args.parties, args.party_rows, threshold=args.threshold, colluding=args.colluding,
-        identities=[PartyIdentity.load_public(path) for path in args.identities])
+    helper = None if args.helper is None else HelperKey.load_public(args.helper)
+    with config_context(secure_aggregation="masked" if helper is None else "validated"):
+        session = estimator(args).secure_session(
+            args.parties, args.party_rows, threshold=args.threshold,
+            colluding=args.colluding, helper=helper,
+            identities=[PartyIdentity.load_public(path) for path in args.identities])
     size = session.save(args.out)
-    print(f"secure session: {len(session.parties)} parties, threshold {session.threshold}, "
+    print(f"secure session ({session.mode} sums): {len(session.parties)} parties, "
+          f"threshold {session.threshold}, "
           f"{session.colluding} may collude, "
           f"floats up to {session.float_bound:.4g} in steps of 2^"
           f"{-int(math.log2(session.fixed_point.scale))}; wrote {args.out} "
@@ -172,18 +184,38 @@ def run_secure_session(args, estimator):
     return 0
 
 
-def secure_options(args):
+def secure_options(args, at_party=False):
     """The session of ``party --secure-session`` or ``server --secure-session``, and the
-    state file; None for both without it."""
+    state file; None for both without it, and for the state of a party under validated
+    sums, which keeps none."""
     if args.secure_session is None:
         if args.secure_state is not None:
             raise ValueError("--secure-state belongs to --secure-session: add it, or "
                              "leave --secure-state out.")
         return None, None
+    session = SecureSession.load(args.secure_session)
+    if at_party and session.helper is not None:
+        if args.secure_state is not None:
+            raise ValueError("--secure-state: under the session's validated sums a party "
+                             "keeps nothing (its upload holds its report, and it answers "
+                             "no later stage); leave --secure-state out.")
+        return session, None
     if args.secure_state is None:
         raise ValueError("--secure-session needs --secure-state: the file of this side's "
                          "secure sum.")
-    return SecureSession.load(args.secure_session), args.secure_state
+    return session, args.secure_state
+
+
+def session_mode(session):
+    """The ``secure_aggregation`` a step with `session` (None: none) runs under."""
+    return False if session is None else session.mode
+
+
+def load_coordinator(session, path):
+    """The coordinator's state at `path`: of the masked sum, or of the validated sum
+    where the session names a helper."""
+    kind = SecureCoordinator if session.helper is None else ValidatedCoordinator
+    return kind.load(session, path)
 
 
 def party_identity(args, session):
@@ -248,6 +280,8 @@ def run_secure_party(args):
 def run_secure_coordinator(args):
     session = SecureSession.load(args.session)
     with step_lock(args.state, f"skfedkt secure-coordinator --state {args.state}"):
+        if session.helper is not None:
+            return validated_coordinator_stage(args, session)
         return _coordinator_stage(args, session)
 
 

@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from .._config import get_config
 from .._engine._context import Message
 from ._archive import UploadError
 from ._fields import Field, InClear, InSum, Validity, sum_field, withheld_fields
 from ._received import UploadChecker
-from ._upload import SUMS, PartyUpload
+from ._upload import LEADER_SHARES, SUMS, PartyUpload
 
 # each sum a party sends: its name, shape, and kind ("i": integers, "f": floats)
 Layout = list[tuple[str, tuple[int, ...], str]]
@@ -176,7 +177,13 @@ def check_fields(checker: UploadChecker, channel: Channel, plan: Any,
                                "keeps it at the party")
         if SUMS in upload.payload:
             checker.refuse(SUMS, "sent in the clear, where the secure sum adds them")
+        if LEADER_SHARES in upload.payload and get_config()["secure_aggregation"] != (
+                "validated"):
+            checker.refuse(LEADER_SHARES, "a validated sum's shares, where the masked "
+                           "sum runs")
         return
+    if LEADER_SHARES in upload.payload:
+        checker.refuse(LEADER_SHARES, "a validated sum's shares, where no secure sum runs")
     terms = upload.payload.get(SUMS, {})
     if not isinstance(terms, dict) or not all(isinstance(name, str) for name in terms):
         checker.refuse(SUMS, "not a mapping of names to arrays of numbers")
@@ -221,6 +228,10 @@ def _misfit(fields: Sequence[Field], name: str, values: Any, plan: Any,
     largest = float(np.abs(values).max(initial=0))
     if largest > bound:
         return f"a value of magnitude {largest:.4g}, beyond the bound {bound:.4g}"
+    norm = field.valid.norm_of(plan, n_rows) if isinstance(field.valid, Validity) else None
+    if norm is not None and np.linalg.norm(values) > norm * (1 + 1e-9):
+        return (f"an L2 norm of {np.linalg.norm(values):.6g}, beyond the bound "
+                f"{norm:.6g}")
     return field.valid(plan, values)
 
 

@@ -48,6 +48,10 @@ class Validity:
     multiple_of : callable or None
         ``multiple_of(plan)``: the integer every value is a multiple of (FedKT's
         consistent votes: its students), or None.
+    norm : callable or None
+        ``norm(plan, n_rows)``: the largest L2 norm of the array a party of `n_rows`
+        rows sends (FedAvg's weights times rows, with ``max_weight_norm``), or None
+        (also where it returns None): checked in the clear, and proved on shares.
     """
 
     check: Callable[[Any, Any], str | None]
@@ -55,16 +59,23 @@ class Validity:
     row_total: Callable[[Any], float] | None = None
     at_most: bool = False
     multiple_of: Callable[[Any], int] | None = None
+    norm: Callable[[Any, int], float | None] | None = None
 
     def __call__(self, plan: Any, values: Any) -> str | None:
         return self.check(plan, values)
 
     def with_plan(self, plan: Any) -> Validity:
         """This validity reading `plan` whatever plan it is handed."""
-        check, total, multiple = self.check, self.row_total, self.multiple_of
+        check, total, multiple, norm = (self.check, self.row_total, self.multiple_of,
+                                        self.norm)
         return replace(self, check=lambda _, values: check(plan, values),
                        row_total=None if total is None else lambda _: total(plan),
-                       multiple_of=None if multiple is None else lambda _: multiple(plan))
+                       multiple_of=None if multiple is None else lambda _: multiple(plan),
+                       norm=None if norm is None else lambda _, rows: norm(plan, rows))
+
+    def norm_of(self, plan: Any, n_rows: int) -> float | None:
+        """The largest L2 norm of a party's array under `plan`, or None (no bound)."""
+        return None if self.norm is None else self.norm(plan, n_rows)
 
 
 def _anything(plan: Any, values: Any) -> str | None:

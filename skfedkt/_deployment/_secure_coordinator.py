@@ -35,7 +35,7 @@ from ._secure_documents import (
     started_round,
 )
 from ._secure_stages import STATE_LIMITS, SECURE, SecureSession
-from ._validated import refuse_validated_in_deployment
+from ._validated_coordinator import ValidatedCoordinator
 from ._upload import PartyUpload
 
 _COORDINATOR_FORMAT = "skfedkt secure coordinator 3"
@@ -408,25 +408,26 @@ def _secure_field(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def round_sums(coordinator: SecureCoordinator | None) -> dict[str, np.ndarray] | None:
-    """Under secure aggregation, the sums of the finished `coordinator` (a server step
+def round_sums(coordinator: Any) -> dict[str, np.ndarray] | None:
+    """Under secure aggregation, the sums of the finished `coordinator` (a
+    `SecureCoordinator`, or a `ValidatedCoordinator` under validated sums; a server step
     without it is refused); None otherwise."""
-    refuse_validated_in_deployment()
-    if not get_config()["secure_aggregation"]:
+    mode = get_config()["secure_aggregation"]
+    if not mode:
         if coordinator is not None:
             raise ValueError("secure_sum is given, but secure_aggregation is off: run the "
                              "step under skfedkt.config_context(secure_aggregation=True), "
                              "or leave secure_sum out.")
         return None
-    if not isinstance(coordinator, SecureCoordinator):
-        raise TypeError("secure_aggregation is on: pass the round's finished "
-                        "SecureCoordinator as secure_sum; got "
-                        f"{type(coordinator).__name__}.")
+    kind = ValidatedCoordinator if mode == "validated" else SecureCoordinator
+    if not isinstance(coordinator, kind):
+        raise TypeError(f"secure_aggregation is {mode!r}: pass the round's finished "
+                        f"{kind.__name__} as secure_sum; got {type(coordinator).__name__}.")
     return coordinator.sums
 
 
 def surviving_uploads(collected: tuple[list[PartyUpload], dict[Any, str]],
-                      coordinator: SecureCoordinator | None,
+                      coordinator: SecureCoordinator | ValidatedCoordinator | None,
                       ) -> tuple[list[PartyUpload], dict[Any, str]]:
     """Of the uploads and the left-out parties `collected` (`collect_uploads`), the
     uploads of the secure sum's survivors (all, without one), each refused unless made
@@ -436,7 +437,9 @@ def surviving_uploads(collected: tuple[list[PartyUpload], dict[Any, str]],
         return list(uploads), left_out
     session, survivors = coordinator.agreement.session.hex(), coordinator.survivors
     for upload in uploads:
-        if upload.party in survivors and _secure_field(upload.manifest)["session"] != session:
+        fields = upload.manifest.get(SECURE)
+        if upload.party in survivors and (not isinstance(fields, dict)
+                                          or fields.get("session") != session):
             raise ValueError(
                 f"Party {upload.party!r}'s upload is not of the round of the secure sum "
                 f"given (round {coordinator.round}): run the secure sum's stages on this "
@@ -449,7 +452,7 @@ def surviving_uploads(collected: tuple[list[PartyUpload], dict[Any, str]],
                       f"out {len(lost)}: " + "; ".join(f"{party!r}: {why}"
                                                       for party, why in lost.items()),
                       UserWarning)
-    left_out = dict(left_out, **lost)
+    left_out = {**left_out, **lost}
     kept = [upload for upload in uploads if upload.party in survivors]
     missing = sorted(set(map(str, survivors)) - {str(upload.party) for upload in kept})
     if missing:

@@ -48,13 +48,13 @@ from ._secure_documents import (Document, b64, dumps, is_hex32, layout_json, lay
                                 started_round)
 from ._channel import Layout, layout_length, sums_layout, without_sums
 from ._secure import encoded, fixed_point_for
-from ._validated import refuse_validated_in_deployment
+from ._validated import check_session_mode
 from ._upload import SUMS, PartyUpload
 
 # the manifest field of an upload under secure aggregation: the round's session, the
 # layout of the sums, and the party's keys (the secure sum's first message)
 SECURE = "secure"
-_SESSION_FORMAT = "skfedkt secure session 3"
+_SESSION_FORMAT = "skfedkt secure session 4"
 _PARTY_FORMAT = "skfedkt secure party 4"
 # a session names each party once: a few hundred bytes each at most
 _MAX_SESSION_BYTES = 2 ** 20
@@ -100,6 +100,10 @@ class SecureSession:
         ``2 * threshold - n - 1``, the most against whom the secure sum itself keeps a
         party's input hidden from a coordinator that deviates; at most
         ``threshold - 1``.
+    helper : bytes or None
+        Under validated sums, the helper's public key (32 raw bytes of X25519,
+        ``HelperKey.load_public``): the second aggregator, which must not collude with
+        the coordinator, to which each party seals its share. None: the masked sum.
     fixed_point : FixedPoint
         The encoding of floats: ``round(x * scale)``, each off by at most
         ``1 / (2 * scale)``.
@@ -112,6 +116,7 @@ class SecureSession:
     float_bound: float
     identities: tuple[bytes, ...]
     colluding: int
+    helper: bytes | None = None
 
     def __post_init__(self):
         if len(self.party_rows) != len(self.parties):
@@ -135,22 +140,33 @@ class SecureSession:
             raise ValueError(f"colluding must be an integer from 0 to the threshold less "
                              f"one, {self.threshold - 1}: the honest shares of the "
                              f"threshold's parties carry the noise; got {self.colluding!r}.")
+        if self.helper is not None and not (isinstance(self.helper, bytes)
+                                            and len(self.helper) == 32):
+            raise ValueError("helper must be the helper's public key, 32 raw bytes "
+                             "(HelperKey.load_public), or None for the masked sum.")
+
+    @property
+    def mode(self) -> str:
+        """``"validated"`` where the session names a helper, ``"masked"`` otherwise: the
+        value of ``secure_aggregation`` its steps run under."""
+        return "masked" if self.helper is None else "validated"
 
     @classmethod
     def new(cls, parties: Sequence[Hashable], party_rows: Sequence[int], float_bound: float,
             threshold: int | None = None, *, identities: Sequence[bytes],
-            colluding: int | None = None) -> SecureSession:
+            colluding: int | None = None, helper: bytes | None = None) -> SecureSession:
         """A session of fresh random bytes (``threshold`` None: the default, the fewest
         parties above two thirds; ``colluding`` None: ``2 * threshold - n - 1``, or
         none), of the parties whose public identity keys are `identities` (32 raw bytes
-        each, ``PartyIdentity.load_public``), in their order."""
+        each, ``PartyIdentity.load_public``), in their order; with `helper` (its public
+        key), a session of validated sums."""
         parties = tuple(_check_party_name(party) for party in parties)
         threshold = default_threshold(len(parties)) if threshold is None else threshold
         return cls(secrets.token_bytes(32), parties,
                    tuple(int(rows) for rows in party_rows), threshold, float(float_bound),
                    tuple(identities),
                    default_colluding(len(parties), threshold) if colluding is None
-                   else colluding)
+                   else colluding, helper)
 
     @property
     def fixed_point(self) -> FixedPoint:
@@ -177,7 +193,8 @@ class SecureSession:
         return key
 
     def sum_parties(self) -> SumParties:
-        return SumParties(self.parties, self.party_rows, self.threshold, self.colluding)
+        return SumParties(self.parties, self.party_rows, self.threshold, self.colluding,
+                          self.helper is not None)
 
     def to_bytes(self) -> bytes:
         """The session file's bytes: UTF-8 JSON."""
@@ -186,7 +203,8 @@ class SecureSession:
                            threshold=self.threshold, float_bound=self.float_bound,
                            scale=self.fixed_point.scale,
                            identities=[key.hex() for key in self.identities],
-                           colluding=self.colluding))
+                           colluding=self.colluding,
+                           helper=None if self.helper is None else self.helper.hex()))
 
     def save(self, path: str | PathLike[str]) -> int:
         """Write the session file; returns its size in bytes."""
@@ -199,7 +217,8 @@ class SecureSession:
         reader = Document(f"Secure session refused ({name})")
         document = reader.parse(data, _MAX_SESSION_BYTES, _SESSION_FORMAT)
         reader.fields(document, ("format", "session", "parties", "party_rows", "threshold",
-                                 "float_bound", "scale", "identities", "colluding"))
+                                 "float_bound", "scale", "identities", "colluding",
+                                 "helper"))
         session = document["session"]
         if not is_hex32(session):
             raise reader.refuse("session", "not 32 bytes in lowercase hexadecimal")
@@ -213,6 +232,10 @@ class SecureSession:
             if not is_hex32(key):
                 raise reader.refuse(f"identities[{at}]", "not a public key of 32 bytes in "
                                     "lowercase hexadecimal")
+        helper = document["helper"]
+        if helper is not None and not is_hex32(helper):
+            raise reader.refuse("helper", "not null or a public key of 32 bytes in "
+                                "lowercase hexadecimal")
         bound = document["float_bound"]
         if type(bound) not in (int, float):
             raise reader.refuse("float_bound", "not a number")
@@ -220,7 +243,7 @@ class SecureSession:
             read = cls(bytes.fromhex(session), tuple(parties), tuple(rows),
                        reader.count(document["threshold"], "threshold", 1, len(parties)),
                        float(bound), tuple(map(bytes.fromhex, identities)),
-                       document["colluding"])
+                       document["colluding"], None if helper is None else bytes.fromhex(helper))
         except (TypeError, ValueError) as error:
             raise reader.refuse("agreement", str(error).rstrip(".")) from None
         if document["scale"] != read.fixed_point.scale:
@@ -459,7 +482,6 @@ def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
     """The parties of a deployed party step's secure sum: under secure aggregation,
     those of `session`, which must name `party` with its `n_rows` and its `identity`;
     None otherwise (and no identity)."""
-    refuse_validated_in_deployment()
     if not get_config()["secure_aggregation"]:
         for given, name in ((session, "secure_session"), (identity, "identity")):
             if given is not None:
@@ -471,6 +493,7 @@ def session_parties(session: SecureSession | None, party: Hashable, n_rows: int,
         raise TypeError("secure_aggregation is on: pass the consortium's secure_session "
                         "(SecureSession.load(path), made by the estimator's "
                         f"secure_session method); got {type(session).__name__}.")
+    check_session_mode(session)
     if identity is None:
         raise TypeError(f"secure_session needs identity: the private identity key of "
                         f"party {party!r} (skfedkt.PartyIdentity.load(path)), whose public "

@@ -19,16 +19,20 @@ from ._channel import (
     check_fields,
     refuse_odd_layouts,
     summed_in_clear,
+    sums_layout,
     weighted_terms,
+    without_sums,
 )
 from ._ledger import input_digest
 from ._protocol import collect_uploads
 from ._received import UploadChecker
 from ._secure import securely_summed
 from ._secure_coordinator import SecureCoordinator, round_sums, surviving_uploads
-from ._secure_stages import SecureParty, SecureSession
-from ._upload import SUMS, PartyUpload
-from ._validated import validated_summed
+from ._secure_stages import SECURE, SecureParty, SecureSession
+from ._upload import LEADER_SHARES, SUMS, PartyUpload
+from ._validated import session_specs, validated_summed
+from ._validated_coordinator import ValidatedCoordinator
+from ._validated_report import party_report
 
 
 def summed_in_fit(uploads: Sequence[PartyUpload], channel: Channel, plan: Any,
@@ -51,15 +55,25 @@ def summed_in_fit(uploads: Sequence[PartyUpload], channel: Channel, plan: Any,
 def sent_securely(upload: PartyUpload, channel: Channel, plan: Any, session: SecureSession,
                   identity: Any, data: Any, message: Any) -> PartyUpload:
     """A deployed party's `upload` under secure aggregation: its sums scaled by its
-    weight, from every party's rows as `session` agrees them, kept at the party in its
-    ``secure_state`` (a `SecureParty`, which knows its input by its rows `data`, its
-    manifest and the server's `message`), its keys signed by its `identity` sent
-    instead."""
+    weight, from every party's rows as `session` agrees them. Masked: kept at the party
+    in its ``secure_state`` (a `SecureParty`, which knows its input by its rows `data`,
+    its manifest and the server's `message`), its keys signed by its `identity` sent
+    instead. Validated: its report, signed by its identity (its leader shares in the
+    payload)."""
     party = data.party
     weight = channel.weights(plan, session.parties, session.party_rows, claimed=False)[
         session.index_of(party, "secure_session")]
-    upload = replace(upload, payload=dict(upload.payload, **{SUMS: weighted_terms(
-        upload.payload.get(SUMS) or {}, channel.fields, weight)}))
+    terms = weighted_terms(upload.payload.get(SUMS) or {}, channel.fields, weight)
+    if session.helper is not None:  # validated: the report is all the party sends
+        layout = sums_layout(terms)
+        field, shares = party_report(session, upload.manifest.get("round", 0), party,
+                                     session.identity_key(party, identity),
+                                     session_specs(channel, plan, session, layout), layout,
+                                     terms)
+        upload = without_sums(upload)
+        return replace(upload, manifest=dict(upload.manifest, **{SECURE: field}),
+                       payload=dict(upload.payload, **{LEADER_SHARES: shares}))
+    upload = replace(upload, payload=dict(upload.payload, **{SUMS: terms}))
     upload, state = SecureParty.start(
         session, upload, identity, noisy=plan.noisy_sums,
         input_=input_digest(data.X, data.y, upload.manifest, message))
@@ -67,7 +81,8 @@ def sent_securely(upload: PartyUpload, channel: Channel, plan: Any, session: Sec
 
 
 def received(sources: Any, expected: dict[str, Any], channel: Channel, plan: Any,
-             check: Callable[[UploadChecker], Any], secure_sum: SecureCoordinator | None,
+             check: Callable[[UploadChecker], Any],
+             secure_sum: SecureCoordinator | ValidatedCoordinator | None,
              **reading: Any) -> tuple[list[PartyUpload], dict[Any, str], dict[str, Any]]:
     """The uploads a server step fits on (without their sums), the parties left out
     and why, and the total of the parties' sums: added here in the clear, each party's
@@ -76,6 +91,9 @@ def received(sources: Any, expected: dict[str, Any], channel: Channel, plan: Any
     (`check_fields`: its sums, and what secure aggregation withholds)."""
     secure_sums = round_sums(secure_sum)  # refuses a secure_sum out of its mode
     secure = secure_sums is not None
+    if isinstance(secure_sum, ValidatedCoordinator):
+        secure_sum.check_specs(session_specs(channel, plan, secure_sum.session,
+                                             secure_sum.layout))
 
     def checked(checker: UploadChecker) -> None:
         check(checker)

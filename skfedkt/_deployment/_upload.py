@@ -129,6 +129,9 @@ def fingerprint(X):
 # the payload key of what a party sends in the sum (`_channel`): in the clear without
 # secure aggregation, never written under it (its secure sum takes them out first)
 SUMS = "sums"
+# the payload key of a party's leader shares under validated sums, by sum (bytes, as
+# arrays of uint8), which the coordinator reads (`_validated_coordinator`)
+LEADER_SHARES = "leader_shares"
 
 
 @dataclass

@@ -144,6 +144,14 @@ class FedAvgClassifier(BaseFederatedClassifier):
         steps, on the public set `X_unlabeled` (which `fit` then requires), and the
         remaining ``n_rounds - 1`` rounds average. None: round 1 averages from the
         shared initialisation.
+    max_weight_norm : float, default=None
+        The largest L2 norm of a party's trained weights (all arrays together): each
+        party scales its weights down to it before sending them, as distributed
+        differential privacy clips an update, and the server refuses a party's weights
+        times rows beyond its rows times this norm (per array). Under validated sums
+        (:doc:`/validated_sums`) each array's norm is proved on shares, so that one
+        party's weights move the average by at most its rows times this norm. Weights
+        within it are sent unchanged. None: no bound beyond each weight's 2**20.
     n_jobs : int, default=None
         Number of parties trained in parallel in a round.
     random_state : int, RandomState instance or None, default=None
@@ -257,13 +265,14 @@ class FedAvgClassifier(BaseFederatedClassifier):
         "proximal_mu": [Interval(Real, 0, None, closed="left")],
         "distill_epochs": [Interval(Integral, 0, None, closed="left")],
         "init": [HasMethods(["fit_party", "fit_server"]), None],  # the plan says which
+        "max_weight_norm": [Interval(Real, 0, None, closed="neither"), None],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
     def __init__(self, estimator=None, *, n_rounds=10, local_epochs=1, proximal_mu=0.0,
-                 distill_epochs=0, init=None, n_jobs=None,
+                 distill_epochs=0, init=None, max_weight_norm=None, n_jobs=None,
                  random_state=None, verbose=0):
         self.estimator = estimator
         self.n_rounds = n_rounds
@@ -271,6 +280,7 @@ class FedAvgClassifier(BaseFederatedClassifier):
         self.proximal_mu = proximal_mu
         self.distill_epochs = distill_epochs
         self.init = init
+        self.max_weight_norm = max_weight_norm
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose

@@ -33,7 +33,7 @@ from .._engine._transport import in_one_thread, map_in_parallel
 from .._engine._weights import model_weights, started_model, train_epoch
 from ._payloads import fedavg_message
 from ._plan import FedAvgPlan
-from ._sums import party_sums
+from ._sums import clipped, party_sums
 from ._server import model_proba
 
 # a party's trained weights and its training accuracy
@@ -157,6 +157,7 @@ def round_sums(plan: FedAvgPlan, party: FedAvgParty, trained: Trained,
     """What `party` sends in the sum after its `trained` round: `_sums.party_sums`, with
     FedDF its model's class probabilities on the public rows."""
     weights, accuracy = trained
+    weights = clipped(weights, plan.max_weight_norm)
     proba = (model_proba(plan, weights, data.X_public, len(data.classes))
              if plan.distill_epochs else None)
     return party_sums(party.party, len(party.rows), weights, accuracy, proba)

@@ -32,6 +32,7 @@ class FedAvgPlan(Plan):
     distill_epochs: int
     init: BaseFederatedClassifier | None
     init_plan: Plan | None
+    max_weight_norm: float | None = None
 
     @classmethod
     def of(cls, estimator: BaseFederatedClassifier) -> FedAvgPlan:
@@ -55,6 +56,8 @@ class FedAvgPlan(Plan):
                    proximal_mu=float(estimator.proximal_mu),
                    distill_epochs=estimator.distill_epochs, init=init,
                    init_plan=None if init is None else init._plan_type.of(init),
+                   max_weight_norm=(None if estimator.max_weight_norm is None
+                                    else float(estimator.max_weight_norm)),
                    n_jobs=estimator.n_jobs, verbose=estimator.verbose)
 
     @property

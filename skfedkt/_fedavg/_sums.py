@@ -6,12 +6,13 @@ go back to every party in the clear."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from .._deployment._channel import Channel
-from .._deployment._fields import InSum, nonnegative, rows_summing_to
+from .._deployment._fields import InSum, Validity, nonnegative, rows_summing_to
 from ._plan import FedAvgPlan
 
 # the largest magnitude of a weight a party sums (times its rows): the fixed-point
@@ -23,10 +24,21 @@ def _rows(plan: FedAvgPlan, max_rows: int) -> float:
     return float(max_rows)
 
 
+def _weights_norm(plan: FedAvgPlan, n_rows: int) -> float | None:
+    """The largest L2 norm of a party's weights times its rows: ``max_weight_norm``
+    times its rows (each array's norm is within the whole weights')."""
+    return None if plan.max_weight_norm is None else n_rows * plan.max_weight_norm
+
+
+def _no_more(plan: FedAvgPlan, values: Any) -> str | None:
+    return None
+
+
 SUMS = (
     InSum("weighted_*", "its trained weights times its rows, one array per layer's "
           "coefficients and intercepts", "float",
-          lambda plan, max_rows: max_rows * WEIGHT_BOUND),
+          lambda plan, max_rows: max_rows * WEIGHT_BOUND,
+          valid=Validity(_no_more, norm=_weights_norm)),
     InSum("rows", "its rows", "int", _rows, valid=nonnegative),
     InSum("correct", "its rows its model predicts right", "int", _rows, valid=nonnegative),
     InSum("proba", "with FedDF: its model's class probabilities on the public rows",
@@ -51,6 +63,17 @@ def refusal(plan: FedAvgPlan, secure: bool) -> str | None:
     why = plan.init._uploads.why_not(plan.init_plan, secure)
     return None if why is None else (f"its first round, init={type(plan.init).__name__}"
                                      f"(...), cannot: {why}")
+
+
+def clipped(weights: list[np.ndarray], max_norm: float | None) -> list[np.ndarray]:
+    """`weights` scaled down to an L2 norm (all arrays together) of `max_norm`, as
+    distributed DP clips a party's update; as they are within it, or without a bound."""
+    if max_norm is None:
+        return weights
+    norm = math.sqrt(sum(float(np.sum(np.square(w, dtype=float))) for w in weights))
+    if norm <= max_norm:
+        return weights
+    return [np.asarray(w) * (max_norm / norm) for w in weights]
 
 
 def party_sums(party: Any, n_rows: int, weights: list[np.ndarray], accuracy: float,

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import secrets
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature, InvalidTag, UnsupportedAlgorithm
@@ -47,37 +48,42 @@ def is_identity_key(key: object) -> bool:
     return isinstance(key, Ed25519PrivateKey)
 
 
-def identity_to_pem(key: Ed25519PrivateKey) -> bytes:
-    """The private identity key as PEM (PKCS #8, unencrypted: the file's mode protects
-    it), which OpenSSL and other tools read."""
+# the public key type of each private key type a key file holds
+_PUBLIC_OF: dict[Any, Any] = {Ed25519PrivateKey: Ed25519PublicKey,
+                              X25519PrivateKey: X25519PublicKey}
+
+
+def private_key_to_pem(key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:
+    """A private key as PEM (PKCS #8, unencrypted: the file's mode protects it), which
+    OpenSSL and other tools read."""
     return key.private_bytes(encoding=serialization.Encoding.PEM,
                              format=serialization.PrivateFormat.PKCS8,
                              encryption_algorithm=serialization.NoEncryption())
 
 
-def public_identity_to_pem(public: bytes) -> bytes:
-    """The raw public identity key as PEM (SubjectPublicKeyInfo)."""
-    return Ed25519PublicKey.from_public_bytes(public).public_bytes(
+def public_key_to_pem(public: bytes, kind: Any = Ed25519PrivateKey) -> bytes:
+    """The raw public key of a `kind` private key as PEM (SubjectPublicKeyInfo)."""
+    return _PUBLIC_OF[kind].from_public_bytes(public).public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-def identity_from_pem(data: bytes) -> Ed25519PrivateKey | None:
-    """The Ed25519 private key of unencrypted PEM `data`; None for any other."""
+def private_key_from_pem(data: bytes, kind: Any = Ed25519PrivateKey) -> Any:
+    """The private key of type `kind` of unencrypted PEM `data`; None for any other."""
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm):
         return None
-    return key if isinstance(key, Ed25519PrivateKey) else None
+    return key if isinstance(key, kind) else None
 
 
-def public_identity_from_pem(data: bytes) -> bytes | None:
-    """The raw Ed25519 public key of PEM `data`; None for any other."""
+def public_key_from_pem(data: bytes, kind: Any = Ed25519PrivateKey) -> bytes | None:
+    """The raw public key of PEM `data`, of a `kind` private key; None for any other."""
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError, UnsupportedAlgorithm):
         return None
     return (key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-            if isinstance(key, Ed25519PublicKey) else None)
+            if isinstance(key, _PUBLIC_OF[kind]) else None)
 
 
 def agreement_key_from_bytes(raw: bytes) -> X25519PrivateKey:

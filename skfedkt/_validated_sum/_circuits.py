@@ -8,7 +8,8 @@ the circuit's outputs follow from the gadget's; an input is valid when every out
 
 Count, SumVec, Histogram and MultihotCountVec are the draft's (draft-irtf-cfrg-vdaf,
 section 7.4). ``RowSumVec`` is ours: a SumVec whose rows (of ``row_length`` entries)
-each add up to ``row_total``, as a party's votes do (each student votes once per row).
+each add up to ``row_total``, as a party's votes do (each student votes once per row);
+and ``NormSumVec``: a SumVec of signed values within an L2 norm (FedAvg's weights).
 """
 
 from __future__ import annotations
@@ -98,12 +99,17 @@ class _BitsCircuit(Circuit):
     non-bit makes the sum nonzero except with probability about chunk_length / p."""
 
     def gadget_inputs(self, meas, joint_rand, shares_inv):
-        padded = np.concatenate([meas, self.field.zeros(self.calls * self.chunk_length
+        return self._bit_inputs(meas, joint_rand, shares_inv)
+
+    def _bit_inputs(self, meas, joint_rand, shares_inv):
+        """The range check's calls, one per joint random value."""
+        calls = len(joint_rand)
+        padded = np.concatenate([meas, self.field.zeros(calls * self.chunk_length
                                                         - len(meas))])
-        chunks = padded.reshape(self.calls, self.chunk_length)
+        chunks = padded.reshape(calls, self.chunk_length)
         powers = self.field.geometric(joint_rand, self.chunk_length, start=joint_rand)
         return np.stack([self.field.mul(powers, chunks), self.field.sub(chunks, shares_inv)],
-                        axis=-1).reshape(self.calls, self.arity)
+                        axis=-1).reshape(calls, self.arity)
 
     def _bits(self, total_bits: int, chunk_length: int) -> dict[str, int]:
         calls = -(-total_bits // chunk_length)
@@ -188,6 +194,71 @@ class RowSumVec(SumVec):
         target = self.field.mul(self.field.scalar(self.row_total), shares_inv)
         row_checks = self.field.sub(self.field.sum(rows, axis=-1), target)
         return np.concatenate([self.field.sum(gadget_outputs)[None], row_checks])
+
+
+@dataclass(frozen=True)
+class NormSumVec(SumVec):
+    """A SumVec of signed values, each entry less ``offset``, whose squares add up to at
+    most ``norm_squared``. The slack, ``norm_squared`` less the sum of squares, follows
+    the entries as bits of [0, norm_squared]; the squares are calls of the same gadget
+    (a chunk of values times itself), after the range check's calls. Valid: every bit a
+    bit, and the squares plus the slack equal to ``norm_squared``, which cannot wrap
+    around the field: ``length`` squares of the largest value, and the slack, stay below
+    its modulus."""
+
+    offset: int = 0
+    norm_squared: int = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        largest = max(self.offset, self.max_measurement - self.offset)
+        if not 0 <= self.offset <= self.max_measurement or not 0 < self.norm_squared < 2 ** 62:
+            raise ValueError("0 <= offset <= max_measurement and 0 < norm_squared < 2**62")
+        if self.length * largest ** 2 + self.norm_squared >= self.field.modulus:
+            raise ValueError("the squares of the values and the slack would wrap around "
+                             "the field")
+        bits = self.max_measurement.bit_length()
+        total = self.length * bits + self.norm_squared.bit_length()
+        bit_calls = -(-total // self.chunk)
+        self._shape(meas_len=total, eval_output_len=2, joint_rand_len=bit_calls,
+                    calls=bit_calls - (-self.length // self.chunk))
+
+    @property
+    def _value_bits(self) -> int:
+        return self.length * self.max_measurement.bit_length()
+
+    def encode(self, measurement):
+        values = np.asarray(measurement, dtype=np.int64)
+        signed = values.astype(object) - self.offset
+        slack = self.norm_squared - int(np.dot(signed, signed))
+        if slack < 0:
+            raise ValueError("the values' L2 norm is beyond the agreed bound")
+        return np.concatenate([super().encode(values), self.field.array(
+            encode_range_checked(np.array(slack, dtype=object), self.norm_squared))])
+
+    def gadget_inputs(self, meas, joint_rand, shares_inv):
+        values = self.field.sub(self.truncate(meas), self.field.mul(
+            self.field.scalar(self.offset), shares_inv))
+        calls = self.calls - len(joint_rand)
+        chunks = np.concatenate([values, self.field.zeros(calls * self.chunk_length
+                                                          - self.length)]).reshape(
+            calls, self.chunk_length)
+        squares = np.stack([chunks, chunks], axis=-1).reshape(calls, self.arity)
+        return np.concatenate([self._bit_inputs(meas, joint_rand, shares_inv), squares])
+
+    def outputs(self, meas, gadget_outputs, shares_inv):
+        bit_calls = self.joint_rand_len
+        slack = decode_range_checked(self.field, meas[self._value_bits:],
+                                     self.norm_squared)
+        norm = self.field.sub(self.field.add(self.field.sum(gadget_outputs[bit_calls:]),
+                                             slack),
+                              self.field.mul(self.field.scalar(self.norm_squared),
+                                             shares_inv))
+        return np.concatenate([self.field.sum(gadget_outputs[:bit_calls])[None],
+                               np.asarray(norm).reshape(1)])
+
+    def truncate(self, meas):
+        return super().truncate(meas[:self._value_bits])
 
 
 @dataclass(frozen=True)

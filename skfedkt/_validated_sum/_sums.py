@@ -21,7 +21,7 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from ._circuits import RowSumVec, SumVec
+from ._circuits import NormSumVec, RowSumVec, SumVec
 from ._field import FIELD64
 from ._prio3 import NONCE_SIZE, SEED_SIZE, Prio3, VerifyState
 
@@ -48,7 +48,9 @@ class SumSpec:
     value is a multiple of it (a row of consistent votes: the students, or none).
     ``row_totals``: where each row (the last axis) adds up to an agreed total, that
     total in units, one per party (a party's weight may scale it); ``at_most``: the
-    total is a ceiling (one-hot or empty rows), made up by a slack entry."""
+    total is a ceiling (one-hot or empty rows), made up by a slack entry. ``norms``:
+    where the values' L2 norm is bounded, each party's bound on the sum of their
+    squares, in units squared (``value * scale``)."""
 
     name: str
     shape: tuple[int, ...]
@@ -58,6 +60,7 @@ class SumSpec:
     row_totals: tuple[int, ...] | None = None
     at_most: bool = False
     multiple: int = 1
+    norms: tuple[int, ...] | None = None
 
     @property
     def row_length(self) -> int:
@@ -153,9 +156,14 @@ def _prio3(spec: SumSpec, index: int, proofs: int) -> Prio3:
     # which measured fastest (their transforms shrink faster than the wires grow)
     calls = (1 << (math.isqrt(length * bits) // 2 + 1).bit_length() - 1) - 1
     chunk = -(-length * bits // max(calls, 1))
-    circuit = (SumVec(FIELD64, length, spec.max_measurement, chunk) if total is None else
-               RowSumVec(FIELD64, length, spec.max_measurement, chunk,
-                         row_length=spec.row_length, row_total=total))
+    if spec.norms is not None:
+        circuit: SumVec = NormSumVec(FIELD64, length, spec.max_measurement, chunk,
+                                     offset=spec.offset, norm_squared=spec.norms[index])
+    elif total is None:
+        circuit = SumVec(FIELD64, length, spec.max_measurement, chunk)
+    else:
+        circuit = RowSumVec(FIELD64, length, spec.max_measurement, chunk,
+                            row_length=spec.row_length, row_total=total)
     return Prio3(circuit, algorithm_id=ALGORITHM_ID, proofs=proofs)
 
 
