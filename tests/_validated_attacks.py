@@ -110,6 +110,8 @@ def hostile(monkeypatch, module, party, name, edit):
 # each attack: the estimator it attacks, the sum edited, the edit
 ATTACKS = {
     "hard votes +-1000": (fedkt("hard"), "votes", bits_plus(1000, -1000)),
+    "class counts +-1,000,000": (fedkt("hard"), "class_counts",
+                                 bits_plus(10 ** 6, -10 ** 6)),
     "rows of votes adding up to twice the students": (fedkt("hard"), "votes",
                                                        rows_doubled),
     "soft votes +-1000": (fedkt(SoftVotes(min_public_rows=0)), "proba",
