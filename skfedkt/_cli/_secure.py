@@ -47,7 +47,9 @@ def add_secure_options(party, server):
     party.add_argument("--secure-session", metavar="SESSION",
                        help="run under secure aggregation with this session "
                        "(skfedkt secure-session): the upload sends the party's keys, "
-                       "and its sums wait in --secure-state")
+                       "and its sums wait in --secure-state; under a session that names "
+                       "a helper (validated sums), the upload holds the party's signed "
+                       "report, and it keeps no --secure-state")
     party.add_argument("--secure-state", metavar="FILE",
                        help="with --secure-session: the file that keeps this party's sums "
                        "and secrets for secure-party (readable by this user alone; never "
@@ -131,13 +133,16 @@ def add_secure_commands(commands, algorithm_command, formatter, positive, label)
         description="Start the round's secure sum from the parties' uploads (--uploads), "
         "or take the parties' answers to the last stage (--answers); writes one file per "
         "party still in the sum to --out-dir. A party whose answer is missing has "
-        "dropped; fewer than the threshold refuse the round, naming the parties lost.",
+        "dropped; fewer than the threshold refuse the round, naming the parties lost. "
+        "Under a session that names a helper (validated sums), --uploads writes one "
+        "request.json for skfedkt secure-helper, and --answers takes the helper's answer.",
     )
     coordinator.add_argument("--session", required=True, help="the secure session")
     coordinator.add_argument("--state", required=True, help="the coordinator's state file")
     given = coordinator.add_mutually_exclusive_group(required=True)
     given.add_argument("--uploads", nargs="+", help="the parties' uploads of the round")
-    given.add_argument("--answers", nargs="+", help="the parties' answers to the last stage")
+    given.add_argument("--answers", nargs="+", help="the parties' answers to the last stage "
+                       "(validated sums: the helper's answer)")
     coordinator.add_argument("--out-dir", help="the folder for the files to send "
                              "(required until the sum is done)")
     coordinator.add_argument("--trust", nargs="+", default=[], metavar="TYPE",
@@ -175,12 +180,14 @@ def run_secure_session(args, estimator):
             colluding=args.colluding, helper=helper,
             identities=[PartyIdentity.load_public(path) for path in args.identities])
     size = session.save(args.out)
+    encoding = (f"floats up to {session.float_bound:.4g} in steps of 2^"
+                f"{-int(math.log2(session.fixed_point.scale))}" if session.helper is None
+                else "the helper's public key "
+                f"{session.helper.hex()[:16]}..., what each sum proves set by the "
+                "algorithm's flags at every step")
     print(f"secure session ({session.mode} sums): {len(session.parties)} parties, "
-          f"threshold {session.threshold}, "
-          f"{session.colluding} may collude, "
-          f"floats up to {session.float_bound:.4g} in steps of 2^"
-          f"{-int(math.log2(session.fixed_point.scale))}; wrote {args.out} "
-          f"({size} bytes)")
+          f"threshold {session.threshold}, {session.colluding} may collude, {encoding}; "
+          f"wrote {args.out} ({size} bytes)")
     return 0
 
 

@@ -11,6 +11,7 @@ secure-helper --request ...`` writes its answer; ``secure-coordinator --answers 
 takes it, and the server step (``skfedkt server ... --secure-state C``) takes the sums.
 """
 
+import json
 from pathlib import Path
 
 from .._deployment._archive import UploadLimits, read_file
@@ -89,8 +90,13 @@ def run_secure_helper(args):
             raise ValueError(f"{args.request}: {error}") from None
         remove_leftovers(args.out)
         write_atomically(args.out, answer)
-    print(f"helper: checked the reports of {args.request}; wrote its answer to {args.out} "
-          "(send it to the coordinator)")
+    summary = json.loads(answer)
+    refused = "; ".join(f"{session.parties[int(index)]!r}: {why}"
+                        for index, why in summary["refused"].items())
+    print(f"helper: checked the reports of {args.request}: accepted "
+          f"{len(summary['accepted'])} parties"
+          + (f", refused {len(summary['refused'])} ({refused})" if refused else "")
+          + f"; wrote its answer to {args.out} (send it to the coordinator)")
     return 0
 
 

@@ -86,8 +86,9 @@ class HelperLedger:
             raise ValueError(f"The helper answered another request of this step (round "
                              f"{step.split('/')[0]}) of the session before: it answers each "
                              "step once, so that no two sums of one party's input with "
-                             "other parties are ever given. A new round needs the parties' "
-                             "new uploads.")
+                             "other parties are ever given. Send the request it answered "
+                             "again (its answer comes back the same), or agree on a new "
+                             "secure session and have the parties upload again.")
         if earlier is not None:
             return set(earlier["accepted"])
         return set(next(iter(steps.values()))["accepted"]) if steps else None
