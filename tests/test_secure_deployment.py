@@ -7,7 +7,6 @@ import base64
 import dataclasses
 import json
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.tree import DecisionTreeClassifier
 
 from _flower_grid import flower_context, flower_task, in_process_grid  # noqa: F401
+from _commands import run_command
 from _secure_forgery import routed_from
 import skfedkt
 from skfedkt import (
@@ -59,13 +59,7 @@ def consortium(tmp_path_factory):
     return folder
 
 
-def _run(argv, capsys, status=0):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        returned = main([str(a) for a in argv])
-    printed = capsys.readouterr()
-    assert returned == status, printed.err
-    return printed.out + printed.err
+_run = run_command
 
 
 class _Round:

@@ -26,7 +26,7 @@ from skfedkt import (
     ValidatedHelper,
     load_model,
 )
-from skfedkt._cli._main import main
+from _commands import run_command
 from skfedkt._deployment import _validated_report
 from skfedkt._deployment._secure_documents import b64, dumps
 from skfedkt.datasets import load_local_file
@@ -276,13 +276,7 @@ def test_helper_keys_are_pem_files_read_as_hostile(tmp_path):
 FEDKT = ["fedkt", "--estimator", "dt", "--voting", "hard", "--random-state", "0"]
 
 
-def _run(argv, capsys, status=0):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        returned = main([str(a) for a in argv])
-    printed = capsys.readouterr()
-    assert returned == status, printed.err
-    return printed.out + printed.err
+_run = run_command
 
 
 def test_a_round_on_the_command_line_refuses_a_hostile_party_by_name(tmp_path, capsys,

@@ -32,6 +32,8 @@ from ._secure_documents import (
     is_hex32,
     layout_json,
     layout_read,
+    majority,
+    party_and_round,
     started_round,
 )
 from ._secure_stages import STATE_LIMITS, SECURE, SecureSession
@@ -154,8 +156,8 @@ class SecureCoordinator:
         if not entries:
             raise SecureSumError(None, None, "uploads", f"none passed the checks: {left_out}")
         # the round and the sums of most uploads; the odd one out is the one refused
-        round_ = _majority([round_ for _, round_, _ in entries])
-        written = _majority([json.dumps(fields["sums"]) for _, _, fields in entries])
+        round_ = majority([round_ for _, round_, _ in entries])
+        written = majority([json.dumps(fields["sums"]) for _, _, fields in entries])
         layout = layout_read(json.loads(written), Document("The uploads' sums"))
         agreement = session.agreement(round_, layout_length(layout))
         coordinator = SecureSumCoordinator(agreement)
@@ -355,21 +357,11 @@ def _sent(session: SecureSession, value: Any, reader: Document,
     return value["answers"], messages
 
 
-def _majority(values: list[Any]) -> Any:
-    """The value most of `values` share (the first seen among equals)."""
-    return max(values, key=values.count)
-
-
 def _entry(session: SecureSession, manifest: Any) -> tuple[Any, int, dict[str, Any]]:
     """A manifest's party (of the session), its round and its secure field, checked."""
-    party = manifest.get("party") if isinstance(manifest, Mapping) else None
-    if isinstance(party, bool) or not isinstance(party, (str, int)) or (
-            party not in session.parties):
-        raise SecureSumError(None, party if isinstance(party, (str, int)) else None,
-                             "party", "not a party of the secure session")
-    round_ = manifest.get("round", 0)
-    if type(round_) is not int or not 0 <= round_ < 2 ** 31:
-        raise SecureSumError(None, party, "round", "not a round from 0 to 2**31 - 1")
+    party, round_, problem = party_and_round(session.parties, manifest)
+    if problem is not None:
+        raise SecureSumError(None, party, *problem)
     return party, round_, _secure_field(manifest)
 
 

@@ -117,6 +117,27 @@ def layout_read(value: Any, reader: Document) -> Layout:
     return layout
 
 
+def majority(values: list[Any]) -> Any:
+    """The value most of `values` share (the first seen among equals): the round and the
+    sums of most uploads, against which the odd one out is refused."""
+    return max(values, key=values.count)
+
+
+def party_and_round(parties: Sequence[Any], manifest: Any,
+                    ) -> tuple[Any, int, tuple[str, str] | None]:
+    """An upload manifest's party (one of `parties`) and round, and what is wrong with
+    them (the field and why), or None."""
+    party = manifest.get("party") if isinstance(manifest, Mapping) else None
+    if isinstance(party, bool) or not isinstance(party, (str, int)) or (
+            party not in parties):
+        return (party if isinstance(party, (str, int)) else None, 0,
+                ("party", "not a party of the secure session"))
+    round_ = manifest.get("round", 0)
+    if type(round_) is not int or not 0 <= round_ < 2 ** 31:
+        return party, 0, ("round", "not a round from 0 to 2**31 - 1")
+    return party, round_, None
+
+
 def started_round(data: bytes, format_: str, session: str, who: str) -> int | None:
     """The round a saved state of `format_` (a party's or the coordinator's) started in
     the session named `session` (hex); None for a state of another session."""

@@ -31,7 +31,8 @@ from .._validated_sum._sums import (
 from ._archive import UploadLimits, read_file
 from ._channel import Layout
 from ._local_files import write_atomically
-from ._secure_documents import Document, b64, dumps, is_hex32, layout_json, layout_read
+from ._secure_documents import (Document, b64, dumps, is_hex32, layout_json, layout_read,
+                                majority, party_and_round)
 from ._secure_stages import SECURE
 from ._upload import LEADER_SHARES, PartyUpload, read_upload
 from ._validated_report import (
@@ -166,8 +167,8 @@ class ValidatedCoordinator:
         entries = [entry for entry in entries if names.count(entry[0]) == 1]
         if not entries:
             raise ValueError(f"Validated sum: no upload passed the checks: {left_out}")
-        round_ = _majority([round_ for _, round_, _ in entries])
-        written = _majority([json.dumps([fields["sums"], fields["specs"]])
+        round_ = majority([round_ for _, round_, _ in entries])
+        written = majority([json.dumps([fields["sums"], fields["specs"]])
                              for _, _, fields in entries])
         reader = Document("The uploads' validated sums")
         sums, specs_value = json.loads(written)
@@ -405,21 +406,11 @@ def _party_key(key: str) -> Any:
         return key
 
 
-def _majority(values: list[Any]) -> Any:
-    """The value most of `values` share (the first seen among equals)."""
-    return max(values, key=values.count)
-
-
 def _entry(session: Any, manifest: Any) -> tuple[Any, int, dict[str, Any]]:
     """A manifest's party (of the session), its round and its secure field, checked."""
-    party = manifest.get("party") if isinstance(manifest, Mapping) else None
-    if isinstance(party, bool) or not isinstance(party, (str, int)) or (
-            party not in session.parties):
-        raise ValidatedSumError(party if isinstance(party, (str, int)) else None,
-                                "party", "not a party of the secure session")
-    round_ = manifest.get("round", 0)
-    if type(round_) is not int or not 0 <= round_ < 2 ** 31:
-        raise ValidatedSumError(party, "round", "not a round from 0 to 2**31 - 1")
+    party, round_, problem = party_and_round(session.parties, manifest)
+    if problem is not None:
+        raise ValidatedSumError(party, *problem)
     fields = manifest.get(SECURE)
     if not isinstance(fields, dict) or set(fields) != set(REPORT_FIELDS):
         raise ValidatedSumError(party, SECURE, "not a validated report: this upload was not "
