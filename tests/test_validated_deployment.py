@@ -218,6 +218,9 @@ def test_an_answer_that_is_not_the_requests_is_refused_and_state_survives(tmp_pa
                                                      HelperLedger(tmp_path / "ledger.json"))
     coordinator.save(tmp_path / "coordinator.json")
     loaded = ValidatedCoordinator.load(session, tmp_path / "coordinator.json")
+    with pytest.raises(ValueError, match="uploads: not a digest"):
+        ValidatedCoordinator.from_bytes(session, _edited(coordinator.to_bytes(),
+                                                         lambda d: d.update(uploads="x")))
     with pytest.raises(ValueError, match="not the request's parties"):
         loaded.finish(_edited(answer, lambda d: d["accepted"].remove(4)))
     with pytest.raises(ValueError, match="not the answer to this round's request"):

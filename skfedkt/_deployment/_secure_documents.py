@@ -56,6 +56,11 @@ class Document:
             raise self.refuse(field, f"not an integer from {low} to {high}")
         return value
 
+    def digest(self, value: Any, field: str) -> str:
+        if not is_hex32(value):
+            raise self.refuse(field, "not a digest of 32 bytes in hexadecimal")
+        return value
+
     def raw(self, value: Any, field: str, size: int | None = None) -> bytes:
         try:
             raw = base64.b64decode(value, validate=True) if isinstance(value, str) else None

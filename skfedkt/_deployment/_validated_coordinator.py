@@ -100,8 +100,6 @@ class ValidatedCoordinator:
     True
     """
 
-    stage_names = ("helper", "done")
-
     def __init__(self, session: Any, round_: int, layout: Layout,
                  specs: tuple[SumSpec, ...], verify_key: bytes, request: bytes,
                  leader: dict[int, dict[str, tuple[VerifyState, bytes]]],
@@ -377,7 +375,7 @@ class ValidatedCoordinator:
                    reader.raw(document["verify_key"], "verify_key", SEED_SIZE),
                    reader.raw(document["request"], "request"), checked,
                    {_party_key(key): why for key, why in left_out.items()},
-                   document["uploads"] if is_hex32(document["uploads"]) else "", totals,
+                   reader.digest(document["uploads"], "uploads"), totals,
                    tuple(accepted))
 
     @classmethod
